@@ -1,0 +1,8 @@
+// Placeholder: the npuc_ops op family is registered here.
+#include "opset/registry.h"
+
+namespace npuc {
+
+void registerNpucOps(OpRegistry& reg) { (void)reg; }
+
+}  // namespace npuc

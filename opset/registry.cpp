@@ -1,0 +1,162 @@
+#include "opset/registry.h"
+
+#include <algorithm>
+
+namespace npuc {
+
+// ---------------------------------------------------------------- contexts
+
+const Shape& InferContext::inputShape(size_t i) const {
+  Value* v = node_.input(i);
+  if (!v) throw ShapeError("input " + std::to_string(i) + " is missing");
+  if (!v->hasShape()) throw ShapeError("input " + std::to_string(i) + " ('" + v->name() + "') has an unknown shape");
+  return v->shape();
+}
+
+DType InferContext::inputDType(size_t i) const {
+  Value* v = node_.input(i);
+  if (!v) throw ShapeError("input " + std::to_string(i) + " is missing");
+  return v->dtype();
+}
+
+const Tensor* InferContext::constInput(size_t i) const {
+  Value* v = node_.input(i);
+  return v && v->isConstant() ? &v->constant() : nullptr;
+}
+
+const Tensor& InferContext::requireConstInput(size_t i, const char* what) const {
+  const Tensor* t = constInput(i);
+  if (!t) {
+    throw ShapeError(std::string(what) + " (input " + std::to_string(i) +
+                     ") must be a constant once input shapes are fixed");
+  }
+  return *t;
+}
+
+const Tensor* KernelContext::constInput(size_t i) const {
+  Value* v = node.input(i);
+  return v && v->isConstant() ? &v->constant() : nullptr;
+}
+
+// ---------------------------------------------------------------- builder
+
+SchemaBuilder& SchemaBuilder::inputs(int min, int max) {
+  s_.min_inputs = min;
+  s_.max_inputs = max;
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::outputs(int min, int max) {
+  s_.min_outputs = min;
+  s_.max_outputs = max;
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::infer(InferFn f) {
+  s_.infer = std::move(f);
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::kernel(KernelFactory f) {
+  s_.make_kernel = std::move(f);
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::types(std::vector<DType> t) {
+  s_.dtypes = std::move(t);
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::notFoldable() {
+  s_.foldable = false;
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::doc(std::string d) {
+  s_.doc = std::move(d);
+  return *this;
+}
+
+// ---------------------------------------------------------------- registry
+
+namespace {
+std::string key(const std::string& domain, const std::string& op) {
+  const std::string d = domain == "ai.onnx" ? "" : domain;
+  return d + "::" + op;
+}
+}  // namespace
+
+SchemaBuilder OpRegistry::add(const std::string& op_type, const std::string& domain) {
+  auto& slot = ops_[key(domain, op_type)];
+  if (!slot) {
+    slot = std::make_unique<OpSchema>();
+    slot->op_type = op_type;
+    slot->domain = domain == "ai.onnx" ? "" : domain;
+  }
+  return SchemaBuilder(*this, *slot);
+}
+
+const OpSchema* OpRegistry::find(const std::string& op_type, const std::string& domain) const {
+  auto it = ops_.find(key(domain, op_type));
+  if (it != ops_.end()) return it->second.get();
+  return nullptr;
+}
+
+const OpSchema& OpRegistry::require(const Node& node) const {
+  const OpSchema* s = find(node.opType(), node.domain());
+  if (!s) {
+    throw UnsupportedOpError("unsupported op '" + (node.domain().empty() ? "" : node.domain() + ".") +
+                             node.opType() + "' at node '" + node.name() +
+                             "'; see docs/supported_ops.md or `npuc ops` for the supported list");
+  }
+  return *s;
+}
+
+std::vector<std::string> OpRegistry::opTypes() const {
+  std::vector<std::string> out;
+  for (auto& [k, s] : ops_) out.push_back(s->domain.empty() ? s->op_type : s->domain + "." + s->op_type);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+
+const OpRegistry& OpRegistry::instance() {
+  static const OpRegistry reg = [] {
+    OpRegistry r;
+    registerElementwiseOps(r);
+    registerReductionOps(r);
+    registerNnOps(r);
+    registerDataMovementOps(r);
+    registerNpucOps(r);
+    return r;
+  }();
+  return reg;
+}
+
+// ---------------------------------------------------------------- shape helpers
+
+Shape broadcastShapes(const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1) {
+      out[i] = da;
+    } else if (da == 1) {
+      out[i] = db;
+    } else {
+      throw ShapeError("shapes " + shapeStr(a) + " and " + shapeStr(b) + " cannot be broadcast");
+    }
+  }
+  return out;
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank, const char* what) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1)) {
+    throw ShapeError(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
+                     std::to_string(rank));
+  }
+  return a;
+}
+
+void inferSameAsInput0(InferContext& ctx) {
+  ctx.setOutput(0, ctx.inputDType(0), ctx.inputShape(0));
+}
+
+}  // namespace npuc

@@ -1,0 +1,48 @@
+# npuc — the two commands a new machine needs:
+#   make demo   build everything, then run the main job on a bundled example
+#   make test   build everything, then run every test (C++ unit, Python, ONNX conformance)
+# Both install missing Debian packages first (tools/install_deps.sh; idempotent).
+
+PYTHON ?= /usr/bin/python3
+BUILD  ?= build
+JOBS   ?= $(shell nproc)
+export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+.PHONY: all deps test-deps bench-deps build demo test test-cpp test-python test-conformance bench clean
+
+all: build
+
+deps:
+	@tools/install_deps.sh build
+
+test-deps:
+	@tools/install_deps.sh test
+
+bench-deps:
+	@tools/install_deps.sh bench
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j $(JOBS)
+
+demo: build
+	$(PYTHON) -m npuc demo
+
+test: test-deps build test-cpp test-python test-conformance
+
+test-cpp:
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python:
+	$(PYTHON) -m pytest -q tests/python
+
+test-conformance:
+	$(PYTHON) tests/conformance/run_conformance.py
+
+bench: bench-deps build
+	$(PYTHON) bench/host_fp32.py
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,87 @@
+"""Shared helpers for npuc benchmarks: locating models, the ONNX Runtime peer, timing."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+CACHE = BENCH_DIR / ".cache"
+
+
+def shared_models_dir() -> Path:
+    """shared/models beside the repository (or $NPUC_SHARED_MODELS)."""
+    env = os.environ.get("NPUC_SHARED_MODELS")
+    if env:
+        return Path(env)
+    return REPO.parent / "shared" / "models"
+
+
+def load_ref(model: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Inputs and ONNX Runtime reference outputs stored beside a shared model."""
+    ref = np.load(model.with_suffix(".ref.npz"))
+    ins = {k.split(":", 1)[1]: ref[k] for k in ref.files if k.startswith("input:")}
+    outs = {k.split(":", 1)[1]: ref[k] for k in ref.files if k.startswith("output:")}
+    return ins, outs
+
+
+def ensure_ort() -> Path:
+    """Installs onnxruntime-node into bench/node_modules (npm, --ignore-scripts) if missing."""
+    if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
+        if shutil.which("npm") is None:
+            raise RuntimeError("npm is not installed: run `make bench-deps`")
+        subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund"],
+                       cwd=BENCH_DIR, check=True, stdout=subprocess.DEVNULL)
+    return BENCH_DIR / "ort_runner.js"
+
+
+def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: int,
+            iters: int) -> tuple[list[float], list[np.ndarray]]:
+    """Times `model` in ONNX Runtime (node); returns per-run latencies (ms) and the outputs."""
+    runner = ensure_ort()
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_inputs = []
+        for i, (name, arr) in enumerate(inputs.items()):
+            f = Path(tmp) / f"in_{i}.bin"
+            np.ascontiguousarray(arr, dtype=np.float32).tofile(f)
+            spec_inputs.append({"name": name, "dims": list(arr.shape), "file": str(f)})
+        spec = {"model": str(model), "inputs": spec_inputs, "threads": threads, "warmup": warmup,
+                "iters": iters, "out_dir": tmp}
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(json.dumps(spec))
+        proc = subprocess.run(["node", str(runner), str(spec_file)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ONNX Runtime failed on {model}: {proc.stderr.strip()[-800:]}")
+        res = json.loads(proc.stdout)
+        outs = [np.fromfile(o["file"], dtype=np.float32).reshape(o["dims"]) for o in res["outputs"]]
+        return res["latencies_ms"], outs
+
+
+def time_calls(fn: Callable[[], object], warmup: int, iters: int) -> list[float]:
+    """Per-call wall time in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    lat = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        lat.append((time.perf_counter() - t0) * 1e3)
+    return lat
+
+
+def median(xs: Sequence[float]) -> float:
+    return statistics.median(xs)
+
+
+def rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    """max|a-b| / max|b| (the metric used for the shared models' references)."""
+    return float(np.max(np.abs(a.astype(np.float64) - b)) / max(float(np.max(np.abs(b))), 1e-12))

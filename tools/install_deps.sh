@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages npuc builds and tests with, only those missing (idempotent).
+# Usage: tools/install_deps.sh [build|test|bench]   (each level includes the ones before it)
+set -euo pipefail
+level=${1:-build}
+
+build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-venv python3-numpy
+  python3-onnx python3-pybind11 pybind11-dev libprotobuf-dev protobuf-compiler libonnx-dev
+  libdnnl-dev libgtest-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
+  python3-setuptools python3-wheel python3-pip)
+test_pkgs=(python3-pytest libonnx-testdata)
+bench_pkgs=(nodejs npm python3-torch python3-torchvision python3-sklearn)
+
+want=("${build_pkgs[@]}")
+[[ $level == test || $level == bench ]] && want+=("${test_pkgs[@]}")
+[[ $level == bench ]] && want+=("${bench_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# nodejs/npm may come from outside Debian's packages on some images: a working `npm` is enough.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/nodejs/}"); missing=("${missing[@]/npm/}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | sed '/^$/d'))
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "npuc: installing missing Debian packages: ${missing[*]}"
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || { echo "npuc: run as root or install: ${missing[*]}" >&2; exit 1; }
+  SUDO=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

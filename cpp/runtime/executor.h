@@ -18,6 +18,23 @@ struct IoInfo {
   Shape shape;
 };
 
+// Compile-time switches of the executor. The defaults are what users get.
+struct ExecutorOptions {
+  // Rewrite Conv (+Add) (+activation) chains into ai.npuc ConvAct before planning (host speed
+  // only; results are unchanged). The environment variable NPUC_HOST_FUSION=0 also disables it.
+  bool host_fusion = true;
+};
+
+// Where one activation buffer of the arena sits and when it is live (for tests and reports).
+// Values that alias another value's storage (Reshape & co.) are listed with the buffer they share.
+struct PlannedBuffer {
+  std::vector<std::string> values;  // the value that owns the buffer first, then its aliases
+  size_t offset = 0;                // in the arena, a multiple of kTensorAlignment
+  size_t bytes = 0;                 // as used (not rounded)
+  int64_t first_step = 0;           // index of the node that writes it
+  int64_t last_step = 0;            // index of the last node that reads it
+};
+
 struct MemoryPlanStats {
   size_t arena_bytes = 0;        // size of the activation arena
   size_t lower_bound_bytes = 0;  // max over time of the sum of live activation bytes
@@ -29,11 +46,18 @@ class Executor {
  public:
   // Compiles `graph` (shapes must be static; the graph is cloned, the caller keeps its own).
   explicit Executor(const Graph& graph);
+  Executor(const Graph& graph, const ExecutorOptions& options);
   ~Executor();
 
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   const MemoryPlanStats& memoryStats() const;
+  // The arena plan, one entry per buffer, and the graph as compiled (after host fusion); step
+  // indices count the compiled graph's nodes in order.
+  const std::vector<PlannedBuffer>& memoryPlan() const;
+  const Graph& compiledGraph() const;
+  // Nodes whose run is skipped because their output aliases their input.
+  size_t numAliasedSteps() const;
 
   // Runs on caller-provided buffers. Inputs are read in place (zero copy) and outputs written in
   // place. Throws InputError naming the input when a count, dtype or shape is wrong.

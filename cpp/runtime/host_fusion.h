@@ -1,0 +1,28 @@
+// Host-only graph rewrites the executor applies before planning, for speed on the CPU:
+// Conv (+ Add of a same-shape tensor) (+ activation) chains become one ai.npuc "ConvAct" node,
+// which the host kernel runs as a single oneDNN convolution with post-ops.
+//
+// These rewrites are not part of the compiler's pass pipeline: they only change how the FP32
+// host runtime executes a graph, never what it computes (a differential test checks fusion on vs
+// off). They apply only when the registry has the ConvAct op.
+#pragma once
+
+#include <cstddef>
+
+#include "ir/graph.h"
+#include "opset/registry.h"
+
+namespace npuc {
+
+// Environment switch read by the executor: NPUC_HOST_FUSION=0 disables host fusion.
+constexpr const char* kHostFusionEnvVar = "NPUC_HOST_FUSION";
+
+// True unless the environment variable above is set to "0", "off" or "false".
+bool hostFusionEnabledByEnv();
+
+// Rewrites every fusable Conv chain of `graph` in place; returns how many ConvAct nodes it made.
+// A chain is fused only when each intermediate value has a single use and is not a graph output,
+// and only when `registry` knows ConvAct (otherwise nothing changes and 0 is returned).
+size_t fuseConvActivations(Graph& graph, const OpRegistry& registry);
+
+}  // namespace npuc

@@ -1,0 +1,30 @@
+// The user-facing parts of loading that RKNN users know from load_onnx(): fixing dynamic input
+// dims (input_size_list), cutting the graph at chosen outputs, and the "pass input_size_list"
+// guidance when a dim stays unknown.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_import.h"
+#include "ir/graph.h"
+
+namespace npuc {
+
+// Applies opts.input_sizes to the inputs named by opts.input_names (all graph inputs in order
+// when empty). Throws ModelLoadError naming the input and both shapes when rank or a known dim
+// disagrees, or when the counts or names do not match the model.
+void applyInputSizes(Graph& graph, const ImportOptions& opts);
+
+// Makes `names` the graph outputs and drops every node (and graph input) they do not need.
+// Throws ModelLoadError listing a few valid tensor names for an unknown name.
+void cutAtOutputs(Graph& graph, const std::vector<std::string>& names);
+
+// " Graph input 'x' has dynamic shape [?,3,?,?]: pass input_size_list ..." for every graph input
+// whose shape is not static; empty when all are.
+std::string dynamicInputHint(const Graph& graph);
+
+// Throws ShapeError naming the first value whose shape is still not static, with the hint above.
+void requireStaticShapes(const Graph& graph);
+
+}  // namespace npuc

@@ -1,0 +1,86 @@
+#include "frontend/onnx_import.h"
+
+#include <filesystem>
+
+#include "frontend/import_options.h"
+#include "frontend/legacy_upgrade.h"
+#include "frontend/onnx_graph_builder.h"
+#include "frontend/onnx_parse.h"
+#include "frontend/shape_inference.h"
+
+namespace npuc {
+
+namespace {
+
+// Re-throws the active npuc error as the same type with `prefix` in front of its message, so a
+// caller catching UnsupportedOpError still does after the file name was added.
+[[noreturn]] void rethrowPrefixed(const std::string& prefix) {
+  try {
+    throw;
+  } catch (const ModelLoadError& e) {
+    throw ModelLoadError(prefix + e.what());
+  } catch (const UnsupportedOpError& e) {
+    throw UnsupportedOpError(prefix + e.what());
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix + e.what());
+  } catch (const GraphError& e) {
+    throw GraphError(prefix + e.what());
+  } catch (const ResourceError& e) {
+    throw ResourceError(prefix + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(prefix + e.what());
+  } catch (const InputError& e) {
+    throw InputError(prefix + e.what());
+  } catch (const Error& e) {
+    throw Error(prefix + e.what());
+  }
+}
+
+// Shape inference failing on a model with dynamic inputs is almost always the missing
+// input_size_list; say so next to the op's own message.
+void inferWithHint(Graph& g, const ImportOptions& opts) {
+  try {
+    inferShapesAndFold(g, opts.fold_limit_bytes);
+  } catch (const ShapeError& e) {
+    throw ShapeError(e.what() + dynamicInputHint(g));
+  }
+}
+
+std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions& opts, const std::string& base_dir) {
+  std::unique_ptr<Graph> g = buildGraphFromOnnx(model, ExternalDataPolicy{base_dir});
+  model.Clear();  // everything needed now lives in the IR
+  applyInputSizes(*g, opts);
+  upgradeLegacyForms(*g, g->opsetVersion(""));
+  g->topoSort();
+  if (!opts.output_names.empty()) cutAtOutputs(*g, opts.output_names);
+  g->verify();
+  if (opts.infer_shapes) {
+    inferWithHint(*g, opts);
+    requireStaticShapes(*g);
+    checkOpsSupported(*g);
+  }
+  return g;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts) {
+  try {
+    onnx::ModelProto model = parseModelFile(path);  // names the file itself
+    try {
+      const std::string dir = std::filesystem::absolute(path).parent_path().string();
+      return importModel(model, opts, dir);
+    } catch (const Error&) {
+      rethrowPrefixed(path + ": ");
+    }
+  } catch (const std::bad_alloc&) {
+    throw ResourceError(path + ": out of memory while loading the model");
+  }
+}
+
+std::unique_ptr<Graph> importOnnxBytes(const std::string& bytes, const ImportOptions& opts, const std::string& base_dir) {
+  onnx::ModelProto model = parseModelBytes(bytes);
+  return importModel(model, opts, base_dir);
+}
+
+}  // namespace npuc

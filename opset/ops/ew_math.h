@@ -1,0 +1,85 @@
+// Branch-free float math for the activation kernels.
+//
+// libm's expf/tanhf are scalar calls that stop GCC from vectorizing a loop (without -ffast-math),
+// and activations like Sigmoid, SiLU, Softmax and GELU spend nearly all their time in them. The
+// functions here are written with selects instead of branches so `for (i) y[i] = f(x[i])`
+// vectorizes at -O3. Accuracy is within a few ulp of libm over the whole float range, well inside
+// the 1e-4 relative tolerance npuc promises against ONNX Runtime (which uses similar
+// approximations in MLAS).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace npuc {
+namespace ew {
+
+inline float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline uint32_t floatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// e^x. Range reduction x = n*ln2 + r with |r| <= ln2/2, then a degree-6 minimax polynomial for
+// e^r (the classic Cephes expf coefficients, ~1 ulp) and a scale by 2^n built in the exponent bits.
+inline float fastExp(float x) {
+  // Beyond these e^x is inf / below the smallest normal float (denormal results flush to 0).
+  constexpr float kOverflow = 88.72283905f;    // ln(FLT_MAX)
+  constexpr float kUnderflow = -87.33654475f;  // ln(FLT_MIN)
+  constexpr float kLog2e = 1.44269504088896341f;
+  // ln2 split in a part exact in float and a remainder, so n*ln2 is subtracted without rounding.
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  // Adding 1.5*2^23 rounds a float in (-2^22, 2^22) to an integer held in the low mantissa bits.
+  constexpr float kRoundMagic = 12582912.0f;
+
+  // Ternaries rather than fmin/fmax: they map to maxps/minps and keep the loop vectorizable.
+  float xc = x < kUnderflow ? kUnderflow : x;
+  xc = xc > kOverflow ? kOverflow : xc;
+  const float t = xc * kLog2e + kRoundMagic;
+  const float n = t - kRoundMagic;
+  const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float er = (p * r) * r + r + 1.0f;
+  // 2^n as 2^(n-1) * 2 so n = 128 (x near ln(FLT_MAX)) does not hit the inf exponent.
+  const int32_t ni = static_cast<int32_t>(floatToBits(t) - floatToBits(kRoundMagic));
+  const float scale = bitsToFloat(static_cast<uint32_t>(ni + 126) << 23);
+  float y = er * scale * 2.0f;
+  y = x < kUnderflow ? 0.0f : y;
+  y = x > kOverflow ? std::numeric_limits<float>::infinity() : y;
+  return x != x ? x : y;  // NaN propagates
+}
+
+// 1 / (1 + e^-x); saturates cleanly to 0 and 1.
+inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+
+// tanh(x). Small |x| uses an odd polynomial (the e^x form would lose digits to cancellation
+// there); larger |x| uses 1 - 2 / (e^(2|x|) + 1) with the sign restored.
+inline float fastTanh(float x) {
+  constexpr float kPolyLimit = 0.625f;  // where the Cephes tanhf polynomial is accurate
+  const float ax = std::fabs(x);
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = p * z * x + x;
+  const float big = 1.0f - 2.0f / (fastExp(2.0f * ax) + 1.0f);
+  return ax < kPolyLimit ? small : std::copysign(big, x);
+}
+
+}  // namespace ew
+}  // namespace npuc

@@ -1,0 +1,56 @@
+#include "passes/core/pass_registry.h"
+
+#include "common/error.h"
+
+namespace npuc {
+
+// Factories, each defined in its pass's file in passes/.
+std::unique_ptr<Pass> createCanonicalizePass();
+std::unique_ptr<Pass> createConstantFoldingPass();
+std::unique_ptr<Pass> createDeadCodeEliminationPass();
+std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
+std::unique_ptr<Pass> createFoldBatchNormPass();
+std::unique_ptr<Pass> createMergeReshapesPass();
+std::unique_ptr<Pass> createComposeTransposesPass();
+std::unique_ptr<Pass> createMergeSlicesPass();
+std::unique_ptr<Pass> createExtractCommonFactorPass();
+
+const std::vector<PassInfo>& registeredPasses() {
+  // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
+  static const std::vector<PassInfo> kPasses = {
+      {"canonicalize", createCanonicalizePass},
+      {"constant_folding", createConstantFoldingPass},
+      {"dead_code_elimination", createDeadCodeEliminationPass},
+      {"common_subexpression_elimination", createCommonSubexpressionEliminationPass},
+      {"fold_batchnorm", createFoldBatchNormPass},
+      {"merge_reshapes", createMergeReshapesPass},
+      {"compose_transposes", createComposeTransposesPass},
+      {"merge_slices", createMergeSlicesPass},
+      {"extract_common_factor", createExtractCommonFactorPass},
+  };
+  return kPasses;
+}
+
+std::vector<std::string> registeredPassNames() {
+  std::vector<std::string> names;
+  for (const PassInfo& p : registeredPasses()) names.emplace_back(p.name);
+  return names;
+}
+
+bool isRegisteredPass(const std::string& name) {
+  for (const PassInfo& p : registeredPasses()) {
+    if (name == p.name) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<Pass> createPass(const std::string& name) {
+  for (const PassInfo& p : registeredPasses()) {
+    if (name == p.name) return p.create();
+  }
+  std::string valid;
+  for (const PassInfo& p : registeredPasses()) valid += (valid.empty() ? "" : ", ") + std::string(p.name);
+  throw ConfigError("unknown pass '" + name + "'; valid pass names: " + valid);
+}
+
+}  // namespace npuc

@@ -1,0 +1,29 @@
+#include "passes/optimize.h"
+
+namespace npuc {
+
+const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizationPipeline() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kPipeline = {
+      {"canonical", {"canonicalize"}},
+      {"fold", {"constant_folding"}},
+      {"rewrite",
+       {"fold_batchnorm", "merge_reshapes", "compose_transposes", "merge_slices",
+        "common_subexpression_elimination", "extract_common_factor", "canonicalize"}},
+      {"cleanup", {"dead_code_elimination"}},
+  };
+  return kPipeline;
+}
+
+OptimizationReport optimize(Graph& graph, const OptimizeOptions& options) {
+  PassManagerOptions pm_options;
+  pm_options.optimization_level = options.optimization_level;
+  pm_options.disable_passes = options.disable_passes;
+  pm_options.fold_limit_bytes = options.fold_limit_bytes;
+  pm_options.verify_each = options.verify_each;
+  pm_options.on_stage = options.on_stage;
+  PassManager pm(std::move(pm_options));
+  for (const auto& [stage, passes] : optimizationPipeline()) pm.addStage(stage, passes);
+  return pm.run(graph);
+}
+
+}  // namespace npuc

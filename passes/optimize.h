@@ -1,0 +1,35 @@
+// The graph optimization pipeline Toolkit.build() runs between import and partitioning:
+//   canonical  canonicalize                       (one spelling per computation)
+//   fold       constant_folding                   (everything computable at compile time)
+//   rewrite    fold_batchnorm, merge_reshapes, compose_transposes, merge_slices,
+//              common_subexpression_elimination, extract_common_factor, canonicalize
+//   cleanup    dead_code_elimination
+// each stage to its own fixed point, and the whole list again until nothing changes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/core/pass_manager.h"
+#include "passes/core/report.h"
+
+namespace npuc {
+
+struct OptimizeOptions {
+  // RKNN meaning: 0 none, 1-2 only passes that cannot change numerics, 3 all (the default).
+  int optimization_level = 3;
+  // Pass names to skip; an unknown name is a ConfigError listing the valid ones.
+  std::vector<std::string> disable_passes;
+  int64_t fold_limit_bytes = kDefaultFoldLimitBytes;
+  bool verify_each = kVerifyPassesByDefault;
+  // Graph dumps after each stage (see StageCallback).
+  StageCallback on_stage;
+};
+
+OptimizationReport optimize(Graph& graph, const OptimizeOptions& options = {});
+
+// The stages above, as (stage name, pass names), for documentation and tools.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizationPipeline();
+
+}  // namespace npuc

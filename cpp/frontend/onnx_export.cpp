@@ -1,0 +1,171 @@
+#include "frontend/onnx_export.h"
+
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "frontend/onnx_attribute.h"
+#include "frontend/onnx_tensor.h"
+#include "opset/registry.h"
+
+namespace npuc {
+
+namespace {
+
+// The default-domain opset npuc writes unless an op needs a newer one. 13 is what most
+// exporters and runtimes agree on, and where npuc's canonical forms (parameters as inputs) hold
+// for every op except the Reduce* family (see downgradeNode).
+constexpr int64_t kBaseExportOpset = 13;
+// IR version 8 goes with opsets up to 17 (onnx 1.12).
+constexpr int64_t kExportIrVersion = 8;
+constexpr int64_t kNpucDomainVersion = 1;
+
+// The first opset that defines an op npuc may hold, for ops newer than kBaseExportOpset.
+int64_t opsetNeeded(const Node& n) {
+  static const std::unordered_map<std::string, int64_t> newer = {
+      {"HardSwish", 14}, {"Trilu", 14}, {"GridSample", 16}, {"LayerNormalization", 17},
+  };
+  if (!n.domain().empty()) return 0;
+  if (n.opType() == "Reshape" && n.attrs().has("allowzero")) return 14;
+  auto it = newer.find(n.opType());
+  return it == newer.end() ? kBaseExportOpset : it->second;
+}
+
+bool isReduceWithAxesAttr(const Node& n) {
+  return n.domain().empty() && n.opType().rfind("Reduce", 0) == 0 && n.opType() != "ReduceSum";
+}
+
+std::string exportTag(const Node& n) { return "export: node '" + n.name() + "' (" + n.opType() + ")"; }
+
+void setValueInfo(const Value& v, onnx::ValueInfoProto* info) {
+  info->set_name(v.name());
+  auto* tt = info->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int32_t>(v.dtype()));
+  if (!v.hasShape()) return;
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : v.shape()) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);  // an unknown dim stays unset
+  }
+}
+
+class Exporter {
+ public:
+  explicit Exporter(const Graph& g) : g_(g) {}
+
+  onnx::ModelProto run() {
+    onnx::ModelProto model;
+    model.set_ir_version(kExportIrVersion);
+    model.set_producer_name("npuc");
+    model.set_producer_version(NPUC_VERSION);
+    for (const auto& [k, v] : g_.metadata) {
+      auto* kv = model.add_metadata_props();
+      kv->set_key(k);
+      kv->set_value(v);
+    }
+    onnx::GraphProto* gp = model.mutable_graph();
+    gp->set_name(g_.name.empty() ? "npuc_graph" : g_.name);
+    int64_t opset = kBaseExportOpset;
+    bool uses_npuc = false;
+    for (const Node* n : g_.nodes()) {
+      writeNode(*n, gp->add_node());
+      opset = std::max(opset, opsetNeeded(*n));
+      uses_npuc |= n->domain() == kNpucDomain;
+    }
+    writeValues(gp);
+    addOpset(model, "", opset);
+    if (uses_npuc) addOpset(model, kNpucDomain, kNpucDomainVersion);
+    return model;
+  }
+
+ private:
+  static void addOpset(onnx::ModelProto& model, const std::string& domain, int64_t version) {
+    auto* os = model.add_opset_import();
+    os->set_domain(domain);
+    os->set_version(version);
+  }
+
+  void writeNode(const Node& n, onnx::NodeProto* np) {
+    np->set_name(n.name());
+    np->set_op_type(n.opType());
+    if (!n.domain().empty()) np->set_domain(n.domain());
+    Attributes attrs = n.attrs();
+    std::vector<Value*> inputs = n.inputs();
+    downgradeNode(n, attrs, inputs);
+    while (!inputs.empty() && !inputs.back()) inputs.pop_back();
+    for (const Value* in : inputs) {
+      np->add_input(in ? in->name() : "");
+      if (in && in->isConstant()) used_constants_.insert(in);
+    }
+    for (const Value* out : n.outputs()) np->add_output(out->name());
+    for (const auto& [name, value] : attrs.all()) attrToProto(name, value, np->add_attribute());
+  }
+
+  // Converts npuc's canonical forms back where opset 13/17 differs.
+  void downgradeNode(const Node& n, Attributes& attrs, std::vector<Value*>& inputs) {
+    if (isReduceWithAxesAttr(n)) {
+      // Before opset 18 these ops take axes as an attribute.
+      if (inputs.size() > 1 && inputs[1]) {
+        if (!inputs[1]->isConstant()) {
+          throw Error(exportTag(n) + ": axes input '" + inputs[1]->name() +
+                      "' is not a constant; opset 13 needs it as an attribute");
+        }
+        attrs.set("axes", inputs[1]->constant().toInt64Vector());
+        inputs.resize(1);
+      }
+      if (attrs.i("noop_with_empty_axes", 0) != 0) {
+        throw Error(exportTag(n) + ": noop_with_empty_axes=1 cannot be expressed before opset 18");
+      }
+      attrs.erase("noop_with_empty_axes");
+    }
+    if (n.domain().empty() && n.opType() == "Split") attrs.erase("num_outputs");  // implied by the outputs
+    if (n.domain().empty() && n.opType() == "Pad" && inputs.size() > 3 && inputs[3]) {
+      throw Error(exportTag(n) + ": the axes input of Pad needs opset 18, which npuc does not export");
+    }
+  }
+
+  void writeValues(onnx::GraphProto* gp) {
+    for (const Value* in : g_.inputs()) setValueInfo(*in, gp->add_input());
+    for (const Value* out : g_.outputs()) {
+      setValueInfo(*out, gp->add_output());
+      if (out->isConstant()) used_constants_.insert(out);
+    }
+    // Initializers in creation order (deterministic), only those something still reads.
+    for (const Value* v : g_.values()) {
+      if (!v->isConstant() || !used_constants_.count(v)) continue;
+      onnx::TensorProto* t = gp->add_initializer();
+      t->set_name(v->name());
+      tensorToProto(v->constant(), t);
+    }
+    for (const Node* n : g_.nodes()) {
+      for (const Value* v : n->outputs()) {
+        if (v->isGraphOutput() || v->dtype() == DType::Undefined) continue;
+        setValueInfo(*v, gp->add_value_info());
+      }
+    }
+  }
+
+  const Graph& g_;
+  std::set<const Value*> used_constants_;
+};
+
+}  // namespace
+
+std::string exportOnnxBytes(const Graph& graph) {
+  const onnx::ModelProto model = Exporter(graph).run();
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    throw ResourceError("export: the model does not fit in one protobuf (2 GiB limit)");
+  }
+  return bytes;
+}
+
+void exportOnnxFile(const Graph& graph, const std::string& path) {
+  const std::string bytes = exportOnnxBytes(graph);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw Error("export: cannot write '" + path + "'");
+}
+
+}  // namespace npuc

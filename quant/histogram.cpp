@@ -87,6 +87,7 @@ void ActivationHistogram::addSample(const float* values, int64_t n) {
   count_ += r.finite;
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(values[i])) continue;
+    zeros_ += values[i] == 0.0f;
     const int64_t j = absoluteBinOf(values[i], exponent_) - first_bin_;
     ++counts_[static_cast<size_t>(std::clamp<int64_t>(j, 0, kHistogramBins - 1))];
   }
@@ -109,6 +110,7 @@ void ActivationHistogram::accumulateCounts(const ActivationHistogram& other) {
 
 void ActivationHistogram::merge(const ActivationHistogram& other) {
   non_finite_ += other.non_finite_;
+  zeros_ += other.zeros_;
   if (other.empty()) return;
   widenRange(other.min_, other.max_);
   count_ += other.count_;

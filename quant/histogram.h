@@ -43,6 +43,9 @@ class ActivationHistogram {
   bool empty() const { return count_ == 0; }
   uint64_t count() const { return count_; }  // finite values seen
   uint64_t nonFiniteCount() const { return non_finite_; }
+  // Values exactly 0 (ReLU floors, padding). They are also in the bin holding 0; kept apart
+  // because they are exact under any int8 range, which calibrators may want to know.
+  uint64_t zeroCount() const { return zeros_; }
   // Exact extremes of the finite values seen (0 and 0 when empty).
   float min() const { return min_; }
   float max() const { return max_; }
@@ -75,6 +78,7 @@ class ActivationHistogram {
   Counts counts_{};
   uint64_t count_ = 0;
   uint64_t non_finite_ = 0;
+  uint64_t zeros_ = 0;
   float min_ = 0.0f;
   float max_ = 0.0f;
   int exponent_ = kMinBinExponent;

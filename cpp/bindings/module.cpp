@@ -1,8 +1,11 @@
 // The _npuc extension module: binds the C++ core for python/npuc. Each C++ error type becomes the
 // Python exception class of the same name, all deriving from NpucError.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include "bindings/bindings.h"
 #include "common/error.h"
+#include "opset/registry.h"
 
 namespace py = pybind11;
 
@@ -44,4 +47,10 @@ PYBIND11_MODULE(_npuc, m) {
       base(e.what());
     }
   });
+
+  npuc::bindings::bindModel(m);
+  npuc::bindings::bindRuntime(m);
+  m.def(
+      "supported_ops", [] { return npuc::OpRegistry::instance().opTypes(); },
+      "Sorted list of the ops npuc can run: ONNX op types, and 'domain.Op' for other domains.");
 }

@@ -50,11 +50,12 @@ std::optional<float> scalarConstInput(const Node* n, size_t i, float def) {
 std::optional<Activation> asActivation(const Node* n) {
   if (!n || !n->domain().empty()) return std::nullopt;
   const std::string& op = n->opType();
-  if (op == "Relu" || op == "Sigmoid" || op == "HardSwish") return Activation{op};
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Activation{op};
   if (op == "LeakyRelu") return Activation{op, n->attrs().f("alpha", 0.01f)};
   if (op == "Clip") {
-    auto lo = scalarConstInput(n, 1, -std::numeric_limits<float>::infinity());
-    auto hi = scalarConstInput(n, 2, std::numeric_limits<float>::infinity());
+    // Absent bounds are the widest finite floats (oneDNN's clip takes finite bounds).
+    auto lo = scalarConstInput(n, 1, std::numeric_limits<float>::lowest());
+    auto hi = scalarConstInput(n, 2, std::numeric_limits<float>::max());
     if (!lo || !hi) return std::nullopt;
     return Activation{op, *lo, *hi};
   }
@@ -113,15 +114,15 @@ void rewriteChain(Graph& graph, const ConvChain& c) {
   fused->attrs().set("act_alpha", c.activation.alpha);
   fused->attrs().set("act_beta", c.activation.beta);
   Value* out = last->output();
-  fused->output()->setType(out->dtype(), out->shape());
-  out->replaceAllUsesWith(fused->output());
   // The fused output takes the name of the chain's output, which users and dumps know.
   const std::string name = out->name();
+  fused->output()->setType(out->dtype(), out->shape());
+  out->replaceAllUsesWith(fused->output());
   // Erase from the end of the chain so each erased node's outputs are unused by then.
   if (c.act) graph.eraseNode(c.act);
   if (c.add) graph.eraseNode(c.add);
   graph.eraseNode(c.conv);
-  fused->output()->setName(name);
+  if (fused->output()->name() != name) fused->output()->setName(name);
 }
 
 }  // namespace

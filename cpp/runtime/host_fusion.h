@@ -1,6 +1,6 @@
 // Host-only graph rewrites the executor applies before planning, for speed on the CPU:
-// Conv (+ Add of a same-shape tensor) (+ activation) chains become one ai.npuc "ConvAct" node,
-// which the host kernel runs as a single oneDNN convolution with post-ops.
+// Conv (+ Add of a same-shape tensor) (+ Relu/LeakyRelu/Clip/Sigmoid/Tanh/HardSwish) chains become one
+// ai.npuc "ConvAct" node, which the host kernel runs as a single oneDNN convolution with post-ops.
 //
 // These rewrites are not part of the compiler's pass pipeline: they only change how the FP32
 // host runtime executes a graph, never what it computes (a differential test checks fusion on vs

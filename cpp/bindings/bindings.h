@@ -1,0 +1,29 @@
+// Shared declarations of the _npuc extension: one bind function per binding file, and the
+// numpy <-> npuc type conversions they share.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "ir/dtype.h"
+#include "ir/tensor.h"
+
+namespace npuc::bindings {
+
+namespace py = pybind11;
+
+void bindModel(py::module_& m);    // model.cpp: Model (import, info, export)
+void bindRuntime(py::module_& m);  // runtime.cpp: Runtime (planned FP32 executor)
+
+// The numpy dtype holding `dtype` elements (native byte order).
+py::dtype toNumpyDType(DType dtype);
+// (npuc's dtypeName() strings are numpy's names too: "float32", "int64", "bool", ...)
+
+// The npuc element type of a numpy dtype; Undefined for types npuc cannot hold (complex, object,
+// strings, non-native byte order).
+DType fromNumpyDType(const py::dtype& dtype);
+
+// A numpy array that owns a copy of `t`.
+py::array tensorToNumpy(const Tensor& t);
+
+}  // namespace npuc::bindings

@@ -1,0 +1,114 @@
+// Model: an imported ONNX graph with the information `npuc info` shows, and ONNX export.
+#include "bindings/model.h"
+
+#include <pybind11/stl.h>
+
+#include "bindings/bindings.h"
+#include "frontend/onnx_export.h"
+#include "frontend/onnx_import.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+ImportOptions makeImportOptions(const std::vector<std::string>& input_names,
+                                const std::vector<std::vector<int64_t>>& input_sizes,
+                                const std::vector<std::string>& output_names) {
+  ImportOptions opts;
+  opts.input_names = input_names;
+  opts.input_sizes.assign(input_sizes.begin(), input_sizes.end());
+  opts.output_names = output_names;
+  return opts;
+}
+
+py::list ioList(const std::vector<Value*>& values) {
+  py::list out;
+  for (const Value* v : values) {
+    py::dict d;
+    d["name"] = v->name();
+    d["dtype"] = dtypeName(v->dtype());
+    d["shape"] = py::tuple(py::cast(v->shape()));
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+Model Model::fromFile(const std::string& path, const ImportOptions& opts) {
+  std::unique_ptr<Graph> g;
+  {
+    py::gil_scoped_release release;
+    g = importOnnxFile(path, opts);
+  }
+  return Model(std::shared_ptr<const Graph>(std::move(g)));
+}
+
+Model Model::fromBytes(const std::string& bytes, const ImportOptions& opts) {
+  std::unique_ptr<Graph> g;
+  {
+    py::gil_scoped_release release;
+    g = importOnnxBytes(bytes, opts);
+  }
+  return Model(std::shared_ptr<const Graph>(std::move(g)));
+}
+
+void bindModel(py::module_& m) {
+  py::class_<Model>(m, "Model", "An ONNX model imported into the npuc IR (static shapes, folded constants).")
+      .def_static(
+          "load",
+          [](const std::string& path, const std::vector<std::string>& input_names,
+             const std::vector<std::vector<int64_t>>& input_sizes,
+             const std::vector<std::string>& output_names) {
+            return Model::fromFile(path, makeImportOptions(input_names, input_sizes, output_names));
+          },
+          py::arg("path"), py::arg("input_names") = std::vector<std::string>{},
+          py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+          py::arg("output_names") = std::vector<std::string>{},
+          "Imports an ONNX file. input_sizes fixes dynamic dims (one full shape per input, in the order of "
+          "input_names or of the graph inputs); output_names cuts the graph at those tensors.")
+      .def_static(
+          "from_bytes",
+          [](const py::bytes& data, const std::vector<std::string>& input_names,
+             const std::vector<std::vector<int64_t>>& input_sizes,
+             const std::vector<std::string>& output_names) {
+            return Model::fromBytes(std::string(data),
+                                    makeImportOptions(input_names, input_sizes, output_names));
+          },
+          py::arg("data"), py::arg("input_names") = std::vector<std::string>{},
+          py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+          py::arg("output_names") = std::vector<std::string>{}, "Imports a serialized ONNX ModelProto.")
+      .def_property_readonly(
+          "inputs", [](const Model& mo) { return ioList(mo.graph().inputs()); },
+          "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")
+      .def_property_readonly(
+          "outputs", [](const Model& mo) { return ioList(mo.graph().outputs()); },
+          "Graph outputs: list of {'name', 'dtype', 'shape'} dicts.")
+      .def_property_readonly(
+          "num_nodes", [](const Model& mo) { return mo.graph().numNodes(); }, "Number of nodes.")
+      .def_property_readonly(
+          "op_histogram", [](const Model& mo) { return mo.stats().op_histogram; }, "Op type -> node count.")
+      .def_property_readonly(
+          "macs", [](const Model& mo) { return mo.stats().macs; },
+          "Multiply-accumulates of Conv/ConvTranspose/Gemm/MatMul.")
+      .def_property_readonly(
+          "params", [](const Model& mo) { return mo.stats().params; },
+          "Elements of all floating-point constants.")
+      .def_property_readonly(
+          "param_bytes", [](const Model& mo) { return mo.stats().param_bytes; },
+          "Bytes of all floating-point constants.")
+      .def(
+          "dump", [](const Model& mo) { return mo.graph().dump(); }, "The graph as text, one node per line.")
+      .def(
+          "export_onnx", [](const Model& mo, const std::string& path) { exportOnnxFile(mo.graph(), path); },
+          py::arg("path"), "Writes the model as ONNX.")
+      .def(
+          "to_onnx_bytes", [](const Model& mo) { return py::bytes(exportOnnxBytes(mo.graph())); },
+          "The model as serialized ONNX bytes.")
+      .def("__repr__", [](const Model& mo) {
+        return "<npuc.Model '" + mo.graph().name + "' with " + std::to_string(mo.graph().numNodes()) +
+               " nodes>";
+      });
+}
+
+}  // namespace npuc::bindings

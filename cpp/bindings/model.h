@@ -1,0 +1,29 @@
+// The C++ side of the Python Model class: an immutable imported graph, shared with the Runtimes
+// built from it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "frontend/onnx_import.h"
+#include "ir/graph.h"
+#include "runtime/model_stats.h"
+
+namespace npuc::bindings {
+
+class Model {
+ public:
+  explicit Model(std::shared_ptr<const Graph> graph)
+      : graph_(std::move(graph)), stats_(computeModelStats(*graph_)) {}
+  // Import with the GIL released (parsing and shape inference take a while on big models).
+  static Model fromFile(const std::string& path, const ImportOptions& opts);
+  static Model fromBytes(const std::string& bytes, const ImportOptions& opts);
+  const Graph& graph() const { return *graph_; }
+  const ModelStats& stats() const { return stats_; }
+
+ private:
+  std::shared_ptr<const Graph> graph_;
+  ModelStats stats_;  // the graph never changes, so computed once
+};
+
+}  // namespace npuc::bindings

@@ -1,0 +1,128 @@
+// Runtime: the planned FP32 executor over numpy arrays. Inputs that are already C-contiguous
+// arrays of the model's dtype are read in place; outputs are fresh numpy arrays the executor
+// writes directly. The GIL is released while the graph runs, so Python threads can run one
+// Runtime concurrently.
+#include <pybind11/stl.h>
+
+#include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "runtime/executor.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+// Python-facing wrapper; the Executor is immutable after construction and thread-safe.
+class Runtime {
+ public:
+  Runtime(const Model& model, bool host_fusion) {
+    ExecutorOptions opts;
+    opts.host_fusion = host_fusion;
+    executor_ = std::make_unique<Executor>(model.graph(), opts);
+  }
+  const Executor& executor() const { return *executor_; }
+
+ private:
+  std::unique_ptr<Executor> executor_;
+};
+
+// Brings `obj` to an array the executor can read: the array itself when it is C-contiguous and
+// of a type npuc knows, else a C-contiguous copy. A dtype other than the model's is not converted:
+// the executor then reports the mismatch by input name.
+py::array asInputArray(const py::handle& obj) {
+  py::array arr = py::array::ensure(obj);
+  if (!arr) throw InputError("inputs must be numpy arrays (or convertible to one)");
+  if (!arr.dtype().attr("isnative").cast<bool>()) {
+    // A non-native byte order (e.g. '>f4' read from a file): the same type in native order.
+    arr = py::array::ensure(arr.attr("astype")(arr.dtype().attr("newbyteorder")("=")));
+  }
+  if (!(arr.flags() & py::array::c_style)) {
+    arr = py::array::ensure(arr, py::array::c_style | py::array::forcecast);
+  }
+  return arr;
+}
+
+// The executor never writes inputs, so read-only arrays are fine.
+TensorView viewOf(const py::array& arr, const IoInfo* expected) {
+  const DType dt = fromNumpyDType(arr.dtype());
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  if (dt == DType::Undefined) {
+    const std::string got = py::str(arr.dtype()).cast<std::string>() + shapeStr(shape);
+    if (!expected) throw InputError("an input of numpy type " + got + " cannot be read by npuc");
+    throw InputError("input '" + expected->name + "' expects " + dtypeName(expected->dtype) +
+                     shapeStr(expected->shape) + ", got " + got);
+  }
+  return TensorView(const_cast<void*>(arr.data()), dt, std::move(shape));
+}
+
+py::list runRuntime(const Runtime& rt, const py::sequence& inputs) {
+  const Executor& ex = rt.executor();
+  std::vector<py::array> keep;  // holds the (possibly copied) inputs alive during the run
+  keep.reserve(inputs.size());
+  for (const py::handle& obj : inputs) keep.push_back(asInputArray(obj));
+  std::vector<TensorView> in_views;
+  in_views.reserve(keep.size());
+  for (size_t i = 0; i < keep.size(); ++i) {
+    in_views.push_back(viewOf(keep[i], i < ex.inputs().size() ? &ex.inputs()[i] : nullptr));
+  }
+
+  py::list result;
+  std::vector<TensorView> out_views;
+  for (const IoInfo& o : ex.outputs()) {
+    py::array arr(toNumpyDType(o.dtype), o.shape);
+    out_views.emplace_back(arr.mutable_data(), o.dtype, o.shape);
+    result.append(arr);
+  }
+  {
+    py::gil_scoped_release release;
+    ex.run(in_views, out_views);
+  }
+  return result;
+}
+
+py::list ioInfoList(const std::vector<IoInfo>& infos) {
+  py::list out;
+  for (const IoInfo& info : infos) {
+    py::dict d;
+    d["name"] = info.name;
+    d["dtype"] = dtypeName(info.dtype);
+    d["shape"] = py::tuple(py::cast(info.shape));
+    out.append(d);
+  }
+  return out;
+}
+
+py::dict memoryStatsDict(const Executor& ex) {
+  const MemoryPlanStats& s = ex.memoryStats();
+  py::dict d;
+  d["arena_bytes"] = s.arena_bytes;
+  d["lower_bound_bytes"] = s.lower_bound_bytes;
+  d["workspace_bytes"] = s.workspace_bytes;
+  d["constant_bytes"] = s.constant_bytes;
+  d["aliased_nodes"] = ex.numAliasedSteps();
+  return d;
+}
+
+}  // namespace
+
+void bindRuntime(py::module_& m) {
+  py::class_<Runtime>(m, "Runtime", "A model compiled for the FP32 host executor (thread-safe).")
+      .def(py::init<const Model&, bool>(), py::arg("model"), py::arg("host_fusion") = true,
+           "Compiles the model: kernels, host fusion (unless disabled) and the static memory plan.")
+      .def("run", &runRuntime, py::arg("inputs"),
+           "Runs the model on a list of numpy arrays (one per input, in order) and returns the outputs.")
+      .def_property_readonly(
+          "inputs", [](const Runtime& rt) { return ioInfoList(rt.executor().inputs()); },
+          "Inputs: list of {'name', 'dtype', 'shape'} dicts.")
+      .def_property_readonly(
+          "outputs", [](const Runtime& rt) { return ioInfoList(rt.executor().outputs()); },
+          "Outputs: list of {'name', 'dtype', 'shape'} dicts.")
+      .def_property_readonly(
+          "memory_stats", [](const Runtime& rt) { return memoryStatsDict(rt.executor()); },
+          "Activation arena size and its lower bound, kernel workspace and constant bytes.")
+      .def(
+          "dump", [](const Runtime& rt) { return rt.executor().compiledGraph().dump(); },
+          "The graph as compiled (after host fusion).");
+}
+
+}  // namespace npuc::bindings

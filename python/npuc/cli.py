@@ -1,0 +1,210 @@
+"""The ``npuc`` command line (also ``python -m npuc``).
+
+Exit codes: 0 success; 1 a user error (an npuc error, bad arguments, a missing file), reported as
+one line on stderr; 2 an internal error (a bug in npuc: please report it; set NPUC_DEBUG=1 for
+the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import traceback
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 2
+
+
+class UserError(Exception):
+    """A problem with what the user asked for, reported without a traceback."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with status 2 on bad arguments; npuc reserves 2 for internal errors."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _parse_shape(text: str) -> List[int]:
+    try:
+        dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected comma-separated integers like 1,3,224,224")
+    if not dims or any(d < 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected non-negative integers like 1,3,224,224")
+    return dims
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="path of the .onnx model")
+    p.add_argument(
+        "--input-size",
+        type=_parse_shape,
+        action="append",
+        default=[],
+        metavar="SHAPE",
+        help="full shape of one input (e.g. 1,3,224,224), fixing dynamic dims; repeat per input, in order",
+    )
+    p.add_argument(
+        "--input-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="name of the input the matching --input-size refers to (default: inputs in model order)",
+    )
+    p.add_argument(
+        "--output-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="cut the model so this tensor is an output; repeat for several",
+    )
+
+
+def _load(args: argparse.Namespace):
+    import npuc
+
+    if not os.path.isfile(args.model):
+        raise UserError(f"model file '{args.model}' does not exist")
+    return npuc.Model.load(args.model, args.input_name, args.input_size, args.output_name)
+
+
+def _fmt_io(info: Dict) -> str:
+    return f"{info['name']}: {info['dtype']}[{','.join(str(d) for d in info['shape'])}]"
+
+
+def _human(n: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f}{unit}"
+    return str(int(n))
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    model = _load(args)
+    print(f"model: {args.model}")
+    print("inputs:")
+    for d in model.inputs:
+        print(f"  {_fmt_io(d)}")
+    print("outputs:")
+    for d in model.outputs:
+        print(f"  {_fmt_io(d)}")
+    print(f"nodes: {model.num_nodes}")
+    print("ops:")
+    for op, count in sorted(model.op_histogram.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {op:<24}{count:>6}")
+    print(f"MACs: {model.macs} ({_human(model.macs)})")
+    print(f"params: {model.params} ({_human(model.params)}, {model.param_bytes} bytes)")
+    return EXIT_OK
+
+
+def _safe_filename(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._") or "output"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import npuc
+
+    arrays = []
+    for path in args.input:
+        if not os.path.isfile(path):
+            raise UserError(f"input file '{path}' does not exist")
+        try:
+            arrays.append(np.load(path, allow_pickle=False))
+        except (ValueError, OSError) as e:
+            raise UserError(f"cannot read '{path}' as a .npy array: {e}") from None
+    model = _load(args)
+    outputs = npuc.Runtime(model).run(arrays)
+    if args.output_dir:
+        os.makedirs(args.output_dir, exist_ok=True)
+    for info, value in zip(model.outputs, outputs):
+        line = f"{info['name']}: {value.dtype}[{','.join(str(d) for d in value.shape)}]"
+        if args.output_dir:
+            path = os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy")
+            np.save(path, value)
+            line += f" -> {path}"
+        print(line)
+    return EXIT_OK
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    import npuc
+
+    for op in npuc.supported_ops():
+        print(op)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``npuc`` program."""
+    import npuc
+
+    parser = _Parser(prog="npuc", description="npuc: an open NPU model compiler toolchain.")
+    parser.add_argument("--version", action="version", version=f"npuc {npuc.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("info", help="show a model's inputs, outputs, ops, MACs and parameters",
+                       description="Imports an ONNX model and prints its inputs, outputs, op histogram, "
+                       "MACs (Conv/ConvTranspose/Gemm/MatMul) and parameter count.")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("run", help="run a model on .npy inputs (FP32 host runtime)",
+                       description="Runs an ONNX model on the FP32 host runtime and prints each output's "
+                       "name, dtype and shape; with --output-dir, writes <output name>.npy files.")
+    _add_model_args(p)
+    p.add_argument("--input", action="append", default=[], required=True, metavar="FILE.npy",
+                   help="one .npy array per model input, in model input order")
+    p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("ops", help="list the ops npuc supports",
+                       description="Prints every op npuc can import and run, one per line.")
+    p.set_defaults(func=cmd_ops)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the ``npuc`` program; returns its exit code."""
+    try:
+        from npuc.errors import NpucError
+    except ImportError as e:  # the extension is not built or does not load
+        print(f"npuc: error: cannot load the npuc extension module ({e}); build it first", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return command(args)
+    except (NpucError, UserError) as e:
+        print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except FileNotFoundError as e:
+        print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception as e:  # noqa: BLE001 - everything else is a bug in npuc
+        if os.environ.get("NPUC_DEBUG"):
+            traceback.print_exc()
+        print(f"npuc: internal error: {type(e).__name__}: {_one_line(str(e))} "
+              "(please report it; NPUC_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

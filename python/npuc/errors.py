@@ -1,0 +1,30 @@
+"""The exceptions npuc raises on purpose.
+
+Every one derives from :class:`NpucError`; the C++ core raises the same classes (the extension
+module defines them and translates its C++ errors into them), so ``except npuc.NpucError``
+catches everything npuc reports, and a subclass catches precisely one kind of problem.
+"""
+
+from npuc._npuc import (  # noqa: F401  (re-exported)
+    BlobError,
+    ConfigError,
+    GraphError,
+    InputError,
+    ModelLoadError,
+    NpucError,
+    ResourceError,
+    ShapeError,
+    UnsupportedOpError,
+)
+
+__all__ = [
+    "NpucError",
+    "ModelLoadError",
+    "UnsupportedOpError",
+    "ShapeError",
+    "GraphError",
+    "InputError",
+    "ConfigError",
+    "BlobError",
+    "ResourceError",
+]

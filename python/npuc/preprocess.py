@@ -1,0 +1,84 @@
+"""Per-channel input normalization configured by ``Toolkit.config(mean_values, std_values)``.
+
+As in RKNN-Toolkit2: the model sees ``(x - mean[c]) / std[c]`` for channel ``c`` (axis 1 of an
+NCHW input), computed in float32. Any numeric input (typically uint8 images) is accepted when
+normalization is configured for it; the result has the model's float type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from npuc.errors import ConfigError, InputError
+
+__all__ = ["InputPreprocessor"]
+
+
+class InputPreprocessor:
+    """Holds validated mean/std values per input and applies them."""
+
+    def __init__(
+        self, mean_values: Optional[Sequence[Any]], std_values: Optional[Sequence[Any]]
+    ) -> None:
+        """Validates the config values.
+
+        Args:
+            mean_values: per input, a list of per-channel means (a flat list means one input).
+            std_values: per input, a list of per-channel standard deviations (non-zero).
+
+        Raises:
+            ConfigError: malformed lists, a zero std, or mean and std lists of different shapes.
+        """
+        self._means = _per_input_lists("mean_values", mean_values)
+        self._stds = _per_input_lists("std_values", std_values)
+        for i, std in enumerate(self._stds or []):
+            if std is not None and np.any(std == 0):
+                raise ConfigError(f"std_values[{i}] contains 0")
+        if self._means is not None and self._stds is not None:
+            if len(self._means) != len(self._stds) or any(
+                m.shape != s.shape for m, s in zip(self._means, self._stds)
+            ):
+                raise ConfigError("mean_values and std_values must list the same number of values per input")
+
+    def configured(self, index: int) -> bool:
+        """True when normalization applies to input ``index``."""
+        return any(v is not None and index < len(v) for v in (self._means, self._stds))
+
+    def apply(self, index: int, x: Any, info: Dict[str, Any]) -> Any:
+        """Normalizes input ``index`` (already NCHW) if configured, else returns it unchanged."""
+        if not self.configured(index):
+            return x
+        if info["dtype"] not in ("float32", "float16", "float64"):
+            raise InputError(f"mean/std are configured for input '{info['name']}', which is not a float tensor")
+        x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.number):
+            raise InputError(f"input '{info['name']}' must be numeric, got {x.dtype}")
+        channels = x.shape[1] if x.ndim >= 2 else (x.shape[0] if x.ndim == 1 else 1)
+        out = x.astype(np.float32)
+        bshape = [1] * x.ndim
+        if x.ndim >= 2:
+            bshape[1] = -1
+        for values, op in ((self._means, np.subtract), (self._stds, np.divide)):
+            if values is None or index >= len(values):
+                continue
+            v = values[index]
+            if v.size not in (1, channels):
+                raise ConfigError(
+                    f"input '{info['name']}' has {channels} channel(s) but {v.size} mean/std value(s) are configured"
+                )
+            op(out, v.reshape(bshape) if v.size > 1 else v[0], out=out)
+        return out.astype(np.dtype(info["dtype"]), copy=False)
+
+
+def _per_input_lists(what: str, values: Optional[Sequence[Any]]) -> Optional[List[np.ndarray]]:
+    if values is None:
+        return None
+    try:
+        rows = list(values)
+        if rows and all(np.isscalar(v) for v in rows):
+            rows = [rows]  # a flat list: one input's channels
+        return [np.asarray(r, dtype=np.float32).reshape(-1) for r in rows]
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{what} must be a list of per-channel number lists, one per input ({e})") from None

@@ -1,0 +1,327 @@
+"""The RKNN-Toolkit2-style workflow: ``config -> load_onnx -> build -> export -> inference``.
+
+Users of RKNN-Toolkit2 can keep their scripts: method names, argument names and the "return 0 on
+success" convention are the same. Unlike RKNN-Toolkit2, failures raise an :class:`npuc.NpucError`
+subclass naming the problem (a script that checks ``ret != 0`` still works, it just never sees a
+non-zero code).
+
+This milestone runs models on the FP32 host executor. ``build``, ``export_npub`` and ``eval_perf``
+(quantization, the NPU blob and the simulator's performance report) are the extension points of
+later milestones and raise :class:`NpucError` ("not implemented yet") for now.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from npuc._npuc import Model, Runtime
+from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
+from npuc.preprocess import InputPreprocessor
+
+__all__ = ["Toolkit", "TARGET_PLATFORMS", "CONFIG_KEYS"]
+
+#: SoCs ``config(target_platform=...)`` accepts (RKNN-Toolkit2 spelling, case-insensitive).
+TARGET_PLATFORMS = ("rk3562", "rk3566", "rk3568", "rk3576", "rk3588", "rv1103", "rv1106")
+
+#: Every key ``config()`` accepts: RKNN-Toolkit2's config parameters. Keys this milestone does not
+#: act on yet are validated by name only and stored for the build stage.
+CONFIG_KEYS = (
+    "target_platform",
+    "mean_values",
+    "std_values",
+    "quant_img_RGB2BGR",
+    "quantized_dtype",
+    "quantized_algorithm",
+    "quantized_method",
+    "quantized_hybrid_level",
+    "float_dtype",
+    "optimization_level",
+    "custom_string",
+    "remove_weight",
+    "compress_weight",
+    "inputs_yuv_fmt",
+    "single_core_mode",
+    "dynamic_input",
+    "model_pruning",
+    "op_target",
+    "quantize_weight",
+    "remove_reshape",
+    "sparse_infer",
+    "enable_flash_attention",
+    "auto_hybrid_cos_thresh",
+    "auto_hybrid_euc_thresh",
+)
+
+ArrayLike = Union[np.ndarray, Sequence[Any]]
+Shape = Sequence[int]
+
+
+class Toolkit:
+    """One model's trip through npuc, in RKNN-Toolkit2's order.
+
+    Usable as a context manager, which calls :meth:`release` on exit::
+
+        with npuc.Toolkit() as tk:
+            tk.config(mean_values=[[0, 0, 0]], std_values=[[255, 255, 255]])
+            tk.load_onnx(model="model.onnx")
+            outputs = tk.inference(inputs=[image])
+    """
+
+    def __init__(self, verbose: bool = False, verbose_file: Optional[str] = None) -> None:
+        """Creates an empty toolkit.
+
+        Args:
+            verbose: log each step to stderr.
+            verbose_file: also (or only, when ``verbose`` is False) log to this file.
+        """
+        self._log = _make_logger(self, verbose, verbose_file)
+        self._config: Dict[str, Any] = {"quant_img_RGB2BGR": False}
+        self._model: Optional[Model] = None
+        self._runtime: Optional[Runtime] = None
+        self._preprocessor = InputPreprocessor(None, None)
+
+    # ------------------------------------------------------------------ context manager
+
+    def __enter__(self) -> "Toolkit":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    # ------------------------------------------------------------------ workflow
+
+    def config(
+        self,
+        target_platform: Optional[str] = None,
+        mean_values: Optional[Sequence[Sequence[float]]] = None,
+        std_values: Optional[Sequence[Sequence[float]]] = None,
+        quant_img_RGB2BGR: bool = False,
+        **kwargs: Any,
+    ) -> int:
+        """Sets the model's preprocessing and build options (RKNN-Toolkit2 ``config``).
+
+        Args:
+            target_platform: the SoC to build for, one of :data:`TARGET_PLATFORMS`.
+            mean_values: per input, one value per channel subtracted before inference.
+            std_values: per input, one value per channel the input is divided by after that.
+            quant_img_RGB2BGR: whether calibration images are converted RGB -> BGR when they are
+                read (affects quantization only, never ``inference`` inputs).
+            **kwargs: any other RKNN-Toolkit2 config key (:data:`CONFIG_KEYS`), stored for later
+                stages.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ConfigError: an unknown key or an invalid value, named in the message.
+        """
+        unknown = sorted(set(kwargs) - set(CONFIG_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(CONFIG_KEYS)}"
+            )
+        if target_platform is not None:
+            if not isinstance(target_platform, str) or target_platform.lower() not in TARGET_PLATFORMS:
+                raise ConfigError(
+                    f"target_platform {target_platform!r} is not supported; "
+                    f"choose one of {', '.join(TARGET_PLATFORMS)}"
+                )
+            target_platform = target_platform.lower()
+        preprocessor = InputPreprocessor(mean_values, std_values)  # validates before storing
+        self._config.update(kwargs)
+        self._config.update(
+            target_platform=target_platform,
+            mean_values=mean_values,
+            std_values=std_values,
+            quant_img_RGB2BGR=bool(quant_img_RGB2BGR),
+        )
+        self._preprocessor = preprocessor
+        self._log.info("config: %s", {k: v for k, v in self._config.items() if v is not None})
+        return 0
+
+    def load_onnx(
+        self,
+        model: Union[str, os.PathLike, bytes],
+        inputs: Optional[Sequence[str]] = None,
+        input_size_list: Optional[Sequence[Shape]] = None,
+        outputs: Optional[Sequence[str]] = None,
+    ) -> int:
+        """Imports an ONNX model (RKNN-Toolkit2 ``load_onnx``).
+
+        Args:
+            model: path of the ``.onnx`` file (or its serialized bytes).
+            inputs: names of the inputs ``input_size_list`` refers to (default: all, in order).
+            input_size_list: one full shape per input, fixing dynamic dimensions.
+            outputs: cut the model so these tensors are its outputs.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ModelLoadError: the file is missing, unreadable or not a valid ONNX model.
+            UnsupportedOpError, ShapeError, GraphError: the model cannot be compiled as it is.
+        """
+        names = list(inputs or [])
+        sizes = [list(map(int, s)) for s in (input_size_list or [])]
+        outs = list(outputs or [])
+        if isinstance(model, (bytes, bytearray)):
+            loaded = Model.from_bytes(bytes(model), names, sizes, outs)
+        else:
+            path = os.fspath(model)
+            if not os.path.isfile(path):
+                raise ModelLoadError(f"cannot open model '{path}': no such file")
+            loaded = Model.load(path, names, sizes, outs)
+        self._model, self._runtime = loaded, None
+        self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
+        return 0
+
+    def build(self, do_quantization: bool = True, dataset: Optional[str] = None, **kwargs: Any) -> int:
+        """Optimizes and (optionally) quantizes the model for the configured NPU. Not implemented yet."""
+        raise NpucError("Toolkit.build is not implemented yet (a later milestone: passes and INT8 quantization)")
+
+    def export_npub(self, export_path: str) -> int:
+        """Writes the compiled ``.npub`` blob. Not implemented yet."""
+        raise NpucError("Toolkit.export_npub is not implemented yet (a later milestone: the NPU blob)")
+
+    def init_runtime(self, target: Optional[str] = None, **kwargs: Any) -> int:
+        """Prepares inference (RKNN-Toolkit2 ``init_runtime``).
+
+        Only the host runtime exists (``target=None``); running on a board is not supported.
+
+        Returns:
+            0 on success.
+        """
+        if target is not None:
+            raise ConfigError(f"init_runtime(target={target!r}): only the host runtime (target=None) is supported")
+        self._ensure_runtime()
+        return 0
+
+    def inference(
+        self,
+        inputs: Union[ArrayLike, Sequence[ArrayLike]],
+        data_format: Optional[Union[str, Sequence[str]]] = None,
+        inputs_pass_through: Optional[Sequence[int]] = None,
+    ) -> List[np.ndarray]:
+        """Runs the model on the FP32 host path (RKNN-Toolkit2 ``inference``).
+
+        Args:
+            inputs: one array per model input, in order (a single array for a one-input model).
+            data_format: ``'nchw'`` (the default: arrays already in the model's layout) or
+                ``'nhwc'`` (4-D inputs are transposed to NCHW first); one string for all inputs
+                or one per input.
+            inputs_pass_through: per input, 1 to feed the array exactly as given (no layout
+                change, no mean/std), 0 (the default) to preprocess it.
+
+        Returns:
+            The model's outputs as numpy arrays, in order.
+
+        Raises:
+            InputError: wrong number of inputs, or an input of the wrong shape or dtype (named).
+            NpucError: no model loaded.
+        """
+        runtime = self._ensure_runtime()
+        expected = runtime.inputs
+        arrays = _as_input_list(inputs, len(expected))
+        formats = _per_input("data_format", data_format, len(arrays), "nchw")
+        passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0)
+        feeds = []
+        for i, (x, info) in enumerate(zip(arrays, expected)):
+            if passes[i]:
+                feeds.append(x)
+                continue
+            x = _to_nchw(x, formats[i], info)
+            feeds.append(self._preprocessor.apply(i, x, info))
+        return runtime.run(feeds)
+
+    def eval_perf(self, **kwargs: Any) -> Dict[str, Any]:
+        """Simulated per-layer NPU performance report. Not implemented yet."""
+        raise NpucError("Toolkit.eval_perf is not implemented yet (a later milestone: the NPU simulator)")
+
+    def release(self) -> None:
+        """Frees the model and runtime. The toolkit can load another model afterwards."""
+        self._model = None
+        self._runtime = None
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def model(self) -> Optional[Model]:
+        """The imported model (None before ``load_onnx``)."""
+        return self._model
+
+    def get_config(self) -> Dict[str, Any]:
+        """A copy of the configuration set so far."""
+        return dict(self._config)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ensure_runtime(self) -> Runtime:
+        if self._model is None:
+            raise NpucError("no model loaded: call load_onnx() first")
+        if self._runtime is None:
+            self._runtime = Runtime(self._model)
+            self._log.info("runtime: memory %s", self._runtime.memory_stats)
+        return self._runtime
+
+
+# ---------------------------------------------------------------------- module helpers
+
+
+def _make_logger(owner: object, verbose: bool, verbose_file: Optional[str]) -> logging.Logger:
+    log = logging.getLogger(f"npuc.toolkit.{id(owner):x}")
+    log.propagate = False
+    log.setLevel(logging.INFO if (verbose or verbose_file) else logging.WARNING)
+    fmt = logging.Formatter("npuc: %(message)s")
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(fmt)
+        log.addHandler(handler)
+    if verbose_file:
+        handler = logging.FileHandler(verbose_file)
+        handler.setFormatter(fmt)
+        log.addHandler(handler)
+    return log
+
+
+def _io_summary(infos: Sequence[Dict[str, Any]]) -> str:
+    return ", ".join(f"{d['name']}: {d['dtype']}{list(d['shape'])}" for d in infos)
+
+
+def _as_input_list(inputs: Any, expected_count: int) -> List[Any]:
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"inputs must be a list of arrays, got {type(inputs).__name__}")
+    if len(inputs) != expected_count:
+        raise InputError(f"the model has {expected_count} input(s), got {len(inputs)}")
+    return list(inputs)
+
+
+def _per_input(what: str, value: Any, count: int, default: Any) -> List[Any]:
+    if value is None:
+        return [default] * count
+    if isinstance(value, (str, int)):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise InputError(f"{what} has {len(values)} entries for {count} input(s)")
+    return values
+
+
+def _to_nchw(x: Any, data_format: str, info: Dict[str, Any]) -> Any:
+    fmt = str(data_format).lower()
+    if fmt not in ("nchw", "nhwc"):
+        raise InputError(f"data_format must be 'nchw' or 'nhwc', got {data_format!r}")
+    if fmt == "nhwc" and len(info["shape"]) == 4:
+        x = np.asarray(x)
+        if x.ndim != 4:
+            raise InputError(
+                f"input '{info['name']}' expects a 4-D NHWC array for data_format='nhwc', got shape {list(x.shape)}"
+            )
+        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    return x

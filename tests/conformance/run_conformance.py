@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Runs the ONNX backend node test cases through npuc (Model + Runtime) and compares outputs.
+
+A case is run when every op of its model is in npuc's registry; the others are counted apart as
+"not run". Each case's test_data_set_* inputs go through npuc.Runtime and every output must match
+the expected one like ONNX's own backend tests check it: same dtype and shape, and
+|got - expected| <= atol + rtol * |expected| with rtol=1e-3, atol=1e-7, NaN equal to NaN.
+
+Cases listed in known_failures.txt (``case_name  # reason``) are run but count as skipped; a listed
+case that passes is pointed out so its line can be deleted.
+
+Cases run in worker processes (one per core), so a crash in a kernel is reported against its case
+instead of ending the run. Output: one line per failure, then ``N passed, N failed[, N skipped]``.
+Exit status 1 when a case fails that is not a known failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Set
+
+HERE = Path(__file__).resolve().parent
+RTOL = 1e-3
+ATOL = 1e-7
+DEFAULT_DATA_DIR = "/usr/share/libonnx-testdata/data/node"
+
+
+# ---------------------------------------------------------------------- locating things
+
+
+def find_data_dir() -> Path:
+    """The folder holding one sub-folder per node test case."""
+    env = os.environ.get("NPUC_ONNX_NODE_TESTS")
+    if env:
+        return Path(env)
+    try:
+        listing = subprocess.run(["dpkg", "-L", "libonnx-testdata"], capture_output=True, text=True, check=False)
+        for line in listing.stdout.splitlines():
+            if line.rstrip("/").endswith("/data/node"):
+                return Path(line)
+    except OSError:
+        pass  # not a Debian system: fall back to the default location
+    return Path(DEFAULT_DATA_DIR)
+
+
+def read_known_failures(path: Path) -> Dict[str, str]:
+    """case name -> reason, from lines ``case_name  # reason`` (blank lines and # comments ignored)."""
+    known: Dict[str, str] = {}
+    if not path.exists():
+        return known
+    for raw in path.read_text().splitlines():
+        name, _, reason = raw.partition("#")
+        name = name.strip()
+        if name:
+            known[name] = reason.strip()
+    return known
+
+
+# ---------------------------------------------------------------------- one case (worker side)
+
+
+def model_ops(graph) -> Set[str]:
+    """Op names a model uses ('Op', or 'domain.Op' outside ONNX), sub-graphs included."""
+    ops: Set[str] = set()
+    for node in graph.node:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        ops.add(f"{domain}.{node.op_type}" if domain else node.op_type)
+        for attr in node.attribute:
+            for sub in list(attr.g.node and [attr.g] or []) + list(attr.graphs):
+                ops |= model_ops(sub)
+    return ops
+
+
+def non_tensor_io(graph) -> List[str]:
+    """Inputs/outputs whose type is not a tensor (sequences, optionals, maps): npuc has none."""
+    return [v.name for v in list(graph.input) + list(graph.output) if v.type.WhichOneof("value") != "tensor_type"]
+
+
+def compare(name: str, got, want) -> Optional[str]:
+    """None if `got` matches `want` under the backend-test tolerance, else the reason."""
+    import numpy as np
+
+    if got.dtype != want.dtype:
+        return f"output '{name}' has dtype {got.dtype}, expected {want.dtype}"
+    if got.shape != want.shape:
+        return f"output '{name}' has shape {list(got.shape)}, expected {list(want.shape)}"
+    if want.dtype.kind in "fc":
+        ok = np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+    else:
+        ok = got == want
+    if not np.all(ok):
+        bad = np.argwhere(~np.asarray(ok))
+        where = tuple(int(i) for i in bad[0]) if bad.size else ()
+        return (f"output '{name}': {len(bad)} of {want.size} elements differ, first at {list(where)}: "
+                f"got {got[where]!r}, expected {want[where]!r}")
+    return None
+
+
+def needs_constants(error: Exception) -> bool:
+    """True for the import error npuc raises when an op parameter (a shape, axes, scales, ...) is
+    fed as a runtime input: npuc compiles static graphs and needs such parameters constant."""
+    return "must be a constant" in str(error)
+
+
+def bake_inputs(proto, feeds_by_name: Dict[str, "object"], names: Set[str]) -> bytes:
+    """The model with the inputs `names` turned into initializers holding their test data."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    keep = [v for v in model.graph.input if v.name not in names]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    for name in sorted(names):
+        model.graph.initializer.append(numpy_helper.from_array(feeds_by_name[name], name))
+    return model.SerializeToString()
+
+
+def sizes_to_fix(proto, feeds_by_name: Dict[str, "object"]) -> Dict[str, List[int]]:
+    """input_size_list entries for the inputs whose declared shape is not exactly the data's."""
+    declared = {
+        v.name: [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
+        for v in proto.graph.input
+        if v.type.tensor_type.HasField("shape")
+    }
+    fixed = {}
+    for name, data in feeds_by_name.items():
+        if declared.get(name) != list(data.shape):
+            fixed[name] = list(data.shape)
+    return fixed
+
+
+def compile_case(case_dir: Path, proto, input_names: List[str], feeds: List["object"]):
+    """npuc.Runtime for the case plus the inputs it takes, as (runtime, {name: array}).
+
+    The model is imported as it is first. If npuc needs some op parameters to be constants, the
+    integer inputs, then all inputs but the first, then all inputs are baked into the model as initializers (with
+    their test data; ONNX semantics are unchanged) and the import is retried."""
+    import npuc
+
+    by_name = dict(zip(input_names, feeds))
+    fixed = sizes_to_fix(proto, by_name)
+    try:
+        model = npuc.Model.load(str(case_dir / "model.onnx"), list(fixed), list(fixed.values()), [])
+        return npuc.Runtime(model), by_name
+    except npuc.ShapeError as e:
+        if not needs_constants(e):
+            raise
+        first_error = e
+    integer_inputs = {n for n, f in by_name.items() if f.dtype.kind in "iu"}
+    for baked in (integer_inputs, set(input_names[1:]), set(input_names)):
+        if not baked:
+            continue
+        kept = {n: by_name[n] for n in input_names if n not in baked}
+        fixed = sizes_to_fix(proto, kept)
+        try:
+            model = npuc.Model.from_bytes(bake_inputs(proto, by_name, baked), list(fixed), list(fixed.values()), [])
+            return npuc.Runtime(model), kept
+        except npuc.ShapeError as e:
+            if not needs_constants(e):
+                raise
+    raise first_error
+
+
+def load_tensors(data_dir: Path, prefix: str) -> List["object"]:
+    import onnx
+    from onnx import numpy_helper
+
+    paths = sorted(data_dir.glob(prefix + "_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
+    return [numpy_helper.to_array(onnx.load_tensor(str(p))) for p in paths]
+
+
+def run_case(case_dir: Path, supported: Set[str]) -> dict:
+    import numpy as np
+    import onnx
+
+    result = {"case": case_dir.name}
+    proto = onnx.load(str(case_dir / "model.onnx"), load_external_data=False)
+    missing = sorted(model_ops(proto.graph) - supported)
+    odd_io = non_tensor_io(proto.graph)
+    if missing or odd_io:
+        result.update(status="unsupported", ops=missing or ["<non-tensor input/output>"])
+        return result
+    initializers = {t.name for t in proto.graph.initializer}
+    all_inputs = [v.name for v in proto.graph.input if v.name not in initializers]
+    output_names = [v.name for v in proto.graph.output]
+    try:
+        for data_dir in sorted(case_dir.glob("test_data_set_*")):
+            feeds = load_tensors(data_dir, "input")
+            wants = load_tensors(data_dir, "output")
+            # Some cases omit optional trailing inputs: feed the ones given.
+            input_names = all_inputs[: len(feeds)]
+            runtime, by_name = compile_case(case_dir, proto, input_names, feeds)
+            missing_inputs = [i["name"] for i in runtime.inputs if i["name"] not in by_name]
+            if missing_inputs:
+                raise RuntimeError(f"no test data for input(s) {missing_inputs}")
+            gots = runtime.run([np.require(by_name[i["name"]], requirements="C") for i in runtime.inputs])
+            got_by_name = {info["name"]: g for info, g in zip(runtime.outputs, gots)}
+            for name, want in zip(output_names, wants):
+                if name not in got_by_name:
+                    raise RuntimeError(f"npuc produced no output '{name}'")
+                reason = compare(name, got_by_name[name], want)
+                if reason:
+                    result.update(status="fail", reason=f"{data_dir.name}: {reason}")
+                    return result
+    except Exception as e:  # noqa: BLE001 - npuc errors and any other exception fail this case
+        message = " ".join(str(e).replace(str(case_dir) + "/", "").split())
+        result.update(status="fail", reason=f"{type(e).__name__}: {message}")
+        return result
+    result["status"] = "pass"
+    return result
+
+
+def worker_main(data_dir: Path) -> int:
+    """Reads case names from stdin, writes one JSON result per line to stdout."""
+    import npuc
+
+    supported = set(npuc.supported_ops())
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        print(json.dumps(run_case(data_dir / name, supported)), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- scheduling (parent side)
+
+
+def run_shard(cases: List[str], data_dir: Path, results: List[dict]) -> None:
+    """Runs `cases` in a worker; if the worker dies, blames the case it was on and restarts."""
+    pending = list(cases)
+    while pending:
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker", "--data-dir", str(data_dir)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        stderr_lines: List[str] = []
+        drain = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
+        drain.start()
+        proc.stdin.write("".join(c + "\n" for c in pending))
+        proc.stdin.close()
+        done = 0
+        for line in proc.stdout:
+            try:
+                results.append(json.loads(line))
+                done += 1
+            except json.JSONDecodeError:
+                pass  # stray output of a kernel; results are the JSON lines
+        proc.wait()
+        drain.join(timeout=5)
+        pending = pending[done:]
+        if pending and proc.returncode != 0:
+            last = " ".join("".join(stderr_lines[-3:]).split())
+            results.append({"case": pending[0], "status": "fail",
+                            "reason": f"worker crashed (exit {proc.returncode}) {last}".strip()})
+            pending = pending[1:]
+        elif pending:
+            for case in pending:
+                results.append({"case": case, "status": "fail", "reason": "worker ended without a result"})
+            pending = []
+
+
+def run_all(cases: List[str], data_dir: Path, jobs: int) -> List[dict]:
+    shards = [cases[i::jobs] for i in range(jobs)]
+    results: List[dict] = []
+    threads = [threading.Thread(target=run_shard, args=(s, data_dir, results)) for s in shards if s]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(results, key=lambda r: r["case"])
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description="Run the ONNX backend node tests through npuc.")
+    ap.add_argument("--filter", default="", metavar="SUBSTR", help="only cases whose name contains SUBSTR")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every case's result")
+    ap.add_argument("--list-unsupported", action="store_true",
+                    help="list the ops npuc lacks, with how many cases each keeps from running")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)")
+    ap.add_argument("--data-dir", type=Path, default=None, help="folder of the node test cases")
+    ap.add_argument("--known-failures", type=Path, default=HERE / "known_failures.txt")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(list(argv) if argv is not None else None)
+
+    data_dir = args.data_dir or find_data_dir()
+    if args.worker:
+        return worker_main(data_dir)
+    if not data_dir.is_dir():
+        print(f"ONNX node test data not found at {data_dir} (install libonnx-testdata)", file=sys.stderr)
+        return 1
+    cases = sorted(p.parent.name for p in data_dir.glob("*/model.onnx") if args.filter in p.parent.name)
+    known = read_known_failures(args.known_failures)
+    results = run_all(cases, data_dir, max(1, args.jobs))
+
+    passed = failed = skipped = 0
+    unsupported = [r for r in results if r["status"] == "unsupported"]
+    now_passing: List[str] = []
+    for r in results:
+        status, case = r["status"], r["case"]
+        if status == "unsupported":
+            if args.verbose:
+                print(f"NOT RUN {case}: unsupported {', '.join(r['ops'])}")
+            continue
+        if case in known:
+            skipped += 1
+            if status == "pass":
+                now_passing.append(case)
+            elif args.verbose:
+                print(f"SKIP {case}: known failure ({known[case]}): {r.get('reason', '')}")
+            continue
+        if status == "pass":
+            passed += 1
+            if args.verbose:
+                print(f"ok   {case}")
+        else:
+            failed += 1
+            print(f"FAIL {case}: {r.get('reason', '')}")
+
+    if args.list_unsupported:
+        per_op = collections.Counter(op for r in unsupported for op in r["ops"])
+        print("ops npuc does not support (cases they keep from running):")
+        for op, n in sorted(per_op.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {op:<32}{n:>5}")
+    for case in now_passing:
+        print(f"note: {case} is listed in {args.known_failures.name} but passes; delete its line")
+    print(f"{len(unsupported)} case(s) not run: they use ops npuc does not support (see --list-unsupported)")
+    summary = f"{passed} passed, {failed} failed"
+    if skipped:
+        summary += f", {skipped} skipped"
+    print(summary)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+#include "target/partition.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "target/op_constraints.h"
+#include "target/op_geometry.h"
+
+namespace npuc {
+
+const char* deviceName(Device d) { return d == Device::Npu ? "NPU" : "CPU"; }
+
+const char* placementReasonName(PlacementReason r) {
+  switch (r) {
+    case PlacementReason::NpuSupported: return "supported";
+    case PlacementReason::ForcedNpu: return "forced by user";
+    case PlacementReason::UnsupportedOp: return "unsupported op";
+    case PlacementReason::LimitViolated: return "limit violated";
+    case PlacementReason::ForcedCpu: return "forced by user";
+    case PlacementReason::FewerHandovers: return "fewer hand-overs";
+  }
+  return "?";
+}
+
+namespace {
+
+using Placement = std::map<const Node*, Device>;
+
+// Ops that only move or reshape data: cheap on the CPU, low-efficiency on the NPU (DESIGN.md),
+// hence the only ones the partitioner moves to the CPU to save hand-overs.
+const std::set<std::string> kDataMovementOps = {"Reshape", "Flatten", "Squeeze",      "Unsqueeze",    "Transpose",
+                                                "Concat",  "Split",   "Slice",        "Gather",       "Identity",
+                                                "Expand",  "Tile",    "DepthToSpace", "SpaceToDepth"};
+
+std::string nodeLabel(const Node& n, size_t index) {
+  return n.name().empty() ? n.opType() + "#" + std::to_string(index) : n.name();
+}
+
+Device parseTargetValue(const std::string& key, const std::string& value) {
+  if (value == "npu" || value == "NPU") return Device::Npu;
+  if (value == "cpu" || value == "CPU") return Device::Cpu;
+  throw ConfigError("op_target['" + key + "']: expected \"cpu\" or \"npu\", got '" + value + "'");
+}
+
+// The user's op_target entry for a node: its name first, then its op type.
+const std::pair<const std::string, std::string>* userEntry(const Node& n, const OpTargetMap& op_target) {
+  auto it = n.name().empty() ? op_target.end() : op_target.find(n.name());
+  if (it == op_target.end()) it = op_target.find(n.opType());
+  return it == op_target.end() ? nullptr : &*it;
+}
+
+std::string violationsText(const std::vector<Violation>& vs) {
+  std::string out;
+  for (const Violation& v : vs) out += (out.empty() ? "" : "; ") + v.message;
+  return out;
+}
+
+// Steps 1 and 2 of the placement rule for one node.
+NodePlacement placeNode(const Node& n, size_t index, const SocProfile& soc, const OpTargetMap& op_target) {
+  NodePlacement p;
+  p.node = &n;
+  p.label = nodeLabel(n, index);
+  std::vector<Violation> violations = npuViolations(n, soc);
+  const auto* entry = userEntry(n, op_target);
+  std::optional<Device> forced;
+  if (entry) forced = parseTargetValue(entry->first, entry->second);
+  if (forced == Device::Cpu) {
+    p.device = Device::Cpu;
+    p.reason = PlacementReason::ForcedCpu;
+    p.detail = "op_target['" + entry->first + "'] = cpu";
+  } else if (violations.empty()) {
+    p.device = Device::Npu;
+    p.reason = forced ? PlacementReason::ForcedNpu : PlacementReason::NpuSupported;
+  } else if (forced == Device::Npu) {
+    throw ConfigError("op_target['" + entry->first + "'] = npu: node '" + p.label + "' (" + n.opType() +
+                      ") cannot run on the " + soc.name + " NPU: check " + violations.front().check +
+                      " fails: " + violationsText(violations));
+  } else {
+    p.device = Device::Cpu;
+    p.reason = violations.front().unsupported_op ? PlacementReason::UnsupportedOp : PlacementReason::LimitViolated;
+    p.detail = violationsText(violations);
+  }
+  return p;
+}
+
+// 1 if `v` is produced on one device and read on the other, else 0. With two devices a value
+// crosses at most once (all readers on the other device share one transfer).
+size_t valueHandovers(const Value* v, const Placement& placement) {
+  const Node* producer = v->producer();
+  if (!producer) return 0;  // graph input or constant: host data, not a hand-over
+  Device src = placement.at(producer);
+  for (const Use& u : v->uses())
+    if (placement.at(u.user) != src) return 1;
+  return 0;
+}
+
+// Hand-overs on the values a node reads or writes: the only ones flipping it can change.
+size_t handoversAround(const Node& n, const Placement& placement) {
+  std::set<const Value*> values(n.outputs().begin(), n.outputs().end());
+  for (const Value* v : n.inputs())
+    if (v) values.insert(v);
+  size_t total = 0;
+  for (const Value* v : values) total += valueHandovers(v, placement);
+  return total;
+}
+
+// Step 3 of the placement rule.
+void moveDataMovementToCpu(std::vector<NodePlacement>& nodes, Placement& placement, const SocProfile& soc) {
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (NodePlacement& p : nodes) {
+      if (p.device != Device::Npu || p.reason == PlacementReason::ForcedNpu) continue;
+      if (!kDataMovementOps.count(p.node->opType()) || !soc.cpu.supportsOp(p.node->opType())) continue;
+      size_t before = handoversAround(*p.node, placement);
+      placement[p.node] = Device::Cpu;
+      size_t after = handoversAround(*p.node, placement);
+      if (after < before) {
+        p.device = Device::Cpu;
+        p.reason = PlacementReason::FewerHandovers;
+        p.detail = "data movement between CPU nodes: " + std::to_string(before) + " -> " + std::to_string(after) +
+                   " hand-overs";
+        moved = true;
+      } else {
+        placement[p.node] = Device::Npu;
+      }
+    }
+  }
+}
+
+// Connected groups of same-device nodes (union-find over producer->consumer edges).
+void countSegments(PartitionReport& report, const Placement& placement) {
+  std::map<const Node*, size_t> index;
+  for (size_t i = 0; i < report.nodes.size(); ++i) index[report.nodes[i].node] = i;
+  std::vector<size_t> parent(report.nodes.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (const NodePlacement& p : report.nodes)
+    for (const Value* v : p.node->inputs())
+      if (v && v->producer() && placement.at(v->producer()) == p.device)
+        parent[root(index.at(p.node))] = root(index.at(v->producer()));
+  for (size_t i = 0; i < report.nodes.size(); ++i)
+    if (root(i) == i) ++(report.nodes[i].device == Device::Npu ? report.npu_segments : report.cpu_segments);
+}
+
+void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& soc, const OpTargetMap& op_target) {
+  for (NodePlacement& p : report.nodes) {
+    if (p.device != Device::Cpu || soc.cpu.supportsOp(p.node->opType())) continue;
+    p.cpu_runtime_lacks = true;
+    report.warnings.push_back("node '" + p.label + "' (" + p.node->opType() + ") falls back to the CPU, but the " +
+                              soc.name + " CPU runtime does not implement " + p.node->opType() +
+                              " either: the model cannot run on this SoC as is");
+  }
+  for (const auto& [key, value] : op_target) {
+    bool used = std::any_of(report.nodes.begin(), report.nodes.end(), [&](const NodePlacement& p) {
+      return p.node->name() == key || p.node->opType() == key;
+    });
+    if (!used) report.warnings.push_back("op_target['" + key + "'] matches no node name or op type of graph '" +
+                                         graph.name + "'");
+  }
+}
+
+std::string macsText(int64_t macs) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2);
+  if (macs >= 1000000000) {
+    s << static_cast<double>(macs) / 1e9 << " GMAC";
+  } else if (macs >= 1000000) {
+    s << static_cast<double>(macs) / 1e6 << " MMAC";
+  } else {
+    s.unsetf(std::ios::floatfield);
+    s << macs << " MAC";
+  }
+  return s.str();
+}
+
+}  // namespace
+
+size_t countHandovers(const Graph& graph, const std::map<const Node*, Device>& placement) {
+  size_t total = 0;
+  for (const Node* n : graph.nodes())
+    for (const Value* v : n->outputs()) total += valueHandovers(v, placement);
+  return total;
+}
+
+PartitionReport partitionGraph(const Graph& graph, const SocProfile& soc, const OpTargetMap& op_target) {
+  for (const auto& [key, value] : op_target) parseTargetValue(key, value);  // refuse bad values up front
+  PartitionReport report;
+  report.soc = soc.name;
+  Placement placement;
+  size_t index = 0;
+  for (const Node* n : graph.nodes()) {
+    report.nodes.push_back(placeNode(*n, index++, soc, op_target));
+    placement[n] = report.nodes.back().device;
+  }
+  moveDataMovementToCpu(report.nodes, placement, soc);
+  for (NodePlacement& p : report.nodes) {
+    p.macs = nodeMacs(*p.node);
+    report.total_macs += p.macs;
+    if (p.device == Device::Npu) report.npu_macs += p.macs;
+  }
+  report.handovers = countHandovers(graph, placement);
+  countSegments(report, placement);
+  addWarnings(report, graph, soc, op_target);
+  return report;
+}
+
+size_t PartitionReport::count(Device d) const {
+  return static_cast<size_t>(
+      std::count_if(nodes.begin(), nodes.end(), [&](const NodePlacement& p) { return p.device == d; }));
+}
+
+double PartitionReport::npuMacShare() const {
+  return total_macs == 0 ? 1.0 : static_cast<double>(npu_macs) / static_cast<double>(total_macs);
+}
+
+const NodePlacement* PartitionReport::find(const std::string& label) const {
+  for (const NodePlacement& p : nodes)
+    if (p.label == label) return &p;
+  return nullptr;
+}
+
+Device PartitionReport::deviceOf(const Node* node) const {
+  for (const NodePlacement& p : nodes)
+    if (p.node == node) return p.device;
+  throw GraphError("PartitionReport: node is not part of the partitioned graph");
+}
+
+std::string PartitionReport::toText() const {
+  std::ostringstream s;
+  s << "Partition for " << soc << ": " << nodes.size() << " nodes, " << count(Device::Npu) << " on NPU, "
+    << count(Device::Cpu) << " on CPU; " << handovers << " NPU<->CPU hand-overs; " << npu_segments
+    << " NPU segment(s), " << cpu_segments << " CPU segment(s)\n";
+  s << "MACs on NPU: " << std::fixed << std::setprecision(1) << npuMacShare() * 100 << "% (" << macsText(npu_macs)
+    << " of " << macsText(total_macs) << ")\n";
+  if (count(Device::Cpu) > 0) {
+    s << "CPU nodes:\n";
+    for (const NodePlacement& p : nodes)
+      if (p.device == Device::Cpu)
+        s << "  " << p.label << " (" << p.node->opType() << "): " << placementReasonName(p.reason) << ": " << p.detail
+          << (p.cpu_runtime_lacks ? " [not in the CPU runtime either]" : "") << "\n";
+  }
+  if (!warnings.empty()) {
+    s << "Warnings:\n";
+    for (const std::string& w : warnings) s << "  " << w << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace npuc

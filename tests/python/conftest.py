@@ -1,0 +1,81 @@
+"""Shared fixtures: the npuc package (from the checkout unless PYTHONPATH provides one), the shared
+real-model folder, and small ONNX models built with onnx.helper."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+try:
+    import npuc  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(REPO_ROOT / "python"))
+
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def shared_models_dir() -> Optional[Path]:
+    """NPUC_SHARED_MODELS, else a `shared/models` folder next to the repository (or above it)."""
+    env = os.environ.get("NPUC_SHARED_MODELS")
+    if env:
+        return Path(env) if Path(env).is_dir() else None
+    for parent in REPO_ROOT.parents:
+        candidate = parent / "shared" / "models"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def conv_relu_model(opset: int = 13) -> onnx.ModelProto:
+    """x[1,3,8,8] -> Conv(4 filters, 3x3, pad 1, bias) -> Relu -> y[1,4,8,8]."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "conv_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        initializer=[w, b],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def conv_relu_reference(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    """Direct numpy evaluation of conv_relu_model (float64 accumulation)."""
+    inits = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer}
+    w, b = inits["w"], inits["b"]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((1, 4, 8, 8))
+    for i in range(8):
+        for j in range(8):
+            patch = xp[:, :, i : i + 3, j : j + 3]
+            out[:, :, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3])) + b
+    return np.maximum(out, 0).astype(np.float32)
+
+
+@pytest.fixture
+def conv_relu_path(tmp_path: Path) -> Path:
+    path = tmp_path / "conv_relu.onnx"
+    onnx.save(conv_relu_model(), str(path))
+    return path
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    """The accuracy metric of these tests: max|got - want| / max(max|want|, 1e-6).
+
+    Relative to the output's largest magnitude rather than per element, so near-zero elements
+    (where FP32 summation order dominates) do not make a correct result look wrong."""
+    return float(np.max(np.abs(got.astype(np.float64) - want)) / max(float(np.max(np.abs(want))), 1e-6))

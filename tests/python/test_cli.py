@@ -1,0 +1,89 @@
+"""The npuc command line: info and run output, .npy files, --help everywhere, exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import numpy as np
+import pytest
+
+import npuc
+from conftest import conv_relu_model, conv_relu_reference
+
+PACKAGE_PARENT = str(Path(npuc.__file__).resolve().parent.parent)
+
+
+def npuc_cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "npuc", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_info(conv_relu_path: Path) -> None:
+    r = npuc_cli("info", str(conv_relu_path), "--input-size", "1,3,8,8")
+    assert r.returncode == 0, r.stderr
+    assert "x: float32[1,3,8,8]" in r.stdout
+    assert "y: float32[1,4,8,8]" in r.stdout
+    assert "Conv" in r.stdout and "Relu" in r.stdout
+    assert f"MACs: {4 * 8 * 8 * 27}" in r.stdout
+    assert f"params: {4 * 27 + 4}" in r.stdout
+
+
+def test_run_writes_npy(conv_relu_path: Path, tmp_path: Path) -> None:
+    x = np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out_dir = tmp_path / "out"
+    r = npuc_cli("run", str(conv_relu_path), "--input", str(tmp_path / "x.npy"), "--output-dir", str(out_dir))
+    assert r.returncode == 0, r.stderr
+    assert "y: float32[1,4,8,8]" in r.stdout
+    y = np.load(out_dir / "y.npy")
+    np.testing.assert_allclose(y, conv_relu_reference(conv_relu_model(), x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("command", [[], ["info"], ["run"], ["ops"]])
+def test_help_everywhere(command: List[str]) -> None:
+    r = npuc_cli(*command, "--help")
+    assert r.returncode == 0
+    assert "usage: npuc" in r.stdout
+
+
+def test_ops_lists_registry() -> None:
+    r = npuc_cli("ops")
+    assert r.returncode == 0
+    assert r.stdout.split() == npuc.supported_ops()
+
+
+def user_error(r: subprocess.CompletedProcess, needle: str) -> None:
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_model_is_a_user_error(tmp_path: Path) -> None:
+    r = npuc_cli("info", str(tmp_path / "absent.onnx"))
+    user_error(r, "absent.onnx")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_not_onnx_is_a_user_error(tmp_path: Path) -> None:
+    path = tmp_path / "junk.onnx"
+    path.write_bytes(b"\xff\x00junk" * 50)
+    r = npuc_cli("info", str(path))
+    user_error(r, "junk.onnx")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_arguments_are_user_errors(conv_relu_path: Path, tmp_path: Path) -> None:
+    user_error(npuc_cli("info", str(conv_relu_path), "--input-size", "1,three"), "invalid shape")
+    user_error(npuc_cli("frobnicate"), "invalid choice")
+    user_error(npuc_cli("run", str(conv_relu_path)), "--input")
+    user_error(npuc_cli("run", str(conv_relu_path), "--input", str(tmp_path / "none.npy")), "none.npy")
+
+
+def test_wrong_input_shape_is_a_user_error(conv_relu_path: Path, tmp_path: Path) -> None:
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 4, 4), np.float32))
+    r = npuc_cli("run", str(conv_relu_path), "--input", str(tmp_path / "x.npy"))
+    user_error(r, "input 'x' expects float32[1,3,8,8], got float32[1,3,4,4]")

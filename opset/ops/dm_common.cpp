@@ -6,9 +6,8 @@ namespace npuc {
 namespace dm {
 
 std::vector<DType> allStorableTypes() {
-  return {DType::Float32, DType::UInt8,   DType::Int8,    DType::UInt16, DType::Int16,
-          DType::Int32,   DType::Int64,   DType::Bool,    DType::Float16, DType::Float64,
-          DType::UInt32,  DType::UInt64};
+  return {DType::Float32, DType::UInt8, DType::Int8,    DType::UInt16,  DType::Int16,  DType::Int32,
+          DType::Int64,   DType::Bool,  DType::Float16, DType::Float64, DType::UInt32, DType::UInt64};
 }
 
 std::vector<int64_t> intValues(const Tensor& t, const char* what) {
@@ -40,7 +39,9 @@ std::vector<int64_t> normalizedAxes(const std::vector<int64_t>& axes, int64_t ra
   return out;
 }
 
-std::string dimsStr(const std::vector<int64_t>& v) { return shapeStr(v); }
+std::string dimsStr(const std::vector<int64_t>& v) {
+  return shapeStr(v);
+}
 
 // ---------------------------------------------------------------- StridedCopy
 
@@ -61,7 +62,8 @@ constexpr int64_t kTileEdgeBytes = 64;
 StridedCopy::StridedCopy(const Shape& out_shape, const std::vector<int64_t>& in_byte_strides,
                          int64_t in_byte_offset, size_t elem_bytes)
     : offset_(in_byte_offset), elem_(elem_bytes) {
-  if (out_shape.size() != in_byte_strides.size()) throw Error("StridedCopy: shape and strides differ in rank");
+  if (out_shape.size() != in_byte_strides.size())
+    throw Error("StridedCopy: shape and strides differ in rank");
   for (int64_t d : out_shape) {
     if (d == 0) return;  // Loop::Empty
   }
@@ -105,7 +107,6 @@ StridedCopy::StridedCopy(const Shape& out_shape, const std::vector<int64_t>& in_
   }
   dispatchChunk(elem_, [](auto) {});  // refuse unsupported element sizes now, not in run()
 }
-
 
 void StridedCopy::runRows(const unsigned char* src, unsigned char* dst) const {
   const size_t r = sizes_.size();
@@ -169,6 +170,116 @@ void StridedCopy::run(const void* src_v, void* dst_v) const {
         default: runTyped<16>(src, dst); return;
       }
   }
+}
+
+// ---------------------------------------------------------------- IndexMapGather
+
+namespace {
+// Copy the last dim run by run when runs are at least this long on average; shorter runs
+// (nearest-neighbour upsampling: 0,0,1,1,...) go faster through the plain index loop.
+constexpr int64_t kMinAverageRunLength = 4;
+}  // namespace
+
+IndexMapGather::IndexMapGather(const Shape& in_shape, const std::vector<std::vector<int64_t>>& maps,
+                               size_t elem_bytes)
+    : elem_(elem_bytes) {
+  if (maps.size() != in_shape.size()) throw Error("IndexMapGather: one map per input dim is required");
+  if (in_shape.size() > kMaxDims) {
+    throw UnsupportedOpError("index-map gather supports rank <= " + std::to_string(kMaxDims));
+  }
+  dispatchChunk(elem_, [](auto) {});
+  const std::vector<int64_t> strides = shapeStrides(in_shape);
+  for (size_t d = 0; d < maps.size(); ++d) {
+    out_shape_.push_back(static_cast<int64_t>(maps[d].size()));
+    for (int64_t x : maps[d]) {
+      if (x >= in_shape[d]) throw Error("IndexMapGather: map entry out of range");
+    }
+  }
+  if (maps.empty()) return;
+  for (size_t d = 0; d + 1 < maps.size(); ++d) {
+    std::vector<int64_t> off(maps[d].size());
+    for (size_t i = 0; i < off.size(); ++i) off[i] = maps[d][i] < 0 ? -1 : maps[d][i] * strides[d];
+    row_offsets_.push_back(std::move(off));
+  }
+  last_map_ = maps.back();
+  for (int64_t j = 0; j < static_cast<int64_t>(last_map_.size()); ++j) {
+    const int64_t x = last_map_[static_cast<size_t>(j)];
+    if (!runs_.empty()) {
+      Run& r = runs_.back();
+      const bool extends = (x < 0 && r.src < 0) || (x >= 0 && r.src >= 0 && x == r.src + r.len);
+      if (extends) {
+        ++r.len;
+        continue;
+      }
+    }
+    runs_.push_back({j, 1, x});
+  }
+  use_runs_ =
+      static_cast<int64_t>(runs_.size()) * kMinAverageRunLength <= static_cast<int64_t>(last_map_.size());
+}
+
+template <size_t N>
+void IndexMapGather::copyRow(const unsigned char* src_row, unsigned char* dst,
+                             const unsigned char* fill) const {
+  constexpr int64_t n = static_cast<int64_t>(N);
+  if (use_runs_) {
+    for (const Run& r : runs_) {
+      unsigned char* o = dst + r.begin * n;
+      if (r.src >= 0) {
+        std::memcpy(o, src_row + r.src * n, static_cast<size_t>(r.len) * N);
+      } else {
+        for (int64_t j = 0; j < r.len; ++j) copyChunk<N>(o + j * n, fill);
+      }
+    }
+    return;
+  }
+  const int64_t w = static_cast<int64_t>(last_map_.size());
+  for (int64_t j = 0; j < w; ++j) {
+    const int64_t x = last_map_[static_cast<size_t>(j)];
+    copyChunk<N>(dst + j * n, x < 0 ? fill : src_row + x * n);
+  }
+}
+
+template <size_t N>
+void IndexMapGather::runTyped(const unsigned char* src, unsigned char* dst, const unsigned char* fill) const {
+  constexpr int64_t n = static_cast<int64_t>(N);
+  const size_t outer_dims = row_offsets_.size();
+  const int64_t w = static_cast<int64_t>(last_map_.size());
+  const size_t row_bytes = static_cast<size_t>(w) * N;
+  const int64_t rows = shapeNumel(out_shape_) / w;
+  std::array<int64_t, kMaxDims> idx{};
+  int64_t prev_src = -2;  // no previous row
+  for (int64_t r = 0; r < rows; ++r, dst += w * n) {
+    int64_t row = 0;  // source row offset (elements), -1 if the row lies in the fill region
+    for (size_t d = 0; d < outer_dims && row >= 0; ++d) {
+      const int64_t o = row_offsets_[d][static_cast<size_t>(idx[d])];
+      row = o < 0 ? -1 : row + o;
+    }
+    if (row == prev_src) {
+      std::memcpy(dst, dst - w * n, row_bytes);
+    } else if (row < 0) {
+      for (int64_t j = 0; j < w; ++j) copyChunk<N>(dst + j * n, fill);
+    } else {
+      copyRow<N>(src + row * n, dst, fill);
+    }
+    prev_src = row;
+    for (size_t d = outer_dims; d-- > 0;) {
+      if (++idx[d] < out_shape_[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void IndexMapGather::run(const void* src_v, void* dst_v, const void* fill_v) const {
+  const auto* src = static_cast<const unsigned char*>(src_v);
+  auto* dst = static_cast<unsigned char*>(dst_v);
+  const auto* fill = static_cast<const unsigned char*>(fill_v);
+  if (out_shape_.empty()) {
+    std::memcpy(dst, src, elem_);
+    return;
+  }
+  if (shapeNumel(out_shape_) == 0) return;
+  dispatchChunk(elem_, [&](auto chunk) { runTyped<sizeof(chunk)>(src, dst, fill); });
 }
 
 // ---------------------------------------------------------------- CopyKernel

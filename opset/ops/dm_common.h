@@ -56,7 +56,8 @@ void dispatchChunk(size_t bytes, F&& f) {
     case 4: f(Chunk<4>{}); return;
     case 8: f(Chunk<8>{}); return;
     case 16: f(Chunk<16>{}); return;
-    default: throw UnsupportedOpError("no data-movement kernel for " + std::to_string(bytes) + "-byte elements");
+    default:
+      throw UnsupportedOpError("no data-movement kernel for " + std::to_string(bytes) + "-byte elements");
   }
 }
 
@@ -72,8 +73,8 @@ constexpr size_t kMaxDims = 32;
 // row-major order: src_offset is sum_k i_k * strides[k], dst_index advances by `inner` per step.
 // Requires n_outer <= kMaxDims and no zero size; allocation-free (the odometer is on the stack).
 template <typename Fn>
-inline void forEachOuter(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, size_t n_outer,
-                         int64_t inner, Fn&& fn) {
+inline void forEachOuter(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                         size_t n_outer, int64_t inner, Fn&& fn) {
   std::array<int64_t, kMaxDims> idx{};
   int64_t src = 0;
   int64_t dst = 0;
@@ -127,6 +128,36 @@ class StridedCopy {
   size_t elem_ = 0;  // bytes per (possibly folded) element
 };
 
+// Writes out[i_0, ..., i_{r-1}] = in[maps[0][i_0], ..., maps[r-1][i_{r-1}]], or the fill value
+// where any map entry is -1. This is Pad (every mode: the maps encode constant / reflect / edge /
+// wrap) and nearest-neighbour Resize (the maps are the rounded source coordinates, -1 where
+// tf_crop_and_resize extrapolates). Consecutive output rows reading the same source row are
+// copied from the previous output row; a last-dim map that is mostly runs of consecutive indices
+// (padding) is copied run by run with memcpy.
+class IndexMapGather {
+ public:
+  IndexMapGather() = default;
+  IndexMapGather(const Shape& in_shape, const std::vector<std::vector<int64_t>>& maps, size_t elem_bytes);
+  // `fill` points at one element (elem_bytes) written where a map entry is -1.
+  void run(const void* src, void* dst, const void* fill) const;
+
+ private:
+  struct Run {
+    int64_t begin, len, src;  // output range [begin, begin+len) reads src, src+1, ... (or fill if src < 0)
+  };
+  template <size_t N>
+  void runTyped(const unsigned char* src, unsigned char* dst, const unsigned char* fill) const;
+  template <size_t N>
+  void copyRow(const unsigned char* src_row, unsigned char* dst, const unsigned char* fill) const;
+
+  Shape out_shape_;
+  std::vector<std::vector<int64_t>> row_offsets_;  // outer dims: map * input stride (elements), or -1
+  std::vector<int64_t> last_map_;
+  std::vector<Run> runs_;  // last_map_ as runs; used when there are few of them
+  bool use_runs_ = false;
+  size_t elem_ = 0;
+};
+
 // Copies input 0 to output 0 unchanged (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout).
 // aliasInput() lets the executor skip the copy by sharing storage.
 class CopyKernel : public Kernel {
@@ -141,12 +172,12 @@ class CopyKernel : public Kernel {
 }  // namespace dm
 
 // Per-group registration, called from registerDataMovementOps (opset/ops/data_movement.cpp).
-void registerDmReshapeOps(OpRegistry& reg);       // Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout
-void registerDmTransposeOps(OpRegistry& reg);     // Transpose, DepthToSpace, SpaceToDepth
-void registerDmConcatSplitOps(OpRegistry& reg);   // Concat, Split
-void registerDmSliceGatherOps(OpRegistry& reg);   // Slice, Gather, GatherElements
-void registerDmPadTileExpandOps(OpRegistry& reg); // Pad, Tile, Expand
-void registerDmResizeOps(OpRegistry& reg);        // Resize, Upsample
-void registerDmGenerateOps(OpRegistry& reg);      // Shape, Size, ConstantOfShape, Range, Constant
+void registerDmReshapeOps(OpRegistry& reg);        // Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout
+void registerDmTransposeOps(OpRegistry& reg);      // Transpose, DepthToSpace, SpaceToDepth
+void registerDmConcatSplitOps(OpRegistry& reg);    // Concat, Split
+void registerDmSliceGatherOps(OpRegistry& reg);    // Slice, Gather, GatherElements
+void registerDmPadTileExpandOps(OpRegistry& reg);  // Pad, Tile, Expand
+void registerDmResizeOps(OpRegistry& reg);         // Resize, Upsample
+void registerDmGenerateOps(OpRegistry& reg);       // Shape, Size, ConstantOfShape, Range, Constant
 
 }  // namespace npuc

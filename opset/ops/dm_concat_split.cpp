@@ -49,8 +49,8 @@ class ConcatKernel : public Kernel {
  public:
   explicit ConcatKernel(const KernelContext& ctx) {
     const Shape& out = ctx.output_types[0].shape;
-    const size_t axis =
-        static_cast<size_t>(normalizeAxis(ctx.node.attrs().i("axis"), static_cast<int64_t>(out.size()), "axis"));
+    const size_t axis = static_cast<size_t>(
+        normalizeAxis(ctx.node.attrs().i("axis"), static_cast<int64_t>(out.size()), "axis"));
     const size_t elem = dtypeSize(ctx.output_types[0].dtype);
     outer_ = product(out, 0, axis);
     for (const TensorView& in : ctx.input_types) {
@@ -63,7 +63,8 @@ class ConcatKernel : public Kernel {
       for (size_t i = 0; i < chunk_bytes_.size(); ++i) {
         const size_t n = chunk_bytes_[i];
         if (n == 0) continue;
-        std::memcpy(dst, static_cast<const unsigned char*>(io.inputs[i].data) + o * static_cast<int64_t>(n), n);
+        std::memcpy(dst, static_cast<const unsigned char*>(io.inputs[i].data) + o * static_cast<int64_t>(n),
+                    n);
         dst += n;
       }
     }
@@ -88,8 +89,8 @@ std::vector<int64_t> splitSizes(const Node& node, const Tensor* split, int64_t d
       sum += s;
     }
     if (sizes.size() != n_out) {
-      throw ShapeError("split " + dm::dimsStr(sizes) + " has " + std::to_string(sizes.size()) + " entries for " +
-                       std::to_string(n_out) + " outputs");
+      throw ShapeError("split " + dm::dimsStr(sizes) + " has " + std::to_string(sizes.size()) +
+                       " entries for " + std::to_string(n_out) + " outputs");
     }
     if (sum != dim) {
       throw ShapeError("split " + dm::dimsStr(sizes) + " sums to " + std::to_string(sum) + ", the axis has " +
@@ -116,8 +117,8 @@ std::vector<int64_t> splitSizes(const Node& node, const Tensor* split, int64_t d
 
 void inferSplit(InferContext& ctx) {
   const Shape& in = ctx.inputShape(0);
-  const size_t axis =
-      static_cast<size_t>(normalizeAxis(ctx.attrs().i("axis", 0), static_cast<int64_t>(in.size()), "Split axis"));
+  const size_t axis = static_cast<size_t>(
+      normalizeAxis(ctx.attrs().i("axis", 0), static_cast<int64_t>(in.size()), "Split axis"));
   const Tensor* split = ctx.hasInput(1) ? &ctx.requireConstInput(1, "Split split") : nullptr;
   const auto sizes = splitSizes(ctx.node(), split, in[axis], ctx.numOutputs());
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -131,8 +132,8 @@ class SplitKernel : public Kernel {
  public:
   explicit SplitKernel(const KernelContext& ctx) {
     const Shape& in = ctx.input_types[0].shape;
-    const size_t axis =
-        static_cast<size_t>(normalizeAxis(ctx.node.attrs().i("axis", 0), static_cast<int64_t>(in.size()), "axis"));
+    const size_t axis = static_cast<size_t>(
+        normalizeAxis(ctx.node.attrs().i("axis", 0), static_cast<int64_t>(in.size()), "axis"));
     const size_t elem = dtypeSize(ctx.input_types[0].dtype);
     outer_ = product(in, 0, axis);
     for (const TensorView& out : ctx.output_types) {
@@ -160,8 +161,12 @@ class SplitKernel : public Kernel {
 
 void registerDmConcatSplitOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
-  reg.add("Concat").inputs(1, -1).infer(inferConcat).kernel(dm::kernelOf<ConcatKernel>()).types(any).doc(
-      "joins inputs along an axis");
+  reg.add("Concat")
+      .inputs(1, -1)
+      .infer(inferConcat)
+      .kernel(dm::kernelOf<ConcatKernel>())
+      .types(any)
+      .doc("joins inputs along an axis");
   reg.add("Split")
       .inputs(1, 2)
       .outputs(1, kMaxSplitOutputs)

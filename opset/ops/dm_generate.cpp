@@ -75,7 +75,8 @@ Shape shapeFromTensor(const Tensor& t, const char* what) {
 }
 
 void inferConstantOfShape(InferContext& ctx) {
-  const Shape out = shapeFromTensor(ctx.requireConstInput(0, "ConstantOfShape shape"), "ConstantOfShape shape");
+  const Shape out =
+      shapeFromTensor(ctx.requireConstInput(0, "ConstantOfShape shape"), "ConstantOfShape shape");
   ctx.setOutput(0, fillValue(ctx.node()).dtype(), out);
 }
 
@@ -122,7 +123,8 @@ void dispatchRangeType(DType t, F&& f) {
 
 template <typename T>
 T scalarOf(const Tensor& t, const char* what) {
-  if (t.numel() != 1) throw ShapeError(std::string(what) + " must be a scalar, got shape " + shapeStr(t.shape()));
+  if (t.numel() != 1)
+    throw ShapeError(std::string(what) + " must be a scalar, got shape " + shapeStr(t.shape()));
   return t.data<T>()[0];
 }
 
@@ -203,10 +205,18 @@ class ConstantKernel : public Kernel {
 
 void registerDmGenerateOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
-  reg.add("Shape").inputs(1).infer(inferShape).kernel(dm::kernelOf<ShapeKernel>()).types(any).doc(
-      "the input's dims [start, end) as int64");
-  reg.add("Size").inputs(1).infer(inferSize).kernel(dm::kernelOf<SizeKernel>()).types(any).doc(
-      "the input's element count as an int64 scalar");
+  reg.add("Shape")
+      .inputs(1)
+      .infer(inferShape)
+      .kernel(dm::kernelOf<ShapeKernel>())
+      .types(any)
+      .doc("the input's dims [start, end) as int64");
+  reg.add("Size")
+      .inputs(1)
+      .infer(inferSize)
+      .kernel(dm::kernelOf<SizeKernel>())
+      .types(any)
+      .doc("the input's element count as an int64 scalar");
   reg.add("ConstantOfShape")
       .inputs(1)
       .infer(inferConstantOfShape)
@@ -219,8 +229,11 @@ void registerDmGenerateOps(OpRegistry& reg) {
       .kernel(dm::kernelOf<RangeKernel>())
       .types({DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64})
       .doc("start, start + delta, ... up to (not including) limit");
-  reg.add("Constant").inputs(0).infer(inferConstant).kernel(dm::kernelOf<ConstantKernel>()).doc(
-      "the tensor of its value* attribute");
+  reg.add("Constant")
+      .inputs(0)
+      .infer(inferConstant)
+      .kernel(dm::kernelOf<ConstantKernel>())
+      .doc("the tensor of its value* attribute");
 }
 
 }  // namespace npuc

@@ -94,86 +94,29 @@ int64_t padSource(int64_t i, int64_t begin, int64_t dim, PadMode mode) {
 
 class PadKernel : public Kernel {
  public:
-  explicit PadKernel(const KernelContext& ctx) {
-    const TensorView& in = ctx.input_types[0];
+  explicit PadKernel(const KernelContext& ctx) : elem_(dtypeSize(ctx.input_types[0].dtype)) {
+    const Shape& in = ctx.input_types[0].shape;
     const Tensor* pads = ctx.constInput(1);
     if (!pads) throw ShapeError("Pad pads (input 1) must be a constant");
-    const PadAmounts p = padAmounts(in.shape, *pads, ctx.node.hasInput(3) ? ctx.constInput(3) : nullptr);
+    const PadAmounts p = padAmounts(in, *pads, ctx.node.hasInput(3) ? ctx.constInput(3) : nullptr);
     const PadMode mode = padMode(ctx.node);
-    out_shape_ = paddedShape(in.shape, p);
-    in_strides_ = StridedCopy::contiguousStrides(in.shape, 1);
-    elem_ = dtypeSize(in.dtype);
-    for (size_t d = 0; d < in.shape.size(); ++d) {
-      std::vector<int64_t> map(static_cast<size_t>(out_shape_[d]));
-      for (int64_t i = 0; i < out_shape_[d]; ++i) map[static_cast<size_t>(i)] = padSource(i, p.begin[d], in.shape[d], mode);
-      maps_.push_back(std::move(map));
+    const Shape out = paddedShape(in, p);
+    std::vector<std::vector<int64_t>> maps(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+      for (int64_t i = 0; i < out[d]; ++i) maps[d].push_back(padSource(i, p.begin[d], in[d], mode));
     }
-    if (!in.shape.empty()) {
-      const int64_t w_out = out_shape_.back();
-      mid_begin_ = std::clamp<int64_t>(p.begin.back(), 0, w_out);
-      mid_end_ = std::clamp<int64_t>(p.begin.back() + in.shape.back(), mid_begin_, w_out);
-    }
-    if (out_shape_.size() > dm::kMaxDims) throw UnsupportedOpError("Pad supports rank <= 32");
-    dm::dispatchChunk(elem_, [](auto) {});
+    gather_ = dm::IndexMapGather(in, maps, elem_);
   }
 
   void run(const KernelIO& io) const override {
-    if (shapeNumel(out_shape_) == 0) return;
-    dm::dispatchChunk(elem_, [&](auto chunk) { runTyped<sizeof(chunk)>(io); });
+    static constexpr unsigned char kZero[16] = {};  // the default padding value, any dtype
+    const bool has_value = io.inputs.size() > 2 && io.inputs[2].present() && io.inputs[2].numel() > 0;
+    gather_.run(io.inputs[0].data, io.outputs[0].data, has_value ? io.inputs[2].data : kZero);
   }
 
  private:
-  template <size_t N>
-  void runTyped(const KernelIO& io) const {
-    const unsigned char* src = static_cast<const unsigned char*>(io.inputs[0].data);
-    unsigned char* dst = static_cast<unsigned char*>(io.outputs[0].data);
-    unsigned char fill[N] = {};  // the padding value; zero unless constant_value is given
-    if (io.inputs.size() > 2 && io.inputs[2].present() && io.inputs[2].numel() > 0) {
-      std::memcpy(fill, io.inputs[2].data, N);
-    }
-    const size_t rank = out_shape_.size();
-    if (rank == 0) {
-      dm::copyChunk<N>(dst, src);
-      return;
-    }
-    const int64_t w = out_shape_.back();
-    const std::vector<int64_t>& last = maps_.back();
-    std::array<int64_t, dm::kMaxDims> idx{};
-    const int64_t rows = shapeNumel(out_shape_) / w;
-    for (int64_t r = 0; r < rows; ++r, dst += w * static_cast<int64_t>(N)) {
-      // Source row of this output row, or -1 if any outer index lands in the padding.
-      int64_t row = 0;
-      for (size_t d = 0; d + 1 < rank && row >= 0; ++d) {
-        const int64_t s = maps_[d][static_cast<size_t>(idx[d])];
-        row = s < 0 ? -1 : row + s * in_strides_[d];
-      }
-      if (row < 0) {
-        for (int64_t j = 0; j < w; ++j) dm::copyChunk<N>(dst + j * static_cast<int64_t>(N), fill);
-      } else {
-        const unsigned char* s = src + row * static_cast<int64_t>(N);
-        for (int64_t j = 0; j < w; ++j) {
-          if (j == mid_begin_ && mid_end_ > mid_begin_) {  // the unpadded middle: one memcpy
-            std::memcpy(dst + j * static_cast<int64_t>(N), s + last[static_cast<size_t>(j)] * static_cast<int64_t>(N),
-                        static_cast<size_t>(mid_end_ - mid_begin_) * N);
-            j = mid_end_ - 1;
-            continue;
-          }
-          const int64_t x = last[static_cast<size_t>(j)];
-          dm::copyChunk<N>(dst + j * static_cast<int64_t>(N), x < 0 ? fill : s + x * static_cast<int64_t>(N));
-        }
-      }
-      for (size_t d = rank - 1; d-- > 0;) {  // advance the odometer over the outer dims
-        if (++idx[d] < out_shape_[d]) break;
-        idx[d] = 0;
-      }
-    }
-  }
-
-  Shape out_shape_;
-  std::vector<int64_t> in_strides_;          // in elements
-  std::vector<std::vector<int64_t>> maps_;  // per dim: output index -> input index or -1
-  int64_t mid_begin_ = 0, mid_end_ = 0;     // last-dim output range that is a plain copy
-  size_t elem_ = 0;
+  size_t elem_;
+  dm::IndexMapGather gather_;
 };
 
 // ---------------------------------------------------------------- Expand
@@ -205,7 +148,8 @@ std::unique_ptr<Kernel> makeExpand(const KernelContext& ctx) {
   const TensorView& in = ctx.input_types[0];
   const Shape& out = ctx.output_types[0].shape;
   const size_t elem = dtypeSize(in.dtype);
-  return std::make_unique<StridedViewKernel>(StridedCopy(out, broadcastStrides(in.shape, out, elem), 0, elem));
+  return std::make_unique<StridedViewKernel>(
+      StridedCopy(out, broadcastStrides(in.shape, out, elem), 0, elem));
 }
 
 // ---------------------------------------------------------------- Tile
@@ -213,7 +157,8 @@ std::unique_ptr<Kernel> makeExpand(const KernelContext& ctx) {
 std::vector<int64_t> tileRepeats(const Shape& in, const Tensor& repeats_t) {
   const auto repeats = dm::intValues(repeats_t, "Tile repeats");
   if (repeats.size() != in.size()) {
-    throw ShapeError("Tile repeats " + dm::dimsStr(repeats) + " must have one entry per dim of " + shapeStr(in));
+    throw ShapeError("Tile repeats " + dm::dimsStr(repeats) + " must have one entry per dim of " +
+                     shapeStr(in));
   }
   for (int64_t r : repeats) {
     if (r < 0) throw ShapeError("Tile repeats " + dm::dimsStr(repeats) + " has a negative entry");
@@ -251,11 +196,20 @@ std::unique_ptr<Kernel> makeTile(const KernelContext& ctx) {
 
 void registerDmPadTileExpandOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
-  reg.add("Pad").inputs(2, 4).infer(inferPad).kernel(dm::kernelOf<PadKernel>()).types(any).doc(
-      "pads (or crops, with negative pads) in constant, reflect, edge or wrap mode");
-  reg.add("Expand").inputs(2).infer(inferExpand).kernel(makeExpand).types(any).doc(
-      "broadcasts to a shape (bidirectionally)");
-  reg.add("Tile").inputs(2).infer(inferTile).kernel(makeTile).types(any).doc("repeats the input along each dim");
+  reg.add("Pad")
+      .inputs(2, 4)
+      .infer(inferPad)
+      .kernel(dm::kernelOf<PadKernel>())
+      .types(any)
+      .doc("pads (or crops, with negative pads) in constant, reflect, edge or wrap mode");
+  reg.add("Expand")
+      .inputs(2)
+      .infer(inferExpand)
+      .kernel(makeExpand)
+      .types(any)
+      .doc("broadcasts to a shape (bidirectionally)");
+  reg.add("Tile").inputs(2).infer(inferTile).kernel(makeTile).types(any).doc(
+      "repeats the input along each dim");
 }
 
 }  // namespace npuc

@@ -19,8 +19,8 @@ Shape reshapeTarget(const Shape& in, const std::vector<int64_t>& spec, bool allo
     int64_t d = spec[i];
     if (d == 0 && !allow_zero) {
       if (i >= in.size()) {
-        throw ShapeError("shape " + dm::dimsStr(spec) + " copies dim " + std::to_string(i) + " (0) but the input " +
-                         shapeStr(in) + " has rank " + std::to_string(in.size()));
+        throw ShapeError("shape " + dm::dimsStr(spec) + " copies dim " + std::to_string(i) +
+                         " (0) but the input " + shapeStr(in) + " has rank " + std::to_string(in.size()));
       }
       d = in[i];
     }
@@ -62,7 +62,8 @@ void inferFlatten(InferContext& ctx) {
   const int64_t rank = static_cast<int64_t>(in.size());
   int64_t axis = ctx.attrs().i("axis", 1);
   if (axis < -rank || axis > rank) {
-    throw ShapeError("Flatten axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    throw ShapeError("Flatten axis " + std::to_string(axis) + " is out of range for rank " +
+                     std::to_string(rank));
   }
   if (axis < 0) axis += rank;
   int64_t outer = 1;
@@ -112,7 +113,8 @@ void inferUnsqueeze(InferContext& ctx) {
 void inferDropout(InferContext& ctx) {
   if (const Tensor* training = ctx.constInput(2)) {
     if (training->numel() == 1 && training->intAt(0) != 0) {
-      throw UnsupportedOpError("Dropout with training_mode=true is not supported (npuc compiles for inference)");
+      throw UnsupportedOpError(
+          "Dropout with training_mode=true is not supported (npuc compiles for inference)");
     }
   }
   ctx.setOutput(0, ctx.inputDType(0), ctx.inputShape(0));
@@ -135,16 +137,36 @@ class DropoutKernel : public Kernel {
 
 void registerDmReshapeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
-  reg.add("Reshape").inputs(2).infer(inferReshape).kernel(dm::kernelOf<CopyKernel>()).types(any).doc(
-      "reinterprets the shape (0 copies a dim unless allowzero=1, -1 is inferred)");
-  reg.add("Flatten").inputs(1).infer(inferFlatten).kernel(dm::kernelOf<CopyKernel>()).types(any).doc(
-      "reshapes to 2-D [prod(dims[:axis]), prod(dims[axis:])]");
-  reg.add("Squeeze").inputs(1, 2).infer(inferSqueeze).kernel(dm::kernelOf<CopyKernel>()).types(any).doc(
-      "removes size-1 dims (the listed axes, or all)");
-  reg.add("Unsqueeze").inputs(2).infer(inferUnsqueeze).kernel(dm::kernelOf<CopyKernel>()).types(any).doc(
-      "inserts size-1 dims at the listed output axes");
-  reg.add("Identity").inputs(1).infer(inferSameAsInput0).kernel(dm::kernelOf<CopyKernel>()).types(any).doc(
-      "copies its input");
+  reg.add("Reshape")
+      .inputs(2)
+      .infer(inferReshape)
+      .kernel(dm::kernelOf<CopyKernel>())
+      .types(any)
+      .doc("reinterprets the shape (0 copies a dim unless allowzero=1, -1 is inferred)");
+  reg.add("Flatten")
+      .inputs(1)
+      .infer(inferFlatten)
+      .kernel(dm::kernelOf<CopyKernel>())
+      .types(any)
+      .doc("reshapes to 2-D [prod(dims[:axis]), prod(dims[axis:])]");
+  reg.add("Squeeze")
+      .inputs(1, 2)
+      .infer(inferSqueeze)
+      .kernel(dm::kernelOf<CopyKernel>())
+      .types(any)
+      .doc("removes size-1 dims (the listed axes, or all)");
+  reg.add("Unsqueeze")
+      .inputs(2)
+      .infer(inferUnsqueeze)
+      .kernel(dm::kernelOf<CopyKernel>())
+      .types(any)
+      .doc("inserts size-1 dims at the listed output axes");
+  reg.add("Identity")
+      .inputs(1)
+      .infer(inferSameAsInput0)
+      .kernel(dm::kernelOf<CopyKernel>())
+      .types(any)
+      .doc("copies its input");
   reg.add("Dropout")
       .inputs(1, 3)
       .outputs(1, 2)

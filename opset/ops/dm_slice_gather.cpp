@@ -25,7 +25,8 @@ SliceSpec sliceSpec(const Shape& in, const std::vector<int64_t>& starts, const s
                     const std::vector<int64_t>* axes_in, const std::vector<int64_t>* steps_in) {
   const int64_t rank = static_cast<int64_t>(in.size());
   if (starts.size() != ends.size()) {
-    throw ShapeError("Slice starts " + dm::dimsStr(starts) + " and ends " + dm::dimsStr(ends) + " differ in length");
+    throw ShapeError("Slice starts " + dm::dimsStr(starts) + " and ends " + dm::dimsStr(ends) +
+                     " differ in length");
   }
   std::vector<int64_t> axes(starts.size());
   for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
@@ -36,7 +37,8 @@ SliceSpec sliceSpec(const Shape& in, const std::vector<int64_t>& starts, const s
                      std::to_string(axes.size()) + ", " + std::to_string(steps_in ? steps_in->size() : 0));
   }
   if (static_cast<int64_t>(axes.size()) > rank) {
-    throw ShapeError("Slice has " + std::to_string(axes.size()) + " axes for an input of rank " + std::to_string(rank));
+    throw ShapeError("Slice has " + std::to_string(axes.size()) + " axes for an input of rank " +
+                     std::to_string(rank));
   }
   SliceSpec spec{in, std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1)};
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -140,8 +142,8 @@ void checkIndexDType(DType t, const char* op) {
 inline int64_t wrapIndex(int64_t idx, int64_t dim, const char* op) {
   const int64_t k = idx < 0 ? idx + dim : idx;
   if (k < 0 || k >= dim) {
-    throw InputError(std::string(op) + " index " + std::to_string(idx) + " is out of range for an axis of size " +
-                     std::to_string(dim));
+    throw InputError(std::string(op) + " index " + std::to_string(idx) +
+                     " is out of range for an axis of size " + std::to_string(dim));
   }
   return k;
 }
@@ -153,8 +155,8 @@ void inferGather(InferContext& ctx) {
   const Shape& idx = ctx.inputShape(1);
   checkIndexDType(ctx.inputDType(1), "Gather");
   if (data.empty()) throw ShapeError("Gather data must have rank >= 1, got a scalar");
-  const size_t axis =
-      static_cast<size_t>(normalizeAxis(ctx.attrs().i("axis", 0), static_cast<int64_t>(data.size()), "Gather axis"));
+  const size_t axis = static_cast<size_t>(
+      normalizeAxis(ctx.attrs().i("axis", 0), static_cast<int64_t>(data.size()), "Gather axis"));
   Shape out(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(axis));
   out.insert(out.end(), idx.begin(), idx.end());
   out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.end());
@@ -165,8 +167,8 @@ class GatherKernel : public Kernel {
  public:
   explicit GatherKernel(const KernelContext& ctx) {
     const Shape& data = ctx.input_types[0].shape;
-    const size_t axis =
-        static_cast<size_t>(normalizeAxis(ctx.node.attrs().i("axis", 0), static_cast<int64_t>(data.size()), "axis"));
+    const size_t axis = static_cast<size_t>(
+        normalizeAxis(ctx.node.attrs().i("axis", 0), static_cast<int64_t>(data.size()), "axis"));
     for (size_t d = 0; d < axis; ++d) outer_ *= data[d];
     axis_dim_ = data[axis];
     int64_t inner = 1;
@@ -228,8 +230,8 @@ void inferGatherElements(InferContext& ctx) {
       normalizeAxis(ctx.attrs().i("axis", 0), static_cast<int64_t>(data.size()), "GatherElements axis"));
   for (size_t d = 0; d < data.size(); ++d) {
     if (d != axis && idx[d] > data[d]) {
-      throw ShapeError("GatherElements indices " + shapeStr(idx) + " exceed data " + shapeStr(data) + " on axis " +
-                       std::to_string(d));
+      throw ShapeError("GatherElements indices " + shapeStr(idx) + " exceed data " + shapeStr(data) +
+                       " on axis " + std::to_string(d));
     }
   }
   ctx.setOutput(0, ctx.inputDType(0), idx);
@@ -293,10 +295,18 @@ class GatherElementsKernel : public Kernel {
 
 void registerDmSliceGatherOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
-  reg.add("Slice").inputs(3, 5).infer(inferSlice).kernel(dm::kernelOf<SliceKernel>()).types(any).doc(
-      "strided sub-tensor (starts/ends/axes/steps inputs, negative steps allowed)");
-  reg.add("Gather").inputs(2).infer(inferGather).kernel(dm::kernelOf<GatherKernel>()).types(any).doc(
-      "picks slices along an axis by index (negative indices count from the end)");
+  reg.add("Slice")
+      .inputs(3, 5)
+      .infer(inferSlice)
+      .kernel(dm::kernelOf<SliceKernel>())
+      .types(any)
+      .doc("strided sub-tensor (starts/ends/axes/steps inputs, negative steps allowed)");
+  reg.add("Gather")
+      .inputs(2)
+      .infer(inferGather)
+      .kernel(dm::kernelOf<GatherKernel>())
+      .types(any)
+      .doc("picks slices along an axis by index (negative indices count from the end)");
   reg.add("GatherElements")
       .inputs(2)
       .infer(inferGatherElements)

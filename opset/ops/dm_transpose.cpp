@@ -83,7 +83,8 @@ BlockParams blockParams(const Node& node, const Shape& in) {
 
 bool isCrdMode(const Node& node) {
   const std::string mode = node.attrs().s("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD") throw ShapeError("DepthToSpace mode must be DCR or CRD, got '" + mode + "'");
+  if (mode != "DCR" && mode != "CRD")
+    throw ShapeError("DepthToSpace mode must be DCR or CRD, got '" + mode + "'");
   return mode == "CRD";
 }
 
@@ -91,8 +92,8 @@ void inferDepthToSpace(InferContext& ctx) {
   const BlockParams p = blockParams(ctx.node(), ctx.inputShape(0));
   isCrdMode(ctx.node());
   if (p.c % (p.bs * p.bs) != 0) {
-    throw ShapeError("channels " + std::to_string(p.c) + " are not divisible by blocksize^2 = " +
-                     std::to_string(p.bs * p.bs));
+    throw ShapeError("channels " + std::to_string(p.c) +
+                     " are not divisible by blocksize^2 = " + std::to_string(p.bs * p.bs));
   }
   ctx.setOutput(0, ctx.inputDType(0), {p.n, p.c / (p.bs * p.bs), p.h * p.bs, p.w * p.bs});
 }
@@ -105,9 +106,11 @@ std::unique_ptr<Kernel> makeDepthToSpace(const KernelContext& ctx) {
   // Output [N, C', H, bs, W, bs] read from the channel dim split as (bs, bs, C') in DCR order or
   // (C', bs, bs) in CRD order.
   if (isCrdMode(ctx.node)) {
-    return std::make_unique<PermuteKernel>(permutedCopy({p.n, oc, p.bs, p.bs, p.h, p.w}, {0, 1, 4, 2, 5, 3}, elem));
+    return std::make_unique<PermuteKernel>(
+        permutedCopy({p.n, oc, p.bs, p.bs, p.h, p.w}, {0, 1, 4, 2, 5, 3}, elem));
   }
-  return std::make_unique<PermuteKernel>(permutedCopy({p.n, p.bs, p.bs, oc, p.h, p.w}, {0, 3, 4, 1, 5, 2}, elem));
+  return std::make_unique<PermuteKernel>(
+      permutedCopy({p.n, p.bs, p.bs, oc, p.h, p.w}, {0, 3, 4, 1, 5, 2}, elem));
 }
 
 void inferSpaceToDepth(InferContext& ctx) {
@@ -123,20 +126,32 @@ std::unique_ptr<Kernel> makeSpaceToDepth(const KernelContext& ctx) {
   const TensorView& in = ctx.input_types[0];
   const BlockParams p = blockParams(ctx.node, in.shape);
   // Input viewed as [N, C, H', bs, W', bs]; output channels are ordered (bs_h, bs_w, C).
-  return std::make_unique<PermuteKernel>(permutedCopy({p.n, p.c, p.h / p.bs, p.bs, p.w / p.bs, p.bs},
-                                                      {0, 3, 5, 1, 2, 4}, dtypeSize(in.dtype)));
+  return std::make_unique<PermuteKernel>(
+      permutedCopy({p.n, p.c, p.h / p.bs, p.bs, p.w / p.bs, p.bs}, {0, 3, 5, 1, 2, 4}, dtypeSize(in.dtype)));
 }
 
 }  // namespace
 
 void registerDmTransposeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
-  reg.add("Transpose").inputs(1).infer(inferTranspose).kernel(makeTranspose).types(any).doc(
-      "permutes axes (default perm: reversed)");
-  reg.add("DepthToSpace").inputs(1).infer(inferDepthToSpace).kernel(makeDepthToSpace).types(any).doc(
-      "moves channel blocks into spatial blocks (DCR or CRD order)");
-  reg.add("SpaceToDepth").inputs(1).infer(inferSpaceToDepth).kernel(makeSpaceToDepth).types(any).doc(
-      "moves spatial blocks into channels");
+  reg.add("Transpose")
+      .inputs(1)
+      .infer(inferTranspose)
+      .kernel(makeTranspose)
+      .types(any)
+      .doc("permutes axes (default perm: reversed)");
+  reg.add("DepthToSpace")
+      .inputs(1)
+      .infer(inferDepthToSpace)
+      .kernel(makeDepthToSpace)
+      .types(any)
+      .doc("moves channel blocks into spatial blocks (DCR or CRD order)");
+  reg.add("SpaceToDepth")
+      .inputs(1)
+      .infer(inferSpaceToDepth)
+      .kernel(makeSpaceToDepth)
+      .types(any)
+      .doc("moves spatial blocks into channels");
 }
 
 }  // namespace npuc

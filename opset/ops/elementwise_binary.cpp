@@ -106,7 +106,8 @@ class VariadicKernel : public Kernel {
     const size_t n = ctx.input_types.size();
     numel_ = shapeNumel(out);
     first_ = BroadcastPlan<2>(out, {ctx.input_types[0].shape, n > 1 ? ctx.input_types[1].shape : Shape{}});
-    for (size_t i = 2; i < n; ++i) rest_.emplace_back(out, std::array<Shape, 2>{out, ctx.input_types[i].shape});
+    for (size_t i = 2; i < n; ++i)
+      rest_.emplace_back(out, std::array<Shape, 2>{out, ctx.input_types[i].shape});
     dispatchNumeric(dtype_, ctx.node.opType().c_str(), [](auto) {});
   }
   void run(const KernelIO& io) const override {
@@ -118,7 +119,8 @@ class VariadicKernel : public Kernel {
         for (int64_t i = 0; i < numel_; ++i) out[i] = x0[i];
       } else {
         runBinary(first_, x0, io.inputs[1].as<const T>(), out, Fn{});
-        for (size_t k = 0; k < rest_.size(); ++k) runBinary(rest_[k], out, io.inputs[k + 2].as<const T>(), out, Fn{});
+        for (size_t k = 0; k < rest_.size(); ++k)
+          runBinary(rest_[k], out, io.inputs[k + 2].as<const T>(), out, Fn{});
       }
       if constexpr (kMean) {
         const T n = static_cast<T>(io.inputs.size());
@@ -190,11 +192,21 @@ class PowKernel : public Kernel {
     float* y = io.outputs[0].as<float>();
     const int64_t n = plan_.numel();
     switch (special_) {
-      case Special::One: for (int64_t i = 0; i < n; ++i) y[i] = x[i]; break;
-      case Special::Square: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i]; break;
-      case Special::Cube: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i]; break;
-      case Special::Sqrt: for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]); break;
-      case Special::Reciprocal: for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i]; break;
+      case Special::One:
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+        break;
+      case Special::Square:
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+        break;
+      case Special::Cube:
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i];
+        break;
+      case Special::Sqrt:
+        for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+        break;
+      case Special::Reciprocal:
+        for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i];
+        break;
       case Special::None: break;
     }
   }
@@ -217,7 +229,8 @@ void inferPRelu(InferContext& ctx) {
                      dtypeName(ctx.inputDType(0)));
   }
   if (slope.size() > x.size() || broadcastShapes(x, slope) != x) {
-    throw ShapeError("PRelu slope of shape " + shapeStr(slope) + " does not broadcast to X of shape " + shapeStr(x));
+    throw ShapeError("PRelu slope of shape " + shapeStr(slope) + " does not broadcast to X of shape " +
+                     shapeStr(x));
   }
   ctx.setOutput(0, ctx.inputDType(0), x);
 }
@@ -233,7 +246,8 @@ void registerArithmeticOps(OpRegistry& reg) {
   binary("Add", binaryKernel<AddFn>(), "y = a + b (numpy broadcasting)");
   binary("Sub", binaryKernel<SubFn>(), "y = a - b (numpy broadcasting)");
   binary("Mul", binaryKernel<MulFn>(), "y = a * b (numpy broadcasting)");
-  binary("Div", binaryKernel<DivFn>(), "y = a / b (numpy broadcasting); integers truncate toward zero, x/0 = 0");
+  binary("Div", binaryKernel<DivFn>(),
+         "y = a / b (numpy broadcasting); integers truncate toward zero, x/0 = 0");
   reg.add("Mod")
       .inputs(2)
       .infer(inferBroadcastSameType)

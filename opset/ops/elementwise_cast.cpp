@@ -47,7 +47,9 @@ D convertOne(S raw) {
 class CastKernel : public Kernel {
  public:
   explicit CastKernel(const KernelContext& ctx)
-      : from_(ctx.input_types.at(0).dtype), to_(ctx.output_types.at(0).dtype), numel_(ctx.output_types[0].numel()) {
+      : from_(ctx.input_types.at(0).dtype),
+        to_(ctx.output_types.at(0).dtype),
+        numel_(ctx.output_types[0].numel()) {
     dispatchStorable(from_, "Cast", [](auto) {});
     dispatchStorable(to_, "Cast", [](auto) {});
   }
@@ -85,8 +87,9 @@ void registerCastOp(OpRegistry& reg) {
       .inputs(1)
       .infer(inferCast)
       .kernel([](const KernelContext& c) { return std::make_unique<CastKernel>(c); })
-      .doc("y = x converted to dtype `to`; float->int truncates toward zero (saturating, NaN->0), "
-           "int->int wraps, ->bool is x != 0, ->float16 rounds to nearest even");
+      .doc(
+          "y = x converted to dtype `to`; float->int truncates toward zero (saturating, NaN->0), "
+          "int->int wraps, ->bool is x != 0, ->float16 rounds to nearest even");
 }
 
 }  // namespace ew

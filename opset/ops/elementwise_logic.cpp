@@ -57,7 +57,8 @@ class BoolBinaryKernel : public Kernel {
   explicit BoolBinaryKernel(const KernelContext& ctx)
       : plan_(ctx.output_types.at(0).shape, {ctx.input_types.at(0).shape, ctx.input_types.at(1).shape}) {}
   void run(const KernelIO& io) const override {
-    runBinary(plan_, io.inputs[0].as<const bool>(), io.inputs[1].as<const bool>(), io.outputs[0].as<bool>(), Fn{});
+    runBinary(plan_, io.inputs[0].as<const bool>(), io.inputs[1].as<const bool>(), io.outputs[0].as<bool>(),
+              Fn{});
   }
 
  private:
@@ -169,7 +170,9 @@ void inferWhere(InferContext& ctx) {
   ctx.setOutput(0, ctx.inputDType(1), shape);
 }
 
-void inferToBoolSameShape(InferContext& ctx) { ctx.setOutput(0, DType::Bool, ctx.inputShape(0)); }
+void inferToBoolSameShape(InferContext& ctx) {
+  ctx.setOutput(0, DType::Bool, ctx.inputShape(0));
+}
 
 }  // namespace
 
@@ -179,7 +182,8 @@ void registerLogicOps(OpRegistry& reg) {
   auto compare = [&](const char* op, KernelFactory k, const std::vector<DType>& types, const char* doc) {
     reg.add(op).inputs(2).infer(inferBroadcastToBool).kernel(std::move(k)).types(types).doc(doc);
   };
-  compare("Equal", binaryKernel<EqualFn, TypeSet::NumericOrBool>(), with_bool, "y = (a == b), bool (broadcasting)");
+  compare("Equal", binaryKernel<EqualFn, TypeSet::NumericOrBool>(), with_bool,
+          "y = (a == b), bool (broadcasting)");
   compare("Greater", binaryKernel<GreaterFn>(), numeric, "y = (a > b), bool (broadcasting)");
   compare("GreaterOrEqual", binaryKernel<GreaterOrEqualFn>(), numeric, "y = (a >= b), bool (broadcasting)");
   compare("Less", binaryKernel<LessFn>(), numeric, "y = (a < b), bool (broadcasting)");

@@ -172,7 +172,9 @@ void inferClip(InferContext& ctx) {
 }
 
 // Attribute readers for the parameterized functors.
-float attrF(const KernelContext& ctx, const char* name, float def) { return ctx.node.attrs().f(name, def); }
+float attrF(const KernelContext& ctx, const char* name, float def) {
+  return ctx.node.attrs().f(name, def);
+}
 
 }  // namespace
 
@@ -201,7 +203,8 @@ void registerUnaryMathOps(OpRegistry& reg) {
   unary("Ceil", floatUnary<CeilFn>(), f32, "y = ceil(x)");
   unary("Round", floatUnary<RoundFn>(), f32, "y = x rounded to the nearest integer, halves to even");
   unary("Softsign", floatUnary<SoftsignFn>(), f32, "y = x / (1 + |x|)");
-  unary("Softplus", floatUnary<SoftplusFn>(), f32, "y = ln(1 + exp(x)), evaluated as max(x,0) + log1p(exp(-|x|))");
+  unary("Softplus", floatUnary<SoftplusFn>(), f32,
+        "y = ln(1 + exp(x)), evaluated as max(x,0) + log1p(exp(-|x|))");
   unary("Mish", floatUnary<MishFn>(), f32, "y = x * tanh(ln(1 + exp(x)))");
   unary("HardSwish", floatUnary<HardSwishFn>(), f32, "y = x * max(0, min(1, x / 6 + 0.5))");
   unary("LeakyRelu",
@@ -211,7 +214,8 @@ void registerUnaryMathOps(OpRegistry& reg) {
         "y = x > 0 ? x : alpha * (exp(x) - 1) (alpha default 1)");
   // Default alpha/gamma are the float32 values the ONNX spec gives.
   unary("Selu", floatUnary<SeluFn>([](const KernelContext& c) {
-          return SeluFn{attrF(c, "alpha", 1.67326319217681884765625f), attrF(c, "gamma", 1.05070102214813232421875f)};
+          return SeluFn{attrF(c, "alpha", 1.67326319217681884765625f),
+                        attrF(c, "gamma", 1.05070102214813232421875f)};
         }),
         f32, "y = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) (alpha 1.6732632, gamma 1.0507010 by default)");
   unary("HardSigmoid", floatUnary<HardSigmoidFn>([](const KernelContext& c) {

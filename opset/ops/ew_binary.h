@@ -61,8 +61,12 @@ KernelFactory binaryKernel(Fn fn = Fn{}) {
 // Output dtype `out` (Undefined: input 0's) and the broadcast of all input shapes. Every input
 // must have input 0's dtype.
 void inferBroadcast(InferContext& ctx, DType out = DType::Undefined);
-inline void inferBroadcastSameType(InferContext& ctx) { inferBroadcast(ctx); }
-inline void inferBroadcastToBool(InferContext& ctx) { inferBroadcast(ctx, DType::Bool); }
+inline void inferBroadcastSameType(InferContext& ctx) {
+  inferBroadcast(ctx);
+}
+inline void inferBroadcastToBool(InferContext& ctx) {
+  inferBroadcast(ctx, DType::Bool);
+}
 
 }  // namespace ew
 }  // namespace npuc

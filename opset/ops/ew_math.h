@@ -53,17 +53,22 @@ inline float fastExp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float er = (p * r) * r + r + 1.0f;
-  // 2^n as 2^(n-1) * 2 so n = 128 (x near ln(FLT_MAX)) does not hit the inf exponent.
+  // n is in [-126, 128] but a normal float exponent only reaches [-126, 127]: build 2^n as
+  // 2^(n-1) * 2 for positive n and as 2^(n+1) / 2 otherwise, so both ends stay representable.
   const int32_t ni = static_cast<int32_t>(floatToBits(t) - floatToBits(kRoundMagic));
-  const float scale = bitsToFloat(static_cast<uint32_t>(ni + 126) << 23);
-  float y = er * scale * 2.0f;
+  const bool positive = ni > 0;
+  const int32_t biased = ni + (positive ? 126 : 128);  // IEEE bias 127, shifted by the -1 / +1
+  const float scale = bitsToFloat(static_cast<uint32_t>(biased) << 23);
+  float y = er * scale * (positive ? 2.0f : 0.5f);
   y = x < kUnderflow ? 0.0f : y;
   y = x > kOverflow ? std::numeric_limits<float>::infinity() : y;
   return x != x ? x : y;  // NaN propagates
 }
 
 // 1 / (1 + e^-x); saturates cleanly to 0 and 1.
-inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+inline float fastSigmoid(float x) {
+  return 1.0f / (1.0f + fastExp(-x));
+}
 
 // tanh(x). Small |x| uses an odd polynomial (the e^x form would lose digits to cancellation
 // there); larger |x| uses 1 - 2 / (e^(2|x|) + 1) with the sign restored.

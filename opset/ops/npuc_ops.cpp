@@ -54,8 +54,8 @@ void inferGlu(InferContext& ctx) {
   Shape shape = ctx.inputShape(0);
   const int64_t axis = gluAxis(ctx.attrs(), static_cast<int64_t>(shape.size()));
   if (shape[axis] % 2 != 0) {
-    throw ShapeError("GLU axis " + std::to_string(axis) + " of shape " + shapeStr(shape) +
-                     " has odd size " + std::to_string(shape[axis]) + "; it must split in two halves");
+    throw ShapeError("GLU axis " + std::to_string(axis) + " of shape " + shapeStr(shape) + " has odd size " +
+                     std::to_string(shape[axis]) + "; it must split in two halves");
   }
   shape[axis] /= 2;
   ctx.setOutput(0, ctx.inputDType(0), shape);
@@ -169,8 +169,9 @@ void registerNpucOps(OpRegistry& reg) {
       .infer(inferSameAsInput0)
       .kernel(ew::makeGelu)
       .types(f32)
-      .doc("approximate=\"none\": y = 0.5 * x * (1 + erf(x / sqrt(2))); \"tanh\": y = 0.5 * x * "
-           "(1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))");
+      .doc(
+          "approximate=\"none\": y = 0.5 * x * (1 + erf(x / sqrt(2))); \"tanh\": y = 0.5 * x * "
+          "(1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))");
   reg.add("SiLU", kNpucDomain)
       .inputs(1)
       .infer(inferSameAsInput0)
@@ -188,8 +189,9 @@ void registerNpucOps(OpRegistry& reg) {
       .infer(ew::inferRmsNorm)
       .kernel([](const KernelContext& c) { return std::make_unique<ew::RmsNormKernel>(c); })
       .types(f32)
-      .doc("y = x / sqrt(mean(x^2 over dims axis..last) + epsilon) * scale; axis default -1, epsilon "
-           "default 1e-5; scale has the normalized dims' shape or is a scalar");
+      .doc(
+          "y = x / sqrt(mean(x^2 over dims axis..last) + epsilon) * scale; axis default -1, epsilon "
+          "default 1e-5; scale has the normalized dims' shape or is a scalar");
 }
 
 }  // namespace npuc

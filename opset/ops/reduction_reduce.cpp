@@ -212,14 +212,16 @@ struct ProdR : ReducerBase<T> {
 template <typename T>
 struct MaxR : ReducerBase<T> {
   T init() const {
-    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                : std::numeric_limits<T>::lowest();
   }
   T combine(T a, T b) const { return a < b ? b : a; }
 };
 template <typename T>
 struct MinR : ReducerBase<T> {
   T init() const {
-    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                : std::numeric_limits<T>::max();
   }
   T combine(T a, T b) const { return b < a ? b : a; }
 };
@@ -323,14 +325,16 @@ class ReduceKernel : public Kernel {
 void registerReduceOps(OpRegistry& reg) {
   const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
   const std::vector<DType> f32 = {DType::Float32};
-  auto reduce = [&](const char* op, ReduceKind kind, const std::vector<DType>& types, const std::string& formula) {
+  auto reduce = [&](const char* op, ReduceKind kind, const std::vector<DType>& types,
+                    const std::string& formula) {
     reg.add(op)
         .inputs(1, 2)
         .infer(inferReduce)
         .kernel([kind](const KernelContext& c) { return std::make_unique<ReduceKernel>(c, kind); })
         .types(types)
-        .doc(formula + " over `axes` (optional int64 input; empty: all dims, or identity if "
-                       "noop_with_empty_axes=1); keepdims keeps reduced dims as 1");
+        .doc(formula +
+             " over `axes` (optional int64 input; empty: all dims, or identity if "
+             "noop_with_empty_axes=1); keepdims keeps reduced dims as 1");
   };
   reduce("ReduceSum", ReduceKind::Sum, numeric, "y = sum(x)");
   reduce("ReduceMean", ReduceKind::Mean, numeric, "y = sum(x) / count");

@@ -65,8 +65,9 @@ class SoftmaxKernel : public Kernel {
     for (; r < n; ++r) sum += y[r];
 
     if constexpr (kLog) {
-      const float shift = m + std::log(sum);
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+      // (x - m) first: it is exact for x near m, so the result keeps its low bits.
+      const float log_sum = std::log(sum);
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
     } else {
       const float inv = 1.0f / sum;
       for (int64_t i = 0; i < n; ++i) y[i] *= inv;
@@ -93,11 +94,11 @@ class SoftmaxKernel : public Kernel {
       }
     }
     if constexpr (kLog) {
-      for (int64_t i = 0; i < inner; ++i) max[i] += std::log(sum[i]);
+      for (int64_t i = 0; i < inner; ++i) sum[i] = std::log(sum[i]);
       for (int64_t r = 0; r < len; ++r) {
         const float* row = x + r * inner;
         float* out = y + r * inner;
-        for (int64_t i = 0; i < inner; ++i) out[i] = row[i] - max[i];
+        for (int64_t i = 0; i < inner; ++i) out[i] = (row[i] - max[i]) - sum[i];
       }
     } else {
       for (int64_t i = 0; i < inner; ++i) sum[i] = 1.0f / sum[i];

@@ -104,8 +104,9 @@ void registerTopKOp(OpRegistry& reg) {
       .infer(inferTopK)
       .kernel([](const KernelContext& c) { return std::make_unique<TopKKernel>(c); })
       .types({DType::Float32, DType::Int32, DType::Int64})
-      .doc("(values, int64 indices) of the k largest (largest=1) or smallest elements along `axis`, "
-           "sorted; ties: smaller index first; NaN ranks highest");
+      .doc(
+          "(values, int64 indices) of the k largest (largest=1) or smallest elements along `axis`, "
+          "sorted; ties: smaller index first; NaN ranks highest");
 }
 
 }  // namespace ew

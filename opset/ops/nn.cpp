@@ -1,8 +1,15 @@
-// Placeholder: the nn op family is registered here.
-#include "opset/registry.h"
+// The nn op family: convolutions, matrix products, pooling and normalizations. Each group lives
+// in its own nn_*.cpp file; this one only wires them into the registry.
+#include "opset/ops/nn_ops.h"
 
 namespace npuc {
 
-void registerNnOps(OpRegistry& reg) { (void)reg; }
+void registerNnOps(OpRegistry& reg) {
+  nn::registerConvOps(reg);
+  nn::registerConvTransposeOps(reg);
+  nn::registerMatmulOps(reg);
+  nn::registerPoolOps(reg);
+  nn::registerNormOps(reg);
+}
 
 }  // namespace npuc

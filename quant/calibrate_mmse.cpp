@@ -124,7 +124,8 @@ double expectedQuantizationMse(const ActivationHistogram& h, double lo, double h
 ClipRange mmseRange(const ActivationHistogram& h) {
   const ClipRange observed = minMaxRange(h);
   const QuantParams widest = chooseActivationParams(observed.min, observed.max);
-  if (observed.max - observed.min <= 0.0f) return observed;
+  // Nothing to trade off for an all-zero (or subnormal-range) tensor: its grid is degenerate.
+  if (observed.max - observed.min <= 0.0f || widest.scale == kDegenerateRangeScale) return observed;
   const BinMoments m(h);
   long double best = std::numeric_limits<long double>::infinity();
   double best_step = widest.scale;

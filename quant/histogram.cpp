@@ -73,6 +73,7 @@ void ActivationHistogram::regrid(Grid grid) {
 }
 
 void ActivationHistogram::widenRange(float lo, float hi) {
+  // Called before count_ is updated, so empty() still tells whether min_/max_ hold data.
   min_ = empty() ? lo : std::min(min_, lo);
   max_ = empty() ? hi : std::max(max_, hi);
   // The grid follows the union of the range and 0; regrid only ever coarsens (see header).

@@ -1,5 +1,6 @@
 #include "quant/requant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 

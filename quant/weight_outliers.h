@@ -9,8 +9,8 @@
 //   ratio        = max|w| / robust range;  flagged when ratio > kDefaultOutlierRatio.
 //
 // Why 4: a Gaussian weight of a million elements has ratio ~1.5 (max ~4.9 sigma vs 3.3 sigma
-// at 99.9%), a Laplace one ~2.0 (13.8 b vs 6.9 b); a ratio above 4 costs more than 2 bits of resolution to the
-// bulk of the tensor under per-tensor quantization, which is where accuracy visibly drops.
+// at 99.9%), a Laplace one ~2.0 (13.8 b vs 6.9 b); a ratio above 4 costs more than 2 bits of resolution to
+// the bulk of the tensor under per-tensor quantization, which is where accuracy visibly drops.
 #pragma once
 
 #include <cstdint>

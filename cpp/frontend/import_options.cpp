@@ -44,7 +44,8 @@ std::string someTensorNames(const Graph& g) {
   for (const Node* n : g.nodes()) {
     for (const Value* v : n->outputs()) names.push_back(v->name());
   }
-  std::string s = quotedList(std::vector<std::string>(names.begin(), names.begin() + std::min(kShown, names.size())));
+  std::string s =
+      quotedList(std::vector<std::string>(names.begin(), names.begin() + std::min(kShown, names.size())));
   if (names.size() > kShown) s += ", ... (" + std::to_string(names.size() - kShown) + " more)";
   return s;
 }
@@ -64,8 +65,8 @@ void applyInputSizes(Graph& graph, const ImportOptions& opts) {
   for (size_t i = 0; i < names.size(); ++i) {
     Value* v = graph.findValue(names[i]);
     if (!v || !v->isGraphInput()) {
-      throw ModelLoadError("input_size_list names '" + names[i] + "', which is not a graph input; the inputs are " +
-                           quotedList(inputNames(graph)));
+      throw ModelLoadError("input_size_list names '" + names[i] +
+                           "', which is not a graph input; the inputs are " + quotedList(inputNames(graph)));
     }
     fixInputShape(v, opts.input_sizes[i]);
   }
@@ -87,7 +88,8 @@ void cutAtOutputs(Graph& graph, const std::vector<std::string>& names) {
   std::vector<Node*> nodes = graph.nodeList();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node* n = *it;
-    if (std::none_of(n->outputs().begin(), n->outputs().end(), [](Value* v) { return v->numConsumers() > 0; })) {
+    if (std::none_of(n->outputs().begin(), n->outputs().end(),
+                     [](Value* v) { return v->numConsumers() > 0; })) {
       graph.eraseNode(n);
     }
   }

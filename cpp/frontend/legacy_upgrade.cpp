@@ -164,7 +164,8 @@ class Upgrader {
 
   void batchNorm(Node* n) {
     if (n->attrs().i("spatial", 1) == 0) {
-      throw UnsupportedOpError("node '" + n->name() + "' (BatchNormalization): spatial=0 (per-element statistics) " +
+      throw UnsupportedOpError("node '" + n->name() +
+                               "' (BatchNormalization): spatial=0 (per-element statistics) " +
                                "is not supported");
     }
     n->attrs().erase("spatial");
@@ -205,6 +206,8 @@ class Upgrader {
 
 }  // namespace
 
-void upgradeLegacyForms(Graph& graph, int64_t opset) { Upgrader(graph, opset).run(); }
+void upgradeLegacyForms(Graph& graph, int64_t opset) {
+  Upgrader(graph, opset).run();
+}
 
 }  // namespace npuc

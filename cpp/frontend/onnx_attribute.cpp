@@ -82,8 +82,8 @@ void attrToProto(const std::string& name, const AttrValue& value, AP* a) {
 std::optional<AttrKind> expectedAttrKind(const std::string& op_type, const std::string& attr) {
   // The few attributes whose kind depends on the op.
   static const std::unordered_map<std::string, AttrKind> by_op = {
-      {"Pad/value", AttrKind::Float},         // Pad-2's constant fill value
-      {"Constant/value", AttrKind::Tensor},   //
+      {"Pad/value", AttrKind::Float},        // Pad-2's constant fill value
+      {"Constant/value", AttrKind::Tensor},  //
       {"ConstantOfShape/value", AttrKind::Tensor},
       {"LRN/size", AttrKind::Int},
   };

@@ -1,10 +1,10 @@
 // onnx::AttributeProto <-> npuc AttrValue, and the attribute kinds ONNX ops expect.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <optional>
 #include <string>
-
-#include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_tensor.h"
 #include "ir/attribute.h"
@@ -14,7 +14,8 @@ namespace npuc {
 // Converts one attribute. Attributes written without a `type` (very old exporters) are typed by
 // the field they fill. Throws ModelLoadError for kinds the IR does not hold (graphs, sparse
 // tensors, type protos); `where` ("node 'conv1' (Conv)") prefixes the message.
-AttrValue attrFromProto(const onnx::AttributeProto& a, const ExternalDataPolicy& policy, const std::string& where);
+AttrValue attrFromProto(const onnx::AttributeProto& a, const ExternalDataPolicy& policy,
+                        const std::string& where);
 
 // Writes `value` as attribute `name`.
 void attrToProto(const std::string& name, const AttrValue& value, onnx::AttributeProto* a);

@@ -23,7 +23,10 @@ constexpr int64_t kNpucDomainVersion = 1;
 // The first opset that defines an op npuc may hold, for ops newer than kBaseExportOpset.
 int64_t opsetNeeded(const Node& n) {
   static const std::unordered_map<std::string, int64_t> newer = {
-      {"HardSwish", 14}, {"Trilu", 14}, {"GridSample", 16}, {"LayerNormalization", 17},
+      {"HardSwish", 14},
+      {"Trilu", 14},
+      {"GridSample", 16},
+      {"LayerNormalization", 17},
   };
   if (!n.domain().empty()) return 0;
   if (n.opType() == "Reshape" && n.attrs().has("allowzero")) return 14;
@@ -35,7 +38,9 @@ bool isReduceWithAxesAttr(const Node& n) {
   return n.domain().empty() && n.opType().rfind("Reduce", 0) == 0 && n.opType() != "ReduceSum";
 }
 
-std::string exportTag(const Node& n) { return "export: node '" + n.name() + "' (" + n.opType() + ")"; }
+std::string exportTag(const Node& n) {
+  return "export: node '" + n.name() + "' (" + n.opType() + ")";
+}
 
 void setValueInfo(const Value& v, onnx::ValueInfoProto* info) {
   info->set_name(v.name());

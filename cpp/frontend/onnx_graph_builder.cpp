@@ -10,7 +10,9 @@ namespace npuc {
 
 namespace {
 
-bool isOnnxDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+bool isOnnxDomain(const std::string& d) {
+  return d.empty() || d == "ai.onnx";
+}
 
 std::string nodeTag(const onnx::NodeProto& n, const std::string& name) {
   return "node '" + name + "' (" + (isOnnxDomain(n.domain()) ? "" : n.domain() + ".") + n.op_type() + ")";
@@ -63,7 +65,8 @@ class GraphBuilder {
     for (auto& init : *gp_.mutable_initializer()) {
       Tensor t = tensorFromProto(init, policy_);
       std::string().swap(*init.mutable_raw_data());  // drop the proto's copy of the weights
-      if (by_name_.count(init.name())) throw ModelLoadError("initializer '" + init.name() + "' is defined twice");
+      if (by_name_.count(init.name()))
+        throw ModelLoadError("initializer '" + init.name() + "' is defined twice");
       define(init.name(), g_->addConstant(std::move(t), init.name()), "an initializer");
     }
   }
@@ -74,7 +77,8 @@ class GraphBuilder {
     for (const auto& in : gp_.input()) {
       if (by_name_.count(in.name()) && by_name_[in.name()]->isConstant()) continue;
       if (!in.type().has_tensor_type()) {
-        throw ModelLoadError("graph input '" + in.name() + "' is not a tensor (sequences and maps are not supported)");
+        throw ModelLoadError("graph input '" + in.name() +
+                             "' is not a tensor (sequences and maps are not supported)");
       }
       const auto& tt = in.type().tensor_type();
       const DType dtype = dtypeFromOnnx(tt.elem_type());
@@ -224,9 +228,9 @@ class GraphBuilder {
   ExternalDataPolicy policy_;
   std::unique_ptr<Graph> g_;
   std::unordered_map<std::string, Value*> by_name_;
-  std::unordered_set<std::string> file_names_;   // node outputs named in the file
-  std::vector<std::string> node_names_;          // per NodeProto index
-  std::vector<std::pair<Node*, int>> nodes_;     // IR node and its NodeProto index
+  std::unordered_set<std::string> file_names_;  // node outputs named in the file
+  std::vector<std::string> node_names_;         // per NodeProto index
+  std::vector<std::pair<Node*, int>> nodes_;    // IR node and its NodeProto index
 };
 
 }  // namespace

@@ -3,9 +3,9 @@
 // whole load pipeline).
 #pragma once
 
-#include <memory>
-
 #include <onnx/onnx_pb.h>
+
+#include <memory>
 
 #include "frontend/onnx_tensor.h"
 #include "ir/graph.h"

@@ -46,7 +46,8 @@ void inferWithHint(Graph& g, const ImportOptions& opts) {
   }
 }
 
-std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions& opts, const std::string& base_dir) {
+std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions& opts,
+                                   const std::string& base_dir) {
   std::unique_ptr<Graph> g = buildGraphFromOnnx(model, ExternalDataPolicy{base_dir});
   model.Clear();  // everything needed now lives in the IR
   applyInputSizes(*g, opts);
@@ -78,7 +79,8 @@ std::unique_ptr<Graph> importOnnxFile(const std::string& path, const ImportOptio
   }
 }
 
-std::unique_ptr<Graph> importOnnxBytes(const std::string& bytes, const ImportOptions& opts, const std::string& base_dir) {
+std::unique_ptr<Graph> importOnnxBytes(const std::string& bytes, const ImportOptions& opts,
+                                       const std::string& base_dir) {
   onnx::ModelProto model = parseModelBytes(bytes);
   return importModel(model, opts, base_dir);
 }

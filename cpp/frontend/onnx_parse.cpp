@@ -1,14 +1,13 @@
 #include "frontend/onnx_parse.h"
 
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstring>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "common/error.h"
 
@@ -58,9 +57,11 @@ onnx::ModelProto parseModelFile(const std::string& path) {
 }
 
 onnx::ModelProto parseModelBytes(const std::string& bytes, const std::string& what) {
-  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+  google::protobuf::io::ArrayInputStream stream(bytes.data(),
+                                                static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-    throw ModelLoadError(what + ": model is larger than protobuf's 2 GiB limit; store weights as external data");
+    throw ModelLoadError(what +
+                         ": model is larger than protobuf's 2 GiB limit; store weights as external data");
   }
   return parseStream(stream, what);
 }

@@ -2,9 +2,9 @@
 // truncated or foreign file is a ModelLoadError, never a crash or a silently partial model.
 #pragma once
 
-#include <string>
-
 #include <onnx/onnx_pb.h>
+
+#include <string>
 
 namespace npuc {
 

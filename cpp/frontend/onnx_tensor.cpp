@@ -13,7 +13,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string tensorTag(const onnx::TensorProto& p) { return "tensor '" + p.name() + "'"; }
+std::string tensorTag(const onnx::TensorProto& p) {
+  return "tensor '" + p.name() + "'";
+}
 
 // Validates the declared type and dims and returns them, without allocating anything.
 std::pair<DType, Shape> declaredType(const onnx::TensorProto& p) {
@@ -28,7 +30,8 @@ std::pair<DType, Shape> declaredType(const onnx::TensorProto& p) {
       throw ResourceError("exceeds the " + std::to_string(kMaxTensorBytes >> 30) + " GiB tensor limit");
     }
   } catch (const Error& e) {
-    throw ModelLoadError(tensorTag(p) + " declares shape " + shapeStr(shape) + " that is invalid: " + e.what());
+    throw ModelLoadError(tensorTag(p) + " declares shape " + shapeStr(shape) +
+                         " that is invalid: " + e.what());
   }
   return {dtype, shape};
 }
@@ -72,7 +75,8 @@ fs::path resolveExternalPath(const onnx::TensorProto& p, const std::string& base
   std::error_code ec;
   const fs::path base = fs::weakly_canonical(fs::path(base_dir), ec);
   const fs::path full = fs::weakly_canonical(base / rel, ec);
-  if (ec) throw ModelLoadError(tensorTag(p) + " external data location '" + location + "' cannot be resolved");
+  if (ec)
+    throw ModelLoadError(tensorTag(p) + " external data location '" + location + "' cannot be resolved");
   auto b = base.begin();
   auto f = full.begin();
   for (; b != base.end() && !b->empty(); ++b, ++f) {
@@ -84,14 +88,16 @@ fs::path resolveExternalPath(const onnx::TensorProto& p, const std::string& base
   return full;
 }
 
-Tensor readExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape, const ExternalDataPolicy& policy) {
+Tensor readExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape,
+                    const ExternalDataPolicy& policy) {
   const fs::path path = resolveExternalPath(p, policy.base_dir);
   const int64_t offset = std::max<int64_t>(parseNonNegative(p, "offset"), 0);
   const int64_t length = parseNonNegative(p, "length");
   const int64_t nbytes = shapeNumel(shape) * static_cast<int64_t>(dtypeSize(dtype));
   if (length >= 0 && length != nbytes) {
-    throw ModelLoadError(tensorTag(p) + " external data length " + std::to_string(length) + " does not match " +
-                         std::to_string(nbytes) + " bytes of " + dtypeName(dtype) + shapeStr(shape));
+    throw ModelLoadError(tensorTag(p) + " external data length " + std::to_string(length) +
+                         " does not match " + std::to_string(nbytes) + " bytes of " + dtypeName(dtype) +
+                         shapeStr(shape));
   }
   std::error_code ec;
   const auto file_size = static_cast<int64_t>(fs::file_size(path, ec));
@@ -105,16 +111,17 @@ Tensor readExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape,
   std::ifstream in(path, std::ios::binary);
   in.seekg(offset);
   in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(nbytes));
-  if (!in) throw ModelLoadError(tensorTag(p) + " external data file '" + path.string() + "' could not be read");
+  if (!in)
+    throw ModelLoadError(tensorTag(p) + " external data file '" + path.string() + "' could not be read");
   return t;
 }
 
 template <typename Field>
 void checkCount(const onnx::TensorProto& p, const Field& field, int64_t numel, const char* field_name) {
   if (static_cast<int64_t>(field.size()) != numel) {
-    throw ModelLoadError(tensorTag(p) + " holds " + std::to_string(field.size()) + " values in " + field_name +
-                         " but its shape " + shapeStr(Shape(p.dims().begin(), p.dims().end())) + " needs " +
-                         std::to_string(numel));
+    throw ModelLoadError(tensorTag(p) + " holds " + std::to_string(field.size()) + " values in " +
+                         field_name + " but its shape " + shapeStr(Shape(p.dims().begin(), p.dims().end())) +
+                         " needs " + std::to_string(numel));
   }
 }
 
@@ -163,8 +170,9 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const ExternalDataPolicy& pol
   if (p.has_raw_data()) {
     const auto nbytes = static_cast<size_t>(shapeNumel(shape)) * dtypeSize(dtype);
     if (p.raw_data().size() != nbytes) {
-      throw ModelLoadError(tensorTag(p) + " has " + std::to_string(p.raw_data().size()) + " bytes of raw_data but " +
-                           dtypeName(dtype) + shapeStr(shape) + " needs " + std::to_string(nbytes));
+      throw ModelLoadError(tensorTag(p) + " has " + std::to_string(p.raw_data().size()) +
+                           " bytes of raw_data but " + dtypeName(dtype) + shapeStr(shape) + " needs " +
+                           std::to_string(nbytes));
     }
     Tensor t(dtype, shape);
     if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);

@@ -1,9 +1,9 @@
 // onnx::TensorProto <-> npuc Tensor, including ONNX external data.
 #pragma once
 
-#include <string>
-
 #include <onnx/onnx_pb.h>
+
+#include <string>
 
 #include "ir/tensor.h"
 

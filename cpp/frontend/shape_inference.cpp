@@ -9,7 +9,8 @@ namespace npuc {
 namespace {
 
 bool allInputsConstant(const Node& n) {
-  return std::all_of(n.inputs().begin(), n.inputs().end(), [](const Value* v) { return !v || v->isConstant(); });
+  return std::all_of(n.inputs().begin(), n.inputs().end(),
+                     [](const Value* v) { return !v || v->isConstant(); });
 }
 
 // Shape and Size only need the input's type, not its data.
@@ -111,9 +112,9 @@ void checkOpsSupported(const Graph& graph) {
     if (std::find(s.dtypes.begin(), s.dtypes.end(), t) == s.dtypes.end()) {
       std::string supported;
       for (DType d : s.dtypes) supported += (supported.empty() ? "" : ", ") + std::string(dtypeName(d));
-      throw UnsupportedOpError("node '" + n->name() + "' (" + n->opType() + "): input '" + n->input(0)->name() +
-                               "' has dtype " + dtypeName(t) + ", but npuc's " + n->opType() +
-                               " supports only " + supported);
+      throw UnsupportedOpError("node '" + n->name() + "' (" + n->opType() + "): input '" +
+                               n->input(0)->name() + "' has dtype " + dtypeName(t) + ", but npuc's " +
+                               n->opType() + " supports only " + supported);
     }
   }
 }

@@ -148,7 +148,9 @@ class TempDir {
 };
 
 // The repository's tests/ folder, found from this file's location.
-inline fs::path testsDir() { return fs::path(__FILE__).parent_path().parent_path(); }
+inline fs::path testsDir() {
+  return fs::path(__FILE__).parent_path().parent_path();
+}
 
 // NPUC_SHARED_MODELS, else a `shared/models` folder next to an ancestor of this file; empty if
 // there is none.

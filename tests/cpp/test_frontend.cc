@@ -26,7 +26,8 @@ void expectError(Fn&& fn, const std::vector<std::string>& fragments) {
     ADD_FAILURE() << "no exception thrown";
   } catch (const E& e) {
     const std::string msg = e.what();
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
   }
 }
 
@@ -135,7 +136,8 @@ TEST(FrontendErrors, OpsetOutsideSupportedRange) {
     ModelBuilder m(opset);
     m.input("x", {2}).output("y");
     m.node("Relu", {"x"}, {"y"});
-    expectError<ModelLoadError>([&] { importOnnxBytes(m.bytes()); }, {"opset " + std::to_string(opset), "7 to 19"});
+    expectError<ModelLoadError>([&] { importOnnxBytes(m.bytes()); },
+                                {"opset " + std::to_string(opset), "7 to 19"});
   }
 }
 
@@ -222,7 +224,8 @@ TEST_F(ExternalData, RefusedWhenLoadingFromBytes) {
   writeWeights("weights.bin");
   std::ifstream in(saveModel("weights.bin", 4), std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  expectError<ModelLoadError>([&] { importOnnxBytes(bytes, rawImport()); }, {"'w'", "not loaded from a file"});
+  expectError<ModelLoadError>([&] { importOnnxBytes(bytes, rawImport()); },
+                              {"'w'", "not loaded from a file"});
   auto g = importOnnxBytes(bytes, rawImport(), dir_.path().string());
   EXPECT_EQ(g->findValue("w")->constant().data<float>()[3], 4.0f);
 }
@@ -384,13 +387,21 @@ TEST(FrontendGraph, OutputNamesCutTheGraph) {
 
 std::vector<int64_t> constInts(const Node* n, size_t i) {
   EXPECT_TRUE(n->input(i) && n->input(i)->isConstant()) << n->name() << " input " << i;
-  return n->input(i) && n->input(i)->isConstant() ? n->input(i)->constant().toInt64Vector() : std::vector<int64_t>{};
+  return n->input(i) && n->input(i)->isConstant() ? n->input(i)->constant().toInt64Vector()
+                                                  : std::vector<int64_t>{};
 }
 
 TEST(FrontendLegacy, AttributesBecomeInputs) {
   ModelBuilder m(9);
-  m.input("x", {2, 4, 6}).output("slice").output("pad").output("split0").output("sq").output("rsum")
-      .output("rmean").output("clip").output("topv");
+  m.input("x", {2, 4, 6})
+      .output("slice")
+      .output("pad")
+      .output("split0")
+      .output("sq")
+      .output("rsum")
+      .output("rmean")
+      .output("clip")
+      .output("topv");
   auto& slice = m.node("Slice", {"x"}, {"slice"}, "slice");
   setAttr(slice, "starts", std::vector<int64_t>{1});
   setAttr(slice, "ends", std::vector<int64_t>{3});

@@ -82,7 +82,7 @@ struct ModFn {
     } else {
       r = std::fmod(a, b);
     }
-    if (!fmod && r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    if (!fmod && r != T(0) && isNegative(r) != isNegative(b)) r += b;
     return r;
   }
 };
@@ -108,10 +108,10 @@ class VariadicKernel : public Kernel {
     first_ = BroadcastPlan<2>(out, {ctx.input_types[0].shape, n > 1 ? ctx.input_types[1].shape : Shape{}});
     for (size_t i = 2; i < n; ++i)
       rest_.emplace_back(out, std::array<Shape, 2>{out, ctx.input_types[i].shape});
-    dispatchNumeric(dtype_, ctx.node.opType().c_str(), [](auto) {});
+    dispatchAllNumeric(dtype_, ctx.node.opType().c_str(), [](auto) {});
   }
   void run(const KernelIO& io) const override {
-    dispatchNumeric(dtype_, "variadic op", [&](auto tag) {
+    dispatchAllNumeric(dtype_, "variadic op", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* out = io.outputs[0].as<T>();
       const T* x0 = io.inputs[0].as<const T>();
@@ -143,9 +143,9 @@ std::unique_ptr<Kernel> makeVariadic(const KernelContext& ctx) {
 
 // ---------------------------------------------------------------- Pow
 
-// y = base ^ exponent with broadcasting; the exponent may have another numeric type than the
-// base (the output has the base's). A constant scalar exponent of 1, 2, 3, 0.5 or -1 is computed
-// without pow() (these are what real models use, e.g. x^2 in a hand-written LayerNorm).
+// y = base ^ exponent with broadcasting. The base is float32/int32/int64; the exponent may have
+// any real numeric type (the output has the base's). A constant scalar exponent of 1, 2, 3, 0.5 or -1 is
+// computed without pow() (these are what real models use, e.g. x^2 in a hand-written LayerNorm).
 class PowKernel : public Kernel {
  public:
   explicit PowKernel(const KernelContext& ctx)
@@ -153,7 +153,7 @@ class PowKernel : public Kernel {
         exp_(ctx.input_types.at(1).dtype),
         plan_(ctx.output_types.at(0).shape, {ctx.input_types[0].shape, ctx.input_types[1].shape}) {
     dispatchNumeric(base_, "Pow base", [](auto) {});
-    dispatchNumeric(exp_, "Pow exponent", [](auto) {});
+    dispatchAllNumeric(exp_, "Pow exponent", [](auto) {});
     const Tensor* e = ctx.constInput(1);
     if (base_ == DType::Float32 && e && e->numel() == 1 && plan_.numel() == ctx.input_types[0].numel()) {
       special_ = classify(e->doubleAt(0));
@@ -163,7 +163,7 @@ class PowKernel : public Kernel {
     if (special_ != Special::None) return runSpecial(io);
     dispatchNumeric(base_, "Pow base", [&](auto btag) {
       using B = typename decltype(btag)::type;
-      dispatchNumeric(exp_, "Pow exponent", [&](auto etag) {
+      dispatchAllNumeric(exp_, "Pow exponent", [&](auto etag) {
         using E = typename decltype(etag)::type;
         runBinary(plan_, io.inputs[0].as<const B>(), io.inputs[1].as<const E>(), io.outputs[0].as<B>(),
                   [](B b, E e) -> B {
@@ -238,7 +238,7 @@ void inferPRelu(InferContext& ctx) {
 }  // namespace
 
 void registerArithmeticOps(OpRegistry& reg) {
-  const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
+  const std::vector<DType> numeric = allNumericDTypes();
   const std::vector<DType> f32 = {DType::Float32};
   auto binary = [&](const char* op, KernelFactory k, const char* doc) {
     reg.add(op).inputs(2).infer(inferBroadcastSameType).kernel(std::move(k)).types(numeric).doc(doc);
@@ -260,12 +260,12 @@ void registerArithmeticOps(OpRegistry& reg) {
       .inputs(2)
       .infer(inferPow)
       .kernel([](const KernelContext& c) { return std::make_unique<PowKernel>(c); })
-      .types(numeric)
-      .doc("y = a ^ b (broadcasting); b may be float32/int32/int64 independently of a; y has a's dtype");
+      .types(numericDTypes())
+      .doc("y = a ^ b (broadcasting); b may have any numeric type independently of a; y has a's dtype");
   reg.add("PRelu")
       .inputs(2)
       .infer(inferPRelu)
-      .kernel(binaryKernel<PReluFn>())
+      .kernel(binaryKernel<PReluFn, TypeSet::Numeric>())
       .types(f32)
       .doc("y = x >= 0 ? x : slope * x; slope broadcasts to x (e.g. [C,1,1] per channel)");
 
@@ -273,7 +273,8 @@ void registerArithmeticOps(OpRegistry& reg) {
     reg.add(op).inputs(1, -1).infer(inferBroadcastSameType).kernel(std::move(k)).types(types).doc(doc);
   };
   variadic("Sum", makeVariadic<AddFn>, numeric, "y = x0 + x1 + ... (all inputs broadcast together)");
-  variadic("Mean", makeVariadic<AddFn, true>, f32, "y = (x0 + x1 + ... + x{n-1}) / n (broadcasting)");
+  variadic("Mean", makeVariadic<AddFn, true>, {DType::Float32, DType::Float64},
+           "y = (x0 + x1 + ... + x{n-1}) / n (broadcasting)");
   variadic("Max", makeVariadic<MaxFn>, numeric, "y = max(x0, x1, ...) elementwise (broadcasting)");
   variadic("Min", makeVariadic<MinFn>, numeric, "y = min(x0, x1, ...) elementwise (broadcasting)");
 }

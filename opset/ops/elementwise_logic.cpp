@@ -177,12 +177,13 @@ void inferToBoolSameShape(InferContext& ctx) {
 }  // namespace
 
 void registerLogicOps(OpRegistry& reg) {
-  const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
-  const std::vector<DType> with_bool = {DType::Float32, DType::Int32, DType::Int64, DType::Bool};
+  const std::vector<DType> numeric = allNumericDTypes();
+  std::vector<DType> with_bool = numeric;
+  with_bool.push_back(DType::Bool);
   auto compare = [&](const char* op, KernelFactory k, const std::vector<DType>& types, const char* doc) {
     reg.add(op).inputs(2).infer(inferBroadcastToBool).kernel(std::move(k)).types(types).doc(doc);
   };
-  compare("Equal", binaryKernel<EqualFn, TypeSet::NumericOrBool>(), with_bool,
+  compare("Equal", binaryKernel<EqualFn, TypeSet::AllNumericOrBool>(), with_bool,
           "y = (a == b), bool (broadcasting)");
   compare("Greater", binaryKernel<GreaterFn>(), numeric, "y = (a > b), bool (broadcasting)");
   compare("GreaterOrEqual", binaryKernel<GreaterOrEqualFn>(), numeric, "y = (a >= b), bool (broadcasting)");

@@ -132,10 +132,10 @@ class ClipKernel : public Kernel {
  public:
   explicit ClipKernel(const KernelContext& ctx)
       : dtype_(ctx.input_types.at(0).dtype), numel_(ctx.output_types.at(0).numel()) {
-    dispatchNumeric(dtype_, "Clip", [](auto) {});
+    dispatchAllNumeric(dtype_, "Clip", [](auto) {});
   }
   void run(const KernelIO& io) const override {
-    dispatchNumeric(dtype_, "Clip", [&](auto tag) {
+    dispatchAllNumeric(dtype_, "Clip", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
       if (io.inputs.size() > 1 && io.inputs[1].present()) lo = *io.inputs[1].as<const T>();
@@ -227,7 +227,7 @@ void registerUnaryMathOps(OpRegistry& reg) {
       .inputs(1, 3)
       .infer(inferClip)
       .kernel([](const KernelContext& c) { return std::make_unique<ClipKernel>(c); })
-      .types(numeric)
+      .types(allNumericDTypes())
       .doc("y = min(max(x, min), max); min/max are optional scalar inputs defaulting to the type's range");
 }
 

@@ -16,19 +16,21 @@ namespace npuc {
 namespace ew {
 
 // Which element types a kernel instantiates.
-enum class TypeSet { Numeric, NumericOrBool };
+enum class TypeSet { Numeric, AllNumeric, AllNumericOrBool };
 
 template <TypeSet kTypes, typename Fn>
 decltype(auto) dispatchTypeSet(DType t, const char* op, Fn&& fn) {
   if constexpr (kTypes == TypeSet::Numeric) {
     return dispatchNumeric(t, op, std::forward<Fn>(fn));
+  } else if constexpr (kTypes == TypeSet::AllNumeric) {
+    return dispatchAllNumeric(t, op, std::forward<Fn>(fn));
   } else {
-    return dispatchNumericOrBool(t, op, std::forward<Fn>(fn));
+    return dispatchAllNumericOrBool(t, op, std::forward<Fn>(fn));
   }
 }
 
 // out = fn(a, b) with numpy broadcasting; a and b share one element type.
-template <typename Fn, TypeSet kTypes = TypeSet::Numeric>
+template <typename Fn, TypeSet kTypes = TypeSet::AllNumeric>
 class BinaryKernel : public Kernel {
  public:
   BinaryKernel(const KernelContext& ctx, Fn fn)
@@ -51,7 +53,7 @@ class BinaryKernel : public Kernel {
   BroadcastPlan<2> plan_;
 };
 
-template <typename Fn, TypeSet kTypes = TypeSet::Numeric>
+template <typename Fn, TypeSet kTypes = TypeSet::AllNumeric>
 KernelFactory binaryKernel(Fn fn = Fn{}) {
   return [fn](const KernelContext& ctx) -> std::unique_ptr<Kernel> {
     return std::make_unique<BinaryKernel<Fn, kTypes>>(ctx, fn);

@@ -233,7 +233,7 @@ struct MeanR : SumR<T> {
 };
 template <typename T>
 struct L1R : SumR<T> {
-  T map(T x, int64_t) const { return x < T(0) ? -x : x; }
+  T map(T x, int64_t) const { return isNegative(x) ? T(-x) : x; }
 };
 template <typename T>
 struct SumSquareR : SumR<T> {
@@ -267,16 +267,17 @@ class ReduceKernel : public Kernel {
         reduced_(reducedDims(ctx.input_types[0].shape, axes(ctx), ctx.node.attrs())),
         identity_(isNoop(axes(ctx), ctx.node.attrs())),
         plan_(ctx.input_types[0].shape, reduced_) {
-    dispatchNumeric(dtype_, ctx.node.opType().c_str(), [](auto) {});
-    if (kind_ == ReduceKind::LogSumExp && dtype_ != DType::Float32) {
-      throw UnsupportedOpError("ReduceLogSumExp supports float32 only");
+    dispatchAllNumeric(dtype_, ctx.node.opType().c_str(), [](auto) {});
+    if (kind_ == ReduceKind::LogSumExp && !isFloating(dtype_)) {
+      throw UnsupportedOpError("ReduceLogSumExp supports float32 and float64 only");
     }
   }
   size_t workspaceBytes() const override {
-    return kind_ == ReduceKind::LogSumExp ? static_cast<size_t>(plan_.outNumel()) * sizeof(float) : 0;
+    // The per-output max of the first pass (sized for the widest type, float64).
+    return kind_ == ReduceKind::LogSumExp ? static_cast<size_t>(plan_.outNumel()) * sizeof(double) : 0;
   }
   void run(const KernelIO& io) const override {
-    dispatchNumeric(dtype_, "Reduce", [&](auto tag) {
+    dispatchAllNumeric(dtype_, "Reduce", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = io.inputs[0].as<const T>();
       T* y = io.outputs[0].as<T>();
@@ -295,8 +296,8 @@ class ReduceKernel : public Kernel {
         case ReduceKind::SumSquare: return plan_.run(x, y, SumSquareR<T>{});
         case ReduceKind::LogSum: return plan_.run(x, y, LogSumR<T>{});
         case ReduceKind::LogSumExp:
-          if constexpr (std::is_same_v<T, float>) {
-            float* max = static_cast<float*>(io.workspace);
+          if constexpr (std::is_floating_point_v<T>) {
+            T* max = static_cast<T*>(io.workspace);
             plan_.run(x, max, MaxR<T>{});
             plan_.run(x, y, LogSumExpR<T>(max));
           }
@@ -323,8 +324,8 @@ class ReduceKernel : public Kernel {
 }  // namespace
 
 void registerReduceOps(OpRegistry& reg) {
-  const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
-  const std::vector<DType> f32 = {DType::Float32};
+  const std::vector<DType> numeric = allNumericDTypes();
+  const std::vector<DType> floating = {DType::Float32, DType::Float64};
   auto reduce = [&](const char* op, ReduceKind kind, const std::vector<DType>& types,
                     const std::string& formula) {
     reg.add(op)
@@ -342,10 +343,10 @@ void registerReduceOps(OpRegistry& reg) {
   reduce("ReduceMin", ReduceKind::Min, numeric, "y = min(x)");
   reduce("ReduceProd", ReduceKind::Prod, numeric, "y = prod(x)");
   reduce("ReduceL1", ReduceKind::L1, numeric, "y = sum(|x|)");
-  reduce("ReduceL2", ReduceKind::L2, f32, "y = sqrt(sum(x^2))");
+  reduce("ReduceL2", ReduceKind::L2, floating, "y = sqrt(sum(x^2))");
   reduce("ReduceSumSquare", ReduceKind::SumSquare, numeric, "y = sum(x^2)");
-  reduce("ReduceLogSum", ReduceKind::LogSum, f32, "y = ln(sum(x))");
-  reduce("ReduceLogSumExp", ReduceKind::LogSumExp, f32, "y = m + ln(sum(exp(x - m))), m = max(x)");
+  reduce("ReduceLogSum", ReduceKind::LogSum, floating, "y = ln(sum(x))");
+  reduce("ReduceLogSumExp", ReduceKind::LogSumExp, floating, "y = m + ln(sum(exp(x - m))), m = max(x)");
 }
 
 }  // namespace ew

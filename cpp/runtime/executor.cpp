@@ -200,84 +200,114 @@ void Executor::Impl::compileKernels() {
   }
 }
 
-// Decides where every value lives, then places the arena values from their live ranges.
-void Executor::Impl::assignStorage() {
-  std::unordered_map<const Value*, Location> where;
-  std::unordered_map<const Value*, size_t> buffer_of;  // arena values -> index into `requests`
-  std::vector<BufferRequest> requests;
-  for (size_t i = 0; i < graph->inputs().size(); ++i)
-    where[graph->inputs()[i]] = {Storage::Input, i, nullptr};
-  for (const Value* v : graph->values()) {
-    if (v->isConstant()) where[v] = {Storage::Constant, 0, v->constant().raw()};
-  }
-  for (size_t i = 0; i < graph->outputs().size(); ++i) {
-    const Value* v = graph->outputs()[i];
-    if (where.count(v)) {
-      output_copies.push_back({i, where[v]});  // a constant, a graph input, or listed twice
-    } else {
-      where[v] = {Storage::Output, i, nullptr};
+namespace {
+
+// Where every value lives, built node by node in topological order; arena values get their
+// offsets once all live ranges are known.
+class StorageAssignment {
+ public:
+  explicit StorageAssignment(const Graph& g) {
+    for (size_t i = 0; i < g.inputs().size(); ++i) where_[g.inputs()[i]] = {Storage::Input, i, nullptr};
+    for (const Value* v : g.values()) {
+      if (v->isConstant()) where_[v] = {Storage::Constant, 0, v->constant().raw()};
     }
   }
-  auto lookup = [&](const Value* v) { return v ? where.at(v) : Location{}; };
 
+  bool assigned(const Value* v) const { return where_.count(v) != 0; }
+  Location at(const Value* v) const { return v ? where_.at(v) : Location{}; }
+  void set(const Value* v, Location l) { where_[v] = l; }
+
+  // `step` reads `v`: an arena value's live range extends to it.
+  void noteRead(const Value* v, int64_t step) {
+    auto b = v ? buffer_of_.find(v) : buffer_of_.end();
+    if (b != buffer_of_.end()) requests_[b->second].last = step;
+  }
+  // `v` gets a fresh arena buffer written at `step`.
+  void placeInArena(const Value* v, size_t bytes, int64_t step) {
+    buffer_of_[v] = requests_.size();
+    where_[v] = {Storage::Arena, 0, nullptr};  // the offset is known once planned
+    requests_.push_back({bytes, step, step});
+    buffers_.push_back({{v->name()}, 0, bytes, step, step});
+  }
+  // `alias` shares the storage of `src` (and, in the arena, its buffer and live range).
+  void alias(const Value* alias, const Value* src) {
+    where_[alias] = where_.at(src);
+    auto b = buffer_of_.find(src);
+    if (b == buffer_of_.end()) return;
+    buffer_of_[alias] = b->second;
+    buffers_[b->second].values.push_back(alias->name());
+  }
+
+  // Places the arena buffers; returns the plan with final offsets and live ranges.
+  std::vector<PlannedBuffer> plan(MemoryPlanStats& stats) {
+    const MemoryPlan placed = planMemory(requests_, kTensorAlignment);
+    stats.arena_bytes = placed.arena_bytes;
+    stats.lower_bound_bytes = placed.lower_bound_bytes;
+    offsets_ = placed.offsets;
+    for (size_t b = 0; b < buffers_.size(); ++b) {
+      buffers_[b].offset = offsets_[b];
+      buffers_[b].last_step = requests_[b].last;
+    }
+    return buffers_;
+  }
+  // `l` (the location of `v`) with its arena offset filled in; call after plan().
+  Location resolved(const Value* v, Location l) const {
+    auto b = v ? buffer_of_.find(v) : buffer_of_.end();
+    if (b != buffer_of_.end()) l.index = offsets_[b->second];
+    return l;
+  }
+
+ private:
+  std::unordered_map<const Value*, Location> where_;
+  std::unordered_map<const Value*, size_t> buffer_of_;  // arena values -> buffer index
+  std::vector<BufferRequest> requests_;
+  std::vector<PlannedBuffer> buffers_;
+  std::vector<size_t> offsets_;
+};
+
+// A node may skip its kernel and let output 0 share input `aliasInput()`'s storage when the
+// kernel is a pure reinterpretation (same bytes), it has a single output, and that output is not
+// a graph output (which must land in the caller's buffer).
+const Value* aliasSource(const Step& step, const StorageAssignment& storage) {
+  const int alias = step.kernel->aliasInput();
+  const Node& n = *step.node;
+  if (alias < 0 || static_cast<size_t>(alias) >= n.numInputs() || n.numOutputs() != 1) return nullptr;
+  const Value* src = n.input(static_cast<size_t>(alias));
+  if (!src || storage.assigned(n.output(0))) return nullptr;
+  if (step.input_types[alias].nbytes() != step.output_types[0].nbytes()) return nullptr;
+  return src;
+}
+
+}  // namespace
+
+void Executor::Impl::assignStorage() {
+  StorageAssignment storage(*graph);
+  for (size_t i = 0; i < graph->outputs().size(); ++i) {
+    const Value* v = graph->outputs()[i];
+    if (storage.assigned(v)) {
+      output_copies.push_back({i, storage.at(v)});  // a constant, a graph input, or listed twice
+    } else {
+      storage.set(v, {Storage::Output, i, nullptr});
+    }
+  }
   for (size_t s = 0; s < steps.size(); ++s) {
     Step& step = steps[s];
     const Node& n = *step.node;
-    for (Value* in : n.inputs()) {
-      step.inputs.push_back(lookup(in));
-      auto b = in ? buffer_of.find(in) : buffer_of.end();
-      if (b != buffer_of.end()) requests[b->second].last = static_cast<int64_t>(s);
-    }
-    const int alias = step.kernel->aliasInput();
-    Value* out0 = n.output(0);
-    const Value* src = alias >= 0 ? n.input(static_cast<size_t>(alias)) : nullptr;
-    // A pure reinterpretation whose result is not a graph output reads its input's bytes where
-    // they are; skipping the kernel is then exact.
-    if (src && n.numOutputs() == 1 && !where.count(out0) &&
-        step.input_types[alias].nbytes() == step.output_types[0].nbytes()) {
-      where[out0] = where.at(src);
-      auto b = buffer_of.find(src);
-      if (b != buffer_of.end()) {
-        buffer_of[out0] = b->second;
-        plan[b->second].values.push_back(out0->name());
-      }
+    const auto t = static_cast<int64_t>(s);
+    for (Value* in : n.inputs()) storage.noteRead(in, t);
+    if (const Value* src = aliasSource(step, storage)) {
+      storage.alias(n.output(0), src);
       step.aliased = true;
       ++aliased_steps;
     }
     for (size_t o = 0; o < n.numOutputs(); ++o) {
-      Value* out = n.output(o);
-      if (!where.count(out)) {
-        buffer_of[out] = requests.size();
-        where[out] = {Storage::Arena, 0, nullptr};  // offset filled in once planned
-        requests.push_back({step.output_types[o].nbytes(), static_cast<int64_t>(s), static_cast<int64_t>(s)});
-        plan.push_back({{out->name()},
-                        0,
-                        step.output_types[o].nbytes(),
-                        static_cast<int64_t>(s),
-                        static_cast<int64_t>(s)});
-      }
-      step.outputs.push_back(where.at(out));
+      if (!storage.assigned(n.output(o))) storage.placeInArena(n.output(o), step.output_types[o].nbytes(), t);
     }
   }
-
-  const MemoryPlan placed = planMemory(requests, kTensorAlignment);
-  stats.arena_bytes = placed.arena_bytes;
-  stats.lower_bound_bytes = placed.lower_bound_bytes;
-  for (size_t b = 0; b < requests.size(); ++b) {
-    plan[b].offset = placed.offsets[b];
-    plan[b].last_step = requests[b].last;
-  }
-  // Patch the offsets into the steps' locations.
+  plan = storage.plan(stats);
   for (Step& step : steps) {
-    const Node& n = *step.node;
-    for (size_t i = 0; i < n.numInputs(); ++i) {
-      auto b = n.input(i) ? buffer_of.find(n.input(i)) : buffer_of.end();
-      if (b != buffer_of.end()) step.inputs[i].index = placed.offsets[b->second];
-    }
-    for (size_t o = 0; o < n.numOutputs(); ++o) {
-      auto b = buffer_of.find(n.output(o));
-      if (b != buffer_of.end()) step.outputs[o].index = placed.offsets[b->second];
-    }
+    for (Value* in : step.node->inputs()) step.inputs.push_back(storage.resolved(in, storage.at(in)));
+    for (Value* out : step.node->outputs()) step.outputs.push_back(storage.resolved(out, storage.at(out)));
   }
 }
 

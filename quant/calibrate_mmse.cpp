@@ -40,13 +40,15 @@ uint64_t modelledCount(const ActivationHistogram& h, int i) {
   return h.counts()[i] - (i == h.zeroBin() ? h.zeroCount() : 0);
 }
 
-// Antiderivative of (distance from x to the nearest multiple of `step`)^2.
-long double roundingErrorIntegral(long double x, long double step) {
-  const long double u = x / step + 0.5L;
-  const long double k = std::floor(u);
-  const long double d = (u - k - 0.5L) * step;  // signed distance to the nearest grid point
-  const long double cube = step * step * step;
-  return k * cube / 12.0L + (d * d * d + cube / 8.0L) / 3.0L;
+// Antiderivative of (distance from x to the nearest multiple of `step`)^2. Double suffices:
+// x / step stays below 255 * kSmallestStepFraction ~ 2^20 inside the searched ranges, so the
+// difference across one bin keeps ~30 significant bits, far more than the search needs.
+double roundingErrorIntegral(double x, double step) {
+  const double u = x / step + 0.5;
+  const double k = std::floor(u);
+  const double d = (u - k - 0.5) * step;  // signed distance to the nearest grid point
+  const double cube = step * step * step;
+  return k * cube / 12.0 + (d * d * d + cube / 8.0) / 3.0;
 }
 
 // Prefix sums over window bins of n, n*centre, n*centre^2: entry i covers bins [0, i).
@@ -84,18 +86,35 @@ struct BinMoments {
   }
 };
 
-// Prefix sums of each bin's rounding error on the grid of multiples of `step`.
-std::vector<long double> roundingErrorPrefix(const ActivationHistogram& h, double step) {
-  std::vector<long double> prefix(kHistogramBins + 1, 0.0L);
-  const long double w = h.binWidth();
-  for (int i = 0; i < kHistogramBins; ++i) {
-    long double e = 0.0L;
-    if (modelledCount(h, i) != 0) {
-      const long double a = h.binLow(i);
-      e = modelledCount(h, i) * (roundingErrorIntegral(a + w, step) - roundingErrorIntegral(a, step)) / w;
+// The bins the model integrates over, extracted once (binLow is an ldexp call): low edge and
+// modelled count of every non-empty bin.
+struct ModelBins {
+  std::vector<int> index;
+  std::vector<double> low, count;
+  double width;
+
+  explicit ModelBins(const ActivationHistogram& h) : width(h.binWidth()) {
+    for (int i = 0; i < kHistogramBins; ++i) {
+      const uint64_t n = modelledCount(h, i);
+      if (n == 0) continue;
+      index.push_back(i);
+      low.push_back(h.binLow(i));
+      count.push_back(static_cast<double>(n));
     }
-    prefix[i + 1] = prefix[i] + e;
   }
+};
+
+// Prefix sums of each bin's rounding error on the grid of multiples of `step`.
+std::vector<long double> roundingErrorPrefix(const ModelBins& bins, double step) {
+  std::vector<double> per_bin(kHistogramBins, 0.0);
+  for (size_t b = 0; b < bins.index.size(); ++b) {
+    const double a = bins.low[b];
+    per_bin[static_cast<size_t>(bins.index[b])] =
+        bins.count[b] * (roundingErrorIntegral(a + bins.width, step) - roundingErrorIntegral(a, step)) /
+        bins.width;
+  }
+  std::vector<long double> prefix(kHistogramBins + 1, 0.0L);
+  for (int i = 0; i < kHistogramBins; ++i) prefix[i + 1] = prefix[i] + per_bin[static_cast<size_t>(i)];
   return prefix;
 }
 
@@ -117,7 +136,7 @@ double expectedQuantizationMse(const ActivationHistogram& h, double lo, double h
   // Evaluate the grid the quantizer will really use for this range.
   const QuantParams p = chooseActivationParams(static_cast<float>(lo), static_cast<float>(hi));
   const BinMoments m(h);
-  const long double err = gridError(m, roundingErrorPrefix(h, p.scale), p.scale, p.zero_point);
+  const long double err = gridError(m, roundingErrorPrefix(ModelBins(h), p.scale), p.scale, p.zero_point);
   return static_cast<double>(err / static_cast<long double>(h.count()));
 }
 
@@ -127,6 +146,7 @@ ClipRange mmseRange(const ActivationHistogram& h) {
   // Nothing to trade off for an all-zero (or subnormal-range) tensor: its grid is degenerate.
   if (observed.max - observed.min <= 0.0f || widest.scale == kDegenerateRangeScale) return observed;
   const BinMoments m(h);
+  const ModelBins bins(h);
   long double best = std::numeric_limits<long double>::infinity();
   double best_step = widest.scale;
   int32_t best_zp = widest.zero_point;
@@ -134,7 +154,7 @@ ClipRange mmseRange(const ActivationHistogram& h) {
     // Float steps, as the quantizer stores them, so the returned range reproduces this grid.
     const double fraction = std::pow(kSmallestStepFraction, -static_cast<double>(k) / (kStepCandidates - 1));
     const double step = static_cast<float>(widest.scale * fraction);
-    const std::vector<long double> rounding = roundingErrorPrefix(h, step);
+    const std::vector<long double> rounding = roundingErrorPrefix(bins, step);
     for (int32_t zp = kActivationQMin; zp <= kActivationQMax; ++zp) {
       const long double err = gridError(m, rounding, step, zp);
       if (err < best) {

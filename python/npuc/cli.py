@@ -77,6 +77,12 @@ def _load(args: argparse.Namespace):
     return npuc.Model.load(args.model, args.input_name, args.input_size, args.output_name)
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from npuc.demo import run_demo
+
+    return run_demo()
+
+
 def _fmt_io(info: Dict) -> str:
     return f"{info['name']}: {info['dtype']}[{','.join(str(d) for d in info['shape'])}]"
 
@@ -92,8 +98,22 @@ def _human(n: float) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    model = _load(args)
-    print(f"model: {args.model}")
+    return cmd_info_for(args.model, args.input_name, args.input_size, args.output_name)
+
+
+def cmd_info_for(
+    path: str,
+    input_names: Sequence[str] = (),
+    input_sizes: Sequence[Sequence[int]] = (),
+    output_names: Sequence[str] = (),
+) -> int:
+    """Prints what ``npuc info`` prints for the model at `path`."""
+    import npuc
+
+    if not os.path.isfile(path):
+        raise UserError(f"model file '{path}' does not exist")
+    model = npuc.Model.load(path, list(input_names), [list(s) for s in input_sizes], list(output_names))
+    print(f"model: {path}")
     print("inputs:")
     for d in model.inputs:
         print(f"  {_fmt_io(d)}")
@@ -169,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one .npy array per model input, in model input order")
     p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="a short tour of the FP32 flow on a generated model",
+                       description="Generates a small classifier, shows its info, runs it through the "
+                       "Toolkit with mean/std and NHWC input, and checks the result against numpy.")
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("ops", help="list the ops npuc supports",
                        description="Prints every op npuc can import and run, one per line.")

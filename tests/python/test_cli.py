@@ -43,7 +43,7 @@ def test_run_writes_npy(conv_relu_path: Path, tmp_path: Path) -> None:
     np.testing.assert_allclose(y, conv_relu_reference(conv_relu_model(), x), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("command", [[], ["info"], ["run"], ["ops"]])
+@pytest.mark.parametrize("command", [[], ["info"], ["run"], ["ops"], ["demo"]])
 def test_help_everywhere(command: List[str]) -> None:
     r = npuc_cli(*command, "--help")
     assert r.returncode == 0
@@ -87,3 +87,9 @@ def test_wrong_input_shape_is_a_user_error(conv_relu_path: Path, tmp_path: Path)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 4, 4), np.float32))
     r = npuc_cli("run", str(conv_relu_path), "--input", str(tmp_path / "x.npy"))
     user_error(r, "input 'x' expects float32[1,3,8,8], got float32[1,3,4,4]")
+
+
+def test_demo_checks_itself() -> None:
+    r = npuc_cli("demo")
+    assert r.returncode == 0, r.stderr
+    assert "max relative error" in r.stdout

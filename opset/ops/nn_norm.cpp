@@ -55,9 +55,9 @@ struct Planes {
 enum BnInput : size_t { kBnX = 0, kBnScale = 1, kBnBias = 2, kBnMean = 3, kBnVar = 4 };
 
 void inferBatchNorm(InferContext& ctx) {
-  if (ctx.attrs().i("training_mode", 0) != 0) {
+  if (ctx.attrs().i("training_mode", 0) != 0 || ctx.numOutputs() > 1) {
     throw UnsupportedOpError("BatchNormalization node '" + ctx.node().name() +
-                             "': training_mode=1 is not supported (inference form only)");
+                             "': only the inference form (training_mode=0, one output) is supported");
   }
   const int64_t c = channelsOf(ctx);
   requireChannelVector(ctx, kBnScale, "scale", c);
@@ -93,6 +93,10 @@ class BatchNormKernel : public Kernel {
 };
 
 std::unique_ptr<Kernel> makeBatchNorm(const KernelContext& ctx) {
+  if (ctx.node.attrs().i("training_mode", 0) != 0 || ctx.node.numOutputs() > 1) {
+    throw UnsupportedOpError("BatchNormalization node '" + ctx.node.name() +
+                             "': only the inference form (training_mode=0, one output) is supported");
+  }
   return std::make_unique<BatchNormKernel>(ctx.input_types[0].shape, ctx.node.attrs().f("epsilon", 1e-5f));
 }
 
@@ -299,6 +303,7 @@ std::unique_ptr<Kernel> makeLp(const KernelContext& ctx) {
 void registerNormOps(OpRegistry& reg) {
   reg.add("BatchNormalization")
       .inputs(5)
+      .outputs(1, 3)  // training form has running mean/var outputs; refused with a clear message
       .infer(inferBatchNorm)
       .kernel(makeBatchNorm)
       .types({DType::Float32})

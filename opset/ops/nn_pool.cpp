@@ -27,6 +27,7 @@ struct PoolSpec {
   PoolKind kind = PoolKind::Max;
   bool count_include_pad = false;
   bool with_indices = false;  // MaxPool's optional second output
+  bool column_major = false;  // storage_order=1: indices count H fastest within a plane (2-D)
   int64_t planes = 0;         // N * C
   PoolDim dims[kMaxPoolSpatialRank];
   Shape y;
@@ -44,6 +45,7 @@ PoolSpec resolvePool(const Node& node, const Shape& x, PoolKind kind) {
   s.kind = kind;
   s.count_include_pad = attrs.i("count_include_pad", 0) != 0;
   s.with_indices = node.numOutputs() > 1;
+  s.column_major = attrs.i("storage_order", 0) != 0;
   s.planes = x[0] * x[1];
   const size_t skip = kMaxPoolSpatialRank - w.rank();
   for (size_t i = 0; i < w.rank(); ++i) {
@@ -158,6 +160,7 @@ class PoolKernel : public Kernel {
         averagePoolPlane(s_, xp, yp);
       } else if (idx) {
         maxPoolPlane<true>(s_, xp, yp, idx + p * out_plane_, p * in_plane_);
+        if (s_.column_major) toColumnMajor(idx + p * out_plane_, p * in_plane_);
       } else {
         maxPoolPlane<false>(s_, xp, yp, nullptr, 0);
       }
@@ -165,14 +168,23 @@ class PoolKernel : public Kernel {
   }
 
  private:
+  // Rewrites one plane's row-major indices (h * W + w) as column-major ones (w * H + h).
+  void toColumnMajor(int64_t* idx, int64_t plane_offset) const {
+    const int64_t h = s_.dims[1].in, w = s_.dims[2].in;
+    for (int64_t o = 0; o < out_plane_; ++o) {
+      const int64_t local = idx[o] - plane_offset;
+      idx[o] = plane_offset + (local % w) * h + local / w;
+    }
+  }
+
   PoolSpec s_;
   int64_t in_plane_ = 1, out_plane_ = 1;
 };
 
-void checkStorageOrder(const Node& node) {
-  if (node.numOutputs() > 1 && node.attrs().i("storage_order", 0) != 0) {
+void checkStorageOrder(const Node& node, const Shape& x) {
+  if (node.numOutputs() > 1 && node.attrs().i("storage_order", 0) != 0 && x.size() > 4) {
     throw UnsupportedOpError("MaxPool node '" + node.name() +
-                             "': Indices with storage_order=1 (column-major) is not supported");
+                             "': Indices with storage_order=1 (column-major) are supported for 1-D and 2-D only");
   }
 }
 
@@ -185,7 +197,7 @@ void inferPool(InferContext& ctx) {
 
 template <PoolKind kKind>
 std::unique_ptr<Kernel> makePool(const KernelContext& ctx) {
-  if (kKind == PoolKind::Max) checkStorageOrder(ctx.node);
+  if (kKind == PoolKind::Max) checkStorageOrder(ctx.node, ctx.input_types[0].shape);
   return std::make_unique<PoolKernel>(resolvePool(ctx.node, ctx.input_types[0].shape, kKind));
 }
 

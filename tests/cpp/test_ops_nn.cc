@@ -28,9 +28,15 @@ struct Operand {
   bool constant = false;
   bool present = true;
 };
-Operand in(Tensor t) { return {std::move(t), false, true}; }
-Operand weight(Tensor t) { return {std::move(t), true, true}; }
-Operand absent() { return {Tensor(), false, false}; }
+Operand in(Tensor t) {
+  return {std::move(t), false, true};
+}
+Operand weight(Tensor t) {
+  return {std::move(t), true, true};
+}
+Operand absent() {
+  return {Tensor(), false, false};
+}
 
 struct OneNode {
   Graph g;
@@ -79,7 +85,9 @@ void expectClose(const Tensor& got, const Tensor& want, const std::string& what,
   }
 }
 
-std::string str(const std::vector<int64_t>& v) { return shapeStr(v); }
+std::string str(const std::vector<int64_t>& v) {
+  return shapeStr(v);
+}
 
 // Spatial geometry padded to three dims (unit dims in front) so one reference covers 1-D to 3-D.
 struct Geo {
@@ -127,7 +135,9 @@ Shape yShape(const ConvCase& cc) {
   for (size_t i = 3 - cc.rank; i < 3; ++i) s.push_back(cc.geo.out[i]);
   return s;
 }
-std::vector<int64_t> tail(const int64_t* v, size_t rank) { return std::vector<int64_t>(v + 3 - rank, v + 3); }
+std::vector<int64_t> tail(const int64_t* v, size_t rank) {
+  return std::vector<int64_t>(v + 3 - rank, v + 3);
+}
 
 Tensor refConv(const ConvCase& cc, const Tensor& x, const Tensor& w, const Tensor* b) {
   Tensor y(DType::Float32, yShape(cc));
@@ -164,9 +174,9 @@ Attributes convAttrs(const ConvCase& cc) {
 std::string describe(const ConvCase& cc) {
   const Shape w{cc.m, cc.c / cc.group};
   return "x" + str(xShape(cc)) + " m=" + std::to_string(cc.m) + " g=" + std::to_string(cc.group) + " k" +
-         str(tail(cc.geo.k, cc.rank)) + " s" + str(tail(cc.geo.s, cc.rank)) + " d" + str(tail(cc.geo.d, cc.rank)) +
-         " pads" + str(tail(cc.geo.pb, cc.rank)) + "/" + str(tail(cc.geo.pe, cc.rank)) + (cc.bias ? " bias" : "") +
-         (cc.const_w ? " constW" : " inputW");
+         str(tail(cc.geo.k, cc.rank)) + " s" + str(tail(cc.geo.s, cc.rank)) + " d" +
+         str(tail(cc.geo.d, cc.rank)) + " pads" + str(tail(cc.geo.pb, cc.rank)) + "/" +
+         str(tail(cc.geo.pe, cc.rank)) + (cc.bias ? " bias" : "") + (cc.const_w ? " constW" : " inputW");
 }
 
 Shape wShape(const ConvCase& cc) {
@@ -211,8 +221,10 @@ ConvCase randomConvCase(std::mt19937& rng) {
 }
 
 void checkConv(const ConvCase& cc, std::mt19937& rng) {
-  const Tensor x = randomTensor(xShape(cc), rng), w = randomTensor(wShape(cc), rng), b = randomTensor({cc.m}, rng);
-  OneNode node("Conv", {in(x), cc.const_w ? weight(w) : in(w), cc.bias ? weight(b) : absent()}, convAttrs(cc));
+  const Tensor x = randomTensor(xShape(cc), rng), w = randomTensor(wShape(cc), rng),
+               b = randomTensor({cc.m}, rng);
+  OneNode node("Conv", {in(x), cc.const_w ? weight(w) : in(w), cc.bias ? weight(b) : absent()},
+               convAttrs(cc));
   EXPECT_EQ(node.infer(), yShape(cc)) << describe(cc);
   expectClose(node.run()[0], refConv(cc, x, w, cc.bias ? &b : nullptr), describe(cc));
 }
@@ -250,7 +262,8 @@ TEST(NnConv, AutoPadModes) {
     cc.geo.pb[1] = cc.geo.pb[2] = mode.begin;
     cc.geo.pe[1] = cc.geo.pe[2] = mode.end;
     forwardOut(cc.geo);
-    const Tensor x = randomTensor(xShape(cc), rng), w = randomTensor(wShape(cc), rng), b = randomTensor({5}, rng);
+    const Tensor x = randomTensor(xShape(cc), rng), w = randomTensor(wShape(cc), rng),
+                 b = randomTensor({5}, rng);
     Attributes a;
     a.set("auto_pad", std::string(mode.name));
     a.set("strides", std::vector<int64_t>{2, 2});
@@ -278,7 +291,8 @@ TEST(NnConv, ShapeErrorsNameTheNumbers) {
   EXPECT_THROW(bad_bias.infer(), ShapeError);
   Attributes group3;
   group3.set("group", int64_t{3});
-  OneNode bad_group("Conv", {in(randomTensor({1, 6, 8, 8}, rng)), weight(randomTensor({4, 2, 3, 3}, rng))}, group3);
+  OneNode bad_group("Conv", {in(randomTensor({1, 6, 8, 8}, rng)), weight(randomTensor({4, 2, 3, 3}, rng))},
+                    group3);
   EXPECT_THROW(bad_group.infer(), ShapeError);  // 4 output channels not divisible by 3
   OneNode too_big("Conv", {in(randomTensor({1, 2, 2, 2}, rng)), weight(randomTensor({1, 2, 3, 3}, rng))});
   EXPECT_THROW(too_big.infer(), ShapeError);
@@ -299,7 +313,8 @@ float refActivation(const std::string& act, float v, float alpha, float beta) {
 
 TEST(NnConvAct, EqualsConvThenAddThenActivation) {
   std::mt19937 rng(21);
-  const std::vector<std::string> acts = {"", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "SiLU"};
+  const std::vector<std::string> acts = {"",        "Relu", "LeakyRelu", "Clip",
+                                         "Sigmoid", "Tanh", "HardSwish", "SiLU"};
   int idx = 0;
   for (const std::string& act : acts) {
     for (bool with_sum : {false, true}) {
@@ -325,7 +340,8 @@ TEST(NnConvAct, EqualsConvThenAddThenActivation) {
         float v = want.data<float>()[i] + (with_sum ? sum.data<float>()[i] : 0.f);
         want.data<float>()[i] = refActivation(act, v, alpha, beta);
       }
-      expectClose(node.run()[0], want, "ConvAct '" + act + "' sum=" + std::to_string(with_sum) + " " + describe(cc));
+      expectClose(node.run()[0], want,
+                  "ConvAct '" + act + "' sum=" + std::to_string(with_sum) + " " + describe(cc));
     }
   }
 }
@@ -376,7 +392,8 @@ Tensor refConvTranspose(const DeconvCase& dc, const Tensor& x, const Tensor& w, 
   float* yp = y.data<float>();
   for (int64_t n = 0; n < dc.n; ++n) {
     for (int64_t m = 0; m < dc.m; ++m)
-      for (int64_t o = 0; o < g.outSize(); ++o) yp[(n * dc.m + m) * g.outSize() + o] = b ? b->data<float>()[m] : 0.f;
+      for (int64_t o = 0; o < g.outSize(); ++o)
+        yp[(n * dc.m + m) * g.outSize() + o] = b ? b->data<float>()[m] : 0.f;
     for (int64_t c = 0; c < dc.c; ++c) {
       const int64_t grp = c / cg;
       for (int64_t mo = 0; mo < mg; ++mo) {
@@ -392,7 +409,8 @@ Tensor refConvTranspose(const DeconvCase& dc, const Tensor& x, const Tensor& w, 
                     const int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
                     const int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
                     const int64_t ow = iw * g.s[2] - g.pb[2] + kw * g.d[2];
-                    if (od < 0 || od >= g.out[0] || oh < 0 || oh >= g.out[1] || ow < 0 || ow >= g.out[2]) continue;
+                    if (od < 0 || od >= g.out[0] || oh < 0 || oh >= g.out[1] || ow < 0 || ow >= g.out[2])
+                      continue;
                     yo[(od * g.out[1] + oh) * g.out[2] + ow] +=
                         xi[(id * g.in[1] + ih) * g.in[2] + iw] * wk[(kd * g.k[1] + kh) * g.k[2] + kw];
                   }
@@ -447,8 +465,8 @@ TEST(NnConvTranspose, RandomShapesMatchNaiveLoop) {
     a.set("pads", pads);
     a.set("output_padding", dc.output_padding);
     const std::string what = "deconv x" + str(xs) + " w" + str(ws) + " g=" + std::to_string(dc.group) + " s" +
-                             str(tail(g.s, dc.rank)) + " d" + str(tail(g.d, dc.rank)) + " pads" + str(pads) + " op" +
-                             str(dc.output_padding);
+                             str(tail(g.s, dc.rank)) + " d" + str(tail(g.d, dc.rank)) + " pads" + str(pads) +
+                             " op" + str(dc.output_padding);
     SCOPED_TRACE(what);
     OneNode node("ConvTranspose", {in(x), dc.const_w ? weight(w) : in(w), dc.bias ? weight(b) : absent()}, a);
     EXPECT_EQ(node.infer(), ys) << what;
@@ -493,7 +511,8 @@ Tensor refMatmul2d(const float* a, const float* b, int64_t m, int64_t k, int64_t
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0.0;
-      for (int64_t p = 0; p < k; ++p) acc += double(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+      for (int64_t p = 0; p < k; ++p)
+        acc += double(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
       y.data<float>()[i * n + j] = static_cast<float>(acc);
     }
   return y;
@@ -535,7 +554,8 @@ TEST(NnGemm, TransposesAlphaBetaAndCBroadcast) {
   EXPECT_EQ(no_c.infer(), (Shape{3, 2}));
   OneNode bad("Gemm", {in(randomTensor({3, 4}, rng)), weight(randomTensor({5, 2}, rng))});
   EXPECT_THROW(bad.infer(), ShapeError);
-  OneNode bad_c("Gemm", {in(randomTensor({3, 4}, rng)), weight(randomTensor({4, 2}, rng)), in(randomTensor({3, 3}, rng))});
+  OneNode bad_c("Gemm", {in(randomTensor({3, 4}, rng)), weight(randomTensor({4, 2}, rng)),
+                         in(randomTensor({3, 3}, rng))});
   EXPECT_THROW(bad_c.infer(), ShapeError);
 }
 
@@ -577,9 +597,18 @@ Tensor refMatMul(const Tensor& a, const Tensor& b) {
 TEST(NnMatMul, BatchBroadcastingAndVectors) {
   std::mt19937 rng(23);
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{3, 4}, {4, 5}},          {{2, 3, 4}, {4, 5}},       {{2, 3, 4}, {2, 4, 5}},   {{2, 1, 3, 4}, {1, 3, 4, 5}},
-      {{3, 4}, {2, 4, 5}},       {{1, 3, 4}, {2, 4, 5}},    {{4}, {4, 5}},            {{2, 3, 4}, {4}},
-      {{4}, {4}},                {{4}, {2, 4, 5}},          {{2, 2, 3, 4}, {1, 4, 5}}, {{5, 1, 6}, {6, 7}},
+      {{3, 4}, {4, 5}},
+      {{2, 3, 4}, {4, 5}},
+      {{2, 3, 4}, {2, 4, 5}},
+      {{2, 1, 3, 4}, {1, 3, 4, 5}},
+      {{3, 4}, {2, 4, 5}},
+      {{1, 3, 4}, {2, 4, 5}},
+      {{4}, {4, 5}},
+      {{2, 3, 4}, {4}},
+      {{4}, {4}},
+      {{4}, {2, 4, 5}},
+      {{2, 2, 3, 4}, {1, 4, 5}},
+      {{5, 1, 6}, {6, 7}},
   };
   for (const auto& [as, bs] : cases) {
     for (bool const_b : {false, true}) {
@@ -623,7 +652,8 @@ Tensor refPool(const PoolCase& pc, const Tensor& x, bool is_max, Tensor* indices
           for (int64_t kd = 0; kd < g.k[0]; ++kd)
             for (int64_t kh = 0; kh < g.k[1]; ++kh)
               for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t pos[3] = {od * g.s[0] - g.pb[0] + kd * g.d[0], oh * g.s[1] - g.pb[1] + kh * g.d[1],
+                const int64_t pos[3] = {od * g.s[0] - g.pb[0] + kd * g.d[0],
+                                        oh * g.s[1] - g.pb[1] + kh * g.d[1],
                                         ow * g.s[2] - g.pb[2] + kw * g.d[2]};
                 bool inside = true, in_padded = true;
                 for (int i = 0; i < 3; ++i) {
@@ -641,7 +671,8 @@ Tensor refPool(const PoolCase& pc, const Tensor& x, bool is_max, Tensor* indices
                 }
               }
           const int64_t o = p * g.outSize() + (od * g.out[1] + oh) * g.out[2] + ow;
-          y.data<float>()[o] = is_max ? best : acc / static_cast<float>(pc.count_include_pad ? padded : valid);
+          y.data<float>()[o] =
+              is_max ? best : acc / static_cast<float>(pc.count_include_pad ? padded : valid);
           if (indices) indices->data<int64_t>()[o] = p * g.inSize() + best_at;
         }
   }
@@ -692,10 +723,10 @@ TEST(NnPool, RandomMaxAndAveragePools) {
     OneNode node(is_max ? "MaxPool" : "AveragePool", {in(x)}, a, with_indices ? 2 : 1);
     Tensor want_idx;
     const Tensor want = refPool(pc, x, is_max, with_indices ? &want_idx : nullptr);
-    const std::string what = std::string(is_max ? "MaxPool" : "AveragePool") + " x" + str(xs) + " k" +
-                             str(tail(g.k, pc.rank)) + " s" + str(tail(g.s, pc.rank)) + " d" +
-                             str(tail(g.d, pc.rank)) + " pads" + str(pads) + " ceil=" + std::to_string(pc.ceil_mode) +
-                             " cip=" + std::to_string(pc.count_include_pad);
+    const std::string what =
+        std::string(is_max ? "MaxPool" : "AveragePool") + " x" + str(xs) + " k" + str(tail(g.k, pc.rank)) +
+        " s" + str(tail(g.s, pc.rank)) + " d" + str(tail(g.d, pc.rank)) + " pads" + str(pads) +
+        " ceil=" + std::to_string(pc.ceil_mode) + " cip=" + std::to_string(pc.count_include_pad);
     EXPECT_EQ(node.infer(), want.shape()) << what;
     const std::vector<Tensor> got = node.run();
     expectClose(got[0], want, what);
@@ -744,6 +775,29 @@ TEST(NnPool, AutoPadSameAndGlobalPools) {
   EXPECT_THROW(bad.infer(), ShapeError);
 }
 
+TEST(NnPool, ColumnMajorIndices) {
+  std::mt19937 rng(13);
+  const Tensor x = randomTensor({1, 2, 5, 4}, rng);
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{2, 2});
+  a.set("strides", std::vector<int64_t>{2, 2});
+  a.set("storage_order", int64_t{1});
+  OneNode node("MaxPool", {in(x)}, a, 2);
+  PoolCase pc{Geo{}, 2, 1, 2, false, false};
+  pc.geo.in[1] = 5;
+  pc.geo.in[2] = 4;
+  pc.geo.k[1] = pc.geo.k[2] = pc.geo.s[1] = pc.geo.s[2] = 2;
+  pc.geo.out[1] = pc.geo.out[2] = 2;
+  Tensor row_major;
+  const Tensor want = refPool(pc, x, true, &row_major);
+  const std::vector<Tensor> got = node.run();
+  expectClose(got[0], want, "MaxPool storage_order=1 values");
+  for (int64_t i = 0; i < row_major.numel(); ++i) {
+    const int64_t flat = row_major.data<int64_t>()[i], plane = flat / 20, h = (flat % 20) / 4, w = flat % 4;
+    EXPECT_EQ(got[1].data<int64_t>()[i], plane * 20 + w * 5 + h) << "index " << i;
+  }
+}
+
 // ---------------------------------------------------------------- normalizations
 
 TEST(NnNorm, BatchAndInstanceNormalization) {
@@ -773,8 +827,14 @@ TEST(NnNorm, BatchAndInstanceNormalization) {
     }
   expectClose(bn.run()[0], want_bn, "BatchNormalization");
   expectClose(inorm.run()[0], want_in, "InstanceNormalization");
-  OneNode bad("BatchNormalization", {in(x), weight(randomTensor({4}, rng)), weight(bias), weight(mean), weight(var)});
+  OneNode bad("BatchNormalization",
+              {in(x), weight(randomTensor({4}, rng)), weight(bias), weight(mean), weight(var)});
   EXPECT_THROW(bad.infer(), ShapeError);
+  Attributes training;
+  training.set("training_mode", int64_t{1});
+  OneNode train("BatchNormalization", {in(x), weight(scale), weight(bias), weight(mean), weight(var)},
+                training, 3);
+  EXPECT_THROW(train.infer(), UnsupportedOpError);
 }
 
 TEST(NnNorm, LayerNormalizationAxesBiasAndStats) {
@@ -812,7 +872,8 @@ TEST(NnNorm, LayerNormalizationAxesBiasAndStats) {
         }
       }
       const std::vector<Tensor> got = node.run();
-      const std::string what = "LayerNorm axis=" + std::to_string(axis) + " bias=" + std::to_string(with_bias);
+      const std::string what =
+          "LayerNorm axis=" + std::to_string(axis) + " bias=" + std::to_string(with_bias);
       expectClose(got[0], want, what);
       expectClose(got[1], want_mean, what + " mean");
       expectClose(got[2], want_inv, what + " inv_std");
@@ -845,7 +906,8 @@ TEST(NnNorm, LpNormalization) {
         if (p == 2) norm = std::sqrt(norm);
         want.data<float>()[i] = static_cast<float>(x.data<float>()[i] / norm);
       }
-      expectClose(node.run()[0], want, "LpNormalization p=" + std::to_string(p) + " axis=" + std::to_string(axis));
+      expectClose(node.run()[0], want,
+                  "LpNormalization p=" + std::to_string(p) + " axis=" + std::to_string(axis));
     }
   }
 }

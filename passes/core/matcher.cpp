@@ -14,8 +14,12 @@ void MatchState::rollback(size_t mark) {
   }
 }
 
-bool MatchState::fail(const std::string& reason) {
-  if (reason_.empty()) reason_ = reason;
+bool MatchState::fail(const std::string& reason, bool guard) {
+  if (reason_.empty()) {
+    reason_ = reason;
+    ops_at_failure_ = ops_matched_;
+    guard_failure_ = guard;
+  }
   return false;
 }
 
@@ -204,6 +208,7 @@ bool OpPattern::matchNode(Node& node, MatchState& st) const {
   if (!acceptsOpType(node.opType()) || !sameDomain(node.domain(), s.domain)) {
     return st.fail(at() + " is not a " + s.typeNames());
   }
+  st.noteOpMatched();
   for (const auto& [pred, what] : s.predicates) {
     if (!pred(node)) return st.fail(at() + " does not have " + what);
   }
@@ -246,7 +251,7 @@ class OpLeaf : public ValuePattern::Impl {
     }
     if (!multi_use_) {
       const std::string problem = interiorUseProblem(*v);
-      if (!problem.empty()) return st.fail(problem);
+      if (!problem.empty()) return st.fail(problem, /*guard=*/true);
     }
     return pattern_.matchNode(*producer, st);
   }
@@ -268,6 +273,7 @@ LogicalResult matchRoot(Node& root, const OpPattern& pattern, Rewriter& rw) {
   if (!pattern.acceptsOpType(root.opType())) return failure();
   MatchState st;
   if (pattern.matchNode(root, st)) return success();
+  if (!st.failureIsNews()) return failure();
   return rw.notifyMatchFailure(root, st.reason());
 }
 

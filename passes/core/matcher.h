@@ -15,8 +15,10 @@
 //   * Listing operands fixes the arity (trailing omitted optional inputs do not count) unless
 //     allowExtraInputs() says they match a prefix; listing none matches any inputs.
 //   * m::oneOf({"Reshape", "Flatten"}, ...) matches any of several op types.
-//   * The first reason a match failed is kept and, for matchRoot, recorded with the rewriter so a
-//     user can ask why a fusion did not happen.
+//   * The first reason a match failed is kept. matchRoot records it with the rewriter (so a user
+//     can ask why a fusion did not happen) when it is news: a one-use guard stopped the match, or
+//     the match failed after the root and at least one operand op had matched. "This Mul is not
+//     fed by a Conv" at the first level is the ordinary case and stays quiet.
 #pragma once
 
 #include <functional>
@@ -43,8 +45,12 @@ class MatchState {
   size_t mark() const { return trail_.size(); }
   void rollback(size_t mark);
   // Returns false so matchers can `return st.fail(...)`. Only the first reason is kept.
-  bool fail(const std::string& reason);
+  // `guard` marks failures of a one-use guard (always worth reporting).
+  bool fail(const std::string& reason, bool guard = false);
   const std::string& reason() const { return reason_; }
+  // Counts nodes whose op type matched; a failure deep into a pattern is worth reporting.
+  void noteOpMatched() { ++ops_matched_; }
+  bool failureIsNews() const { return guard_failure_ || ops_at_failure_ >= 2; }
 
  private:
   struct Binding {
@@ -53,6 +59,9 @@ class MatchState {
   };
   std::vector<Binding> trail_;
   std::string reason_;
+  int ops_matched_ = 0;
+  int ops_at_failure_ = 0;
+  bool guard_failure_ = false;
 };
 
 // Anything that matches a Value (leaf or op). Cheap to copy (shared, immutable implementation).

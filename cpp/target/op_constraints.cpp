@@ -38,6 +38,11 @@ std::string rangeText(const IntRange& r) {
   return r.lo == r.hi ? std::to_string(r.lo) : std::to_string(r.lo) + ".." + std::to_string(r.hi);
 }
 
+// "in 1..31", or "equal to 2" for a one-value range.
+std::string inRangeText(const IntRange& r) {
+  return (r.lo == r.hi ? "equal to " : "in ") + rangeText(r);
+}
+
 std::string numberText(double v) {
   std::ostringstream s;
   s << v;
@@ -55,13 +60,13 @@ Message windowRangeViolation(const std::string& what, const std::vector<int64_t>
 }
 
 // A check on one per-spatial-dim field of the window geometry.
-LimitCheck windowFieldCheck(const std::string& name, const std::vector<std::string>& ops, const std::string& words,
-                            std::vector<int64_t> WindowGeometry::*field) {
+LimitCheck windowFieldCheck(const std::string& name, const std::vector<std::string>& ops,
+                            const std::string& words, std::vector<int64_t> WindowGeometry::*field) {
   LimitCheck c;
   c.name = name;
   c.kind = LimitKind::Range;
   c.ops = ops;
-  c.describe = [words](const LimitValue& v) { return words + " in " + rangeText(std::get<IntRange>(v)); };
+  c.describe = [words](const LimitValue& v) { return words + " " + inRangeText(std::get<IntRange>(v)); };
   c.violation = [name, field](const Node& n, const LimitValue& v) {
     return windowRangeViolation(n.opType() + " " + name, windowGeometry(n).*field, std::get<IntRange>(v));
   };
@@ -73,7 +78,9 @@ LimitCheck spatialRankCheck() {
   c.name = "spatial_rank";
   c.kind = LimitKind::Range;
   c.ops = kWindowOps;
-  c.describe = [](const LimitValue& v) { return "spatial dims (1-D, 2-D, ...) in " + rangeText(std::get<IntRange>(v)); };
+  c.describe = [](const LimitValue& v) {
+    return "number of spatial dims " + inRangeText(std::get<IntRange>(v));
+  };
   c.violation = [](const Node& n, const LimitValue& v) -> Message {
     size_t rank = windowGeometry(n).spatialRank();
     const IntRange& r = std::get<IntRange>(v);
@@ -88,7 +95,7 @@ LimitCheck padCheck() {
   c.name = "pad";
   c.kind = LimitKind::Range;
   c.ops = kWindowOps;
-  c.describe = [](const LimitValue& v) { return "padding per side in " + rangeText(std::get<IntRange>(v)); };
+  c.describe = [](const LimitValue& v) { return "padding per side " + inRangeText(std::get<IntRange>(v)); };
   c.violation = [](const Node& n, const LimitValue& v) -> Message {
     const IntRange& r = std::get<IntRange>(v);
     std::vector<int64_t> pads = windowGeometry(n).pads;
@@ -136,8 +143,9 @@ LimitCheck resizeScaleCheck() {
       bool integer = out[d] % in[d] == 0;
       if (integer && r.contains(out[d] / in[d])) continue;
       double scale = static_cast<double>(out[d]) / static_cast<double>(in[d]);
-      return "Resize scale " + numberText(scale) + " (dim " + std::to_string(d) + ": " + std::to_string(in[d]) +
-             " -> " + std::to_string(out[d]) + ") is not an integer in " + rangeText(r);
+      return "Resize scale " + numberText(scale) + " (dim " + std::to_string(d) + ": " +
+             std::to_string(in[d]) + " -> " + std::to_string(out[d]) + ") is not an integer in " +
+             rangeText(r);
     }
     return std::nullopt;
   };
@@ -150,7 +158,9 @@ LimitCheck resizeModeCheck() {
   c.kind = LimitKind::Names;
   c.ops = {"Resize"};
   c.allowed_names = {"nearest", "linear", "cubic"};
-  c.describe = [](const LimitValue& v) { return "mode " + joined(std::get<std::vector<std::string>>(v), " or "); };
+  c.describe = [](const LimitValue& v) {
+    return "mode " + joined(std::get<std::vector<std::string>>(v), " or ");
+  };
   c.violation = [](const Node& n, const LimitValue& v) -> Message {
     const auto& modes = std::get<std::vector<std::string>>(v);
     std::string mode = n.attrs().s("mode", "nearest");
@@ -174,7 +184,9 @@ LimitCheck softmaxAxisCheck() {
     int64_t rank = n.input(0)->rank();
     int64_t axis = n.attrs().i("axis", -1);
     if (axis < 0) axis += rank;
-    auto allows = [&](const char* which) { return std::find(allowed.begin(), allowed.end(), which) != allowed.end(); };
+    auto allows = [&](const char* which) {
+      return std::find(allowed.begin(), allowed.end(), which) != allowed.end();
+    };
     if ((allows("channel") && axis == 1) || (allows("last") && axis == rank - 1)) return std::nullopt;
     return n.opType() + " axis " + std::to_string(axis) + " of a rank-" + std::to_string(rank) +
            " input is not the " + joined(allowed, " or the ") + " axis";
@@ -187,7 +199,9 @@ LimitCheck maxKCheck() {
   c.name = "max_k";
   c.kind = LimitKind::Int;
   c.ops = kGemmOps;
-  c.describe = [](const LimitValue& v) { return "reduction length K at most " + std::to_string(std::get<int64_t>(v)); };
+  c.describe = [](const LimitValue& v) {
+    return "reduction length K at most " + std::to_string(std::get<int64_t>(v));
+  };
   c.violation = [](const Node& n, const LimitValue& v) -> Message {
     int64_t k = gemmReductionLength(n);
     int64_t limit = std::get<int64_t>(v);
@@ -212,7 +226,9 @@ LimitCheck maxRankCheck() {
   LimitCheck c;
   c.name = "max_rank";
   c.kind = LimitKind::Int;
-  c.describe = [](const LimitValue& v) { return "tensor rank at most " + std::to_string(std::get<int64_t>(v)); };
+  c.describe = [](const LimitValue& v) {
+    return "tensor rank at most " + std::to_string(std::get<int64_t>(v));
+  };
   c.violation = [](const Node& n, const LimitValue& v) {
     int64_t limit = std::get<int64_t>(v);
     return firstTensorViolation(n, [&](const Value& t) -> Message {
@@ -228,14 +244,16 @@ LimitCheck maxDimCheck() {
   LimitCheck c;
   c.name = "max_dim";
   c.kind = LimitKind::Int;
-  c.describe = [](const LimitValue& v) { return "every dim at most " + std::to_string(std::get<int64_t>(v)); };
+  c.describe = [](const LimitValue& v) {
+    return "every dim at most " + std::to_string(std::get<int64_t>(v));
+  };
   c.violation = [](const Node& n, const LimitValue& v) {
     int64_t limit = std::get<int64_t>(v);
     return firstTensorViolation(n, [&](const Value& t) -> Message {
       for (int64_t d : t.shape())
         if (d > limit)
-          return n.opType() + " tensor '" + t.name() + "' " + shapeStr(t.shape()) + " has dim " + std::to_string(d) +
-                 ", above " + std::to_string(limit);
+          return n.opType() + " tensor '" + t.name() + "' " + shapeStr(t.shape()) + " has dim " +
+                 std::to_string(d) + ", above " + std::to_string(limit);
       return std::nullopt;
     });
   };
@@ -287,7 +305,8 @@ std::vector<AlwaysOnCheck> buildAlwaysOnChecks() {
       {"op_support", "the op is listed for the SoC (ops not listed run on the CPU)", opSupportViolation},
       {"static_shape", "every non-constant input and every output has a static shape", staticShapeViolation},
       {"dtype",
-       "tensors are float32/float16 (compiled to the SoC's NPU dtypes) or int8/int16 where the SoC computes in them",
+       "tensors are float32/float16 (compiled to the SoC's NPU dtypes) or int8/int16 where the SoC computes "
+       "in them",
        dtypeViolation},
   };
 }
@@ -321,7 +340,8 @@ std::vector<Violation> npuViolations(const Node& node, const SocProfile& soc) {
   const OpSupport* op = soc.opSupport(node.opType());
   for (const OpLimit& limit : op->limits) {
     const LimitCheck* check = findLimitCheck(limit.name);  // the loader validated the name
-    if (Message m = check->violation(node, limit.value)) out.push_back(Violation{node.opType() + "." + limit.name, *m});
+    if (Message m = check->violation(node, limit.value))
+      out.push_back(Violation{node.opType() + "." + limit.name, *m});
   }
   return out;
 }

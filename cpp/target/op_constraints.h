@@ -26,7 +26,7 @@ enum class LimitKind {
 };
 
 struct LimitCheck {
-  std::string name;                        // profile key ("kernel") or always-on name ("op_support")
+  std::string name;  // profile key ("kernel") or always-on name ("op_support")
   LimitKind kind = LimitKind::None;
   std::vector<std::string> ops;            // op types it may be given for; empty: any op
   std::vector<std::string> allowed_names;  // LimitKind::Names: the words a profile may list
@@ -54,8 +54,8 @@ struct AlwaysOnCheck {
 const std::vector<AlwaysOnCheck>& alwaysOnChecks();
 
 struct Violation {
-  std::string check;    // "Conv.kernel", or an always-on check name ("op_support", "dtype", ...)
-  std::string message;  // "Conv kernel 33x33 exceeds 31x31"
+  std::string check;            // "Conv.kernel", or an always-on check name ("op_support", "dtype", ...)
+  std::string message;          // "Conv kernel 33x33 exceeds 31x31"
   bool unsupported_op = false;  // the op is not in the profile at all
 };
 

@@ -28,8 +28,9 @@ int64_t samePadTotal(int64_t in, int64_t kernel, int64_t stride, int64_t dilatio
 WindowGeometry windowGeometry(const Node& node) {
   const Attributes& a = node.attrs();
   const Shape& x = staticShape(node, 0);
-  if (x.size() < 3) throw ShapeError(node.opType() + " '" + node.name() + "': input rank " +
-                                     std::to_string(x.size()) + " has no spatial dims");
+  if (x.size() < 3)
+    throw ShapeError(node.opType() + " '" + node.name() + "': input rank " + std::to_string(x.size()) +
+                     " has no spatial dims");
   WindowGeometry g;
   g.in_channels = x[1];
   bool has_weight = node.opType() == "Conv" || node.opType() == "ConvTranspose";
@@ -59,8 +60,8 @@ WindowGeometry windowGeometry(const Node& node) {
     }
   }
   if (g.strides.size() != k || g.dilations.size() != k || g.pads.size() != 2 * k)
-    throw ShapeError(node.opType() + " '" + node.name() + "': strides/dilations/pads do not match kernel rank " +
-                     std::to_string(k));
+    throw ShapeError(node.opType() + " '" + node.name() +
+                     "': strides/dilations/pads do not match kernel rank " + std::to_string(k));
   return g;
 }
 
@@ -94,7 +95,8 @@ int64_t nodeMacs(const Node& node) {
     return shapeNumel(staticShape(node, 0)) * w[1] * kernel_volume;
   }
   if (op == "Gemm" || op == "MatMul") {
-    if (!node.output(0)->shapeIsStatic()) throw ShapeError(op + " '" + node.name() + "': output shape unknown");
+    if (!node.output(0)->shapeIsStatic())
+      throw ShapeError(op + " '" + node.name() + "': output shape unknown");
     return shapeNumel(node.output(0)->shape()) * gemmReductionLength(node);
   }
   return 0;

@@ -12,10 +12,10 @@ namespace npuc {
 // Window geometry of Conv, ConvTranspose, MaxPool and AveragePool with ONNX defaults applied
 // (strides/dilations 1, pads 0; auto_pad SAME_* resolved from the input shape).
 struct WindowGeometry {
-  std::vector<int64_t> kernel;     // one entry per spatial dim
+  std::vector<int64_t> kernel;  // one entry per spatial dim
   std::vector<int64_t> strides;
   std::vector<int64_t> dilations;
-  std::vector<int64_t> pads;       // ONNX order: all begins, then all ends
+  std::vector<int64_t> pads;  // ONNX order: all begins, then all ends
   int64_t group = 1;
   int64_t in_channels = 0;
   size_t spatialRank() const { return kernel.size(); }

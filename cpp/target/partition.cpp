@@ -12,7 +12,9 @@
 
 namespace npuc {
 
-const char* deviceName(Device d) { return d == Device::Npu ? "NPU" : "CPU"; }
+const char* deviceName(Device d) {
+  return d == Device::Npu ? "NPU" : "CPU";
+}
 
 const char* placementReasonName(PlacementReason r) {
   switch (r) {
@@ -32,9 +34,9 @@ using Placement = std::map<const Node*, Device>;
 
 // Ops that only move or reshape data: cheap on the CPU, low-efficiency on the NPU (DESIGN.md),
 // hence the only ones the partitioner moves to the CPU to save hand-overs.
-const std::set<std::string> kDataMovementOps = {"Reshape", "Flatten", "Squeeze",      "Unsqueeze",    "Transpose",
-                                                "Concat",  "Split",   "Slice",        "Gather",       "Identity",
-                                                "Expand",  "Tile",    "DepthToSpace", "SpaceToDepth"};
+const std::set<std::string> kDataMovementOps = {
+    "Reshape", "Flatten", "Squeeze",  "Unsqueeze", "Transpose", "Concat",       "Split",
+    "Slice",   "Gather",  "Identity", "Expand",    "Tile",      "DepthToSpace", "SpaceToDepth"};
 
 std::string nodeLabel(const Node& n, size_t index) {
   return n.name().empty() ? n.opType() + "#" + std::to_string(index) : n.name();
@@ -81,7 +83,8 @@ NodePlacement placeNode(const Node& n, size_t index, const SocProfile& soc, cons
                       " fails: " + violationsText(violations));
   } else {
     p.device = Device::Cpu;
-    p.reason = violations.front().unsupported_op ? PlacementReason::UnsupportedOp : PlacementReason::LimitViolated;
+    p.reason =
+        violations.front().unsupported_op ? PlacementReason::UnsupportedOp : PlacementReason::LimitViolated;
     p.detail = violationsText(violations);
   }
   return p;
@@ -98,36 +101,87 @@ size_t valueHandovers(const Value* v, const Placement& placement) {
   return 0;
 }
 
-// Hand-overs on the values a node reads or writes: the only ones flipping it can change.
-size_t handoversAround(const Node& n, const Placement& placement) {
-  std::set<const Value*> values(n.outputs().begin(), n.outputs().end());
-  for (const Value* v : n.inputs())
-    if (v) values.insert(v);
+// Hand-overs on the values the given nodes read or write: the only ones flipping them can change.
+size_t handoversAround(const std::vector<NodePlacement*>& group, const Placement& placement) {
+  std::set<const Value*> values;
+  for (const NodePlacement* p : group) {
+    values.insert(p->node->outputs().begin(), p->node->outputs().end());
+    for (const Value* v : p->node->inputs())
+      if (v) values.insert(v);
+  }
   size_t total = 0;
   for (const Value* v : values) total += valueHandovers(v, placement);
   return total;
 }
 
-// Step 3 of the placement rule.
+bool movableToCpu(const NodePlacement& p, const SocProfile& soc) {
+  return p.device == Device::Npu && p.reason != PlacementReason::ForcedNpu &&
+         kDataMovementOps.count(p.node->opType()) && soc.cpu.supportsOp(p.node->opType());
+}
+
+// Groups of movable nodes connected through producer->consumer edges, so that a chain of data
+// movement (Transpose -> Reshape) between CPU ops can move as a whole: moving either node alone
+// would not lower the count.
+std::vector<std::vector<NodePlacement*>> movableGroups(std::vector<NodePlacement>& nodes,
+                                                       const SocProfile& soc) {
+  std::map<const Node*, size_t> group_of;
+  std::vector<std::vector<NodePlacement*>> groups;
+  for (NodePlacement& p : nodes) {  // topological order: producers are grouped before consumers
+    if (!movableToCpu(p, soc)) continue;
+    std::optional<size_t> g;
+    for (const Value* v : p.node->inputs()) {
+      auto it = v && v->producer() ? group_of.find(v->producer()) : group_of.end();
+      if (it == group_of.end()) continue;
+      if (!g) {
+        g = it->second;
+      } else if (*g != it->second) {  // p joins two groups: merge the later into the earlier
+        size_t from = it->second;
+        for (NodePlacement* q : groups[from]) group_of[q->node] = *g;
+        groups[*g].insert(groups[*g].end(), groups[from].begin(), groups[from].end());
+        groups[from].clear();
+      }
+    }
+    if (!g) {
+      g = groups.size();
+      groups.emplace_back();
+    }
+    group_of[p.node] = *g;
+    groups[*g].push_back(&p);
+  }
+  return groups;
+}
+
+// Moves `group` to the CPU if that lowers the hand-overs around it; returns whether it did.
+bool moveIfFewerHandovers(const std::vector<NodePlacement*>& group, Placement& placement) {
+  size_t before = handoversAround(group, placement);
+  for (NodePlacement* p : group) placement[p->node] = Device::Cpu;
+  size_t after = handoversAround(group, placement);
+  if (after >= before) {
+    for (NodePlacement* p : group) placement[p->node] = Device::Npu;
+    return false;
+  }
+  for (NodePlacement* p : group) {
+    p->device = Device::Cpu;
+    p->reason = PlacementReason::FewerHandovers;
+    p->detail = "data movement between CPU nodes (" + std::to_string(before) + " -> " +
+                std::to_string(after) + " hand-overs around it)";
+  }
+  return true;
+}
+
+// Step 3 of the placement rule: whole connected groups first, then single nodes of groups that
+// could not move as a whole. Every move lowers the total count, so the loop terminates.
 void moveDataMovementToCpu(std::vector<NodePlacement>& nodes, Placement& placement, const SocProfile& soc) {
   bool moved = true;
   while (moved) {
     moved = false;
-    for (NodePlacement& p : nodes) {
-      if (p.device != Device::Npu || p.reason == PlacementReason::ForcedNpu) continue;
-      if (!kDataMovementOps.count(p.node->opType()) || !soc.cpu.supportsOp(p.node->opType())) continue;
-      size_t before = handoversAround(*p.node, placement);
-      placement[p.node] = Device::Cpu;
-      size_t after = handoversAround(*p.node, placement);
-      if (after < before) {
-        p.device = Device::Cpu;
-        p.reason = PlacementReason::FewerHandovers;
-        p.detail = "data movement between CPU nodes: " + std::to_string(before) + " -> " + std::to_string(after) +
-                   " hand-overs";
+    for (const std::vector<NodePlacement*>& group : movableGroups(nodes, soc)) {
+      if (group.empty()) continue;
+      if (moveIfFewerHandovers(group, placement)) {
         moved = true;
-      } else {
-        placement[p.node] = Device::Npu;
+        continue;
       }
+      for (NodePlacement* p : group) moved |= group.size() > 1 && moveIfFewerHandovers({p}, placement);
     }
   }
 }
@@ -150,20 +204,23 @@ void countSegments(PartitionReport& report, const Placement& placement) {
     if (root(i) == i) ++(report.nodes[i].device == Device::Npu ? report.npu_segments : report.cpu_segments);
 }
 
-void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& soc, const OpTargetMap& op_target) {
+void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& soc,
+                 const OpTargetMap& op_target) {
   for (NodePlacement& p : report.nodes) {
     if (p.device != Device::Cpu || soc.cpu.supportsOp(p.node->opType())) continue;
     p.cpu_runtime_lacks = true;
-    report.warnings.push_back("node '" + p.label + "' (" + p.node->opType() + ") falls back to the CPU, but the " +
-                              soc.name + " CPU runtime does not implement " + p.node->opType() +
+    report.warnings.push_back("node '" + p.label + "' (" + p.node->opType() +
+                              ") falls back to the CPU, but the " + soc.name +
+                              " CPU runtime does not implement " + p.node->opType() +
                               " either: the model cannot run on this SoC as is");
   }
   for (const auto& [key, value] : op_target) {
     bool used = std::any_of(report.nodes.begin(), report.nodes.end(), [&](const NodePlacement& p) {
       return p.node->name() == key || p.node->opType() == key;
     });
-    if (!used) report.warnings.push_back("op_target['" + key + "'] matches no node name or op type of graph '" +
-                                         graph.name + "'");
+    if (!used)
+      report.warnings.push_back("op_target['" + key + "'] matches no node name or op type of graph '" +
+                                graph.name + "'");
   }
 }
 
@@ -238,14 +295,14 @@ std::string PartitionReport::toText() const {
   s << "Partition for " << soc << ": " << nodes.size() << " nodes, " << count(Device::Npu) << " on NPU, "
     << count(Device::Cpu) << " on CPU; " << handovers << " NPU<->CPU hand-overs; " << npu_segments
     << " NPU segment(s), " << cpu_segments << " CPU segment(s)\n";
-  s << "MACs on NPU: " << std::fixed << std::setprecision(1) << npuMacShare() * 100 << "% (" << macsText(npu_macs)
-    << " of " << macsText(total_macs) << ")\n";
+  s << "MACs on NPU: " << std::fixed << std::setprecision(1) << npuMacShare() * 100 << "% ("
+    << macsText(npu_macs) << " of " << macsText(total_macs) << ")\n";
   if (count(Device::Cpu) > 0) {
     s << "CPU nodes:\n";
     for (const NodePlacement& p : nodes)
       if (p.device == Device::Cpu)
-        s << "  " << p.label << " (" << p.node->opType() << "): " << placementReasonName(p.reason) << ": " << p.detail
-          << (p.cpu_runtime_lacks ? " [not in the CPU runtime either]" : "") << "\n";
+        s << "  " << p.label << " (" << p.node->opType() << "): " << placementReasonName(p.reason) << ": "
+          << p.detail << (p.cpu_runtime_lacks ? " [not in the CPU runtime either]" : "") << "\n";
   }
   if (!warnings.empty()) {
     s << "Warnings:\n";

@@ -4,9 +4,10 @@
 //   1. A user op_target entry for the node's name, else for its op type, decides ("cpu" or "npu").
 //      Forcing "npu" onto a node whose NPU checks fail is refused (ConfigError naming the check).
 //   2. Otherwise a node goes to the NPU when every check of op_constraints.h passes, else to the CPU.
-//   3. Hand-over reduction: a data-movement node (Reshape, Transpose, Concat, ...; no arithmetic,
-//      so it costs the CPU little and is low-efficiency on the NPU anyway) left on the NPU between
-//      CPU nodes moves to the CPU when that lowers the number of NPU<->CPU hand-overs. Each move
+//   3. Hand-over reduction: data-movement nodes (Reshape, Transpose, Concat, ...; no arithmetic,
+//      so they cost the CPU little and are low-efficiency on the NPU anyway) left on the NPU between
+//      CPU nodes move to the CPU when that lowers the number of NPU<->CPU hand-overs. A connected
+//      group of them (Transpose -> Reshape) is tried as a whole first, then node by node. Each move
 //      strictly lowers the count, so repeating until nothing moves terminates. Compute nodes are
 //      never moved off the NPU: that would trade NPU MACs for a (far slower) CPU to save a copy.
 //

@@ -62,7 +62,8 @@ int64_t ChannelAlignment::operator[](AlignmentRole r) const {
 }
 
 bool CpuModel::supportsOp(const std::string& op_type) const {
-  return supports_all_ops || std::find(supported_ops.begin(), supported_ops.end(), op_type) != supported_ops.end();
+  return supports_all_ops ||
+         std::find(supported_ops.begin(), supported_ops.end(), op_type) != supported_ops.end();
 }
 
 const OpLimit* OpSupport::findLimit(const std::string& limit_name) const {
@@ -127,7 +128,8 @@ std::string lowerCase(std::string s) {
 std::string checkedSocName(const YamlField& f) {
   std::string s = f.asString();
   for (char c : s)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+          c == '_'))
       f.fail("'" + s + "' is not a lower-case SoC name (letters, digits, '_')");
   return s;
 }
@@ -232,7 +234,8 @@ OpSupport parseOpSupport(const std::string& op_type, const YamlField& f) {
       value.fail("unknown op limit (known: " + joined(known) + ", assumed)");
     }
     if (!check->appliesTo(op_type))
-      value.fail("limit '" + key + "' does not apply to " + op_type + " (it applies to " + joined(check->ops) + ")");
+      value.fail("limit '" + key + "' does not apply to " + op_type + " (it applies to " +
+                 joined(check->ops) + ")");
     op.limits.push_back(OpLimit{key, parseLimitValue(*check, value), false});
   }
   if (f.has("assumed")) parseAssumedMarks(f.at("assumed"), op);
@@ -261,7 +264,8 @@ std::vector<FusionRule> parseFusion(const YamlField& f, const std::vector<OpSupp
     if (rule.anchors.empty()) r.at("anchors").fail("expected at least one anchor op");
     for (const YamlField& e : r.at("activations").elements()) rule.activations.push_back(requireNpuOp(e));
     rule.residual_add = r.at("residual_add").asBool();
-    if (rule.residual_add && !std::any_of(ops.begin(), ops.end(), [](const OpSupport& o) { return o.op_type == "Add"; }))
+    if (rule.residual_add &&
+        !std::any_of(ops.begin(), ops.end(), [](const OpSupport& o) { return o.op_type == "Add"; }))
       r.at("residual_add").fail("needs Add among the NPU ops");
     rule.assumed = r.has("assumed") && r.at("assumed").asBool();
     out.push_back(std::move(rule));
@@ -278,7 +282,8 @@ CpuModel parseCpu(const YamlField& f) {
   m.mem_bandwidth_gbps = f.at("mem_bandwidth_gbps").asPositiveDouble();
   YamlField ops = f.at("supported_ops");
   if (ops.isScalar()) {
-    if (ops.asString() != "all") ops.fail("expected \"all\" or a list of op types, got '" + ops.asString() + "'");
+    if (ops.asString() != "all")
+      ops.fail("expected \"all\" or a list of op types, got '" + ops.asString() + "'");
     m.supports_all_ops = true;
   } else {
     m.supported_ops = ops.asStringList();
@@ -327,7 +332,8 @@ std::vector<SourceNote> parseSources(const YamlField& f, const SocProfile& p) {
   std::vector<SourceNote> out;
   for (const std::string& field : f.keys()) {
     YamlField entry = f.at(field);
-    bool known = std::find(required.begin(), required.end(), field) != required.end() || optional.count(field);
+    bool known =
+        std::find(required.begin(), required.end(), field) != required.end() || optional.count(field);
     if (!known) entry.fail("names no field of this profile");
     entry.requireOnlyKeys({"status", "note"});
     std::string status = entry.at("status").asString();
@@ -343,7 +349,8 @@ std::vector<SourceNote> parseSources(const YamlField& f, const SocProfile& p) {
   }
   for (const std::string& field : required) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const SourceNote& n) { return n.field == field; });
-    if (!covered) f.fail("missing field '" + field + "' (every figure must say whether it is published or assumed)");
+    if (!covered)
+      f.fail("missing field '" + field + "' (every figure must say whether it is published or assumed)");
   }
   return out;
 }
@@ -366,8 +373,8 @@ void checkPeakAgainstPublished(const SocProfile& p, const YamlField& npu) {
 SocProfile parseSocProfile(const std::string& yaml_text, const std::string& file) {
   YamlField doc = parseYamlDocument(yaml_text, file);
   if (!doc.isMap()) doc.fail("expected a map of profile fields");
-  doc.requireOnlyKeys({"name", "aliases", "description", "npu", "dtypes", "channel_alignment", "ops", "fusion",
-                       "cpu", "sources"});
+  doc.requireOnlyKeys({"name", "aliases", "description", "npu", "dtypes", "channel_alignment", "ops",
+                       "fusion", "cpu", "sources"});
   SocProfile p;
   p.file = file;
   p.name = checkedSocName(doc.at("name"));
@@ -401,7 +408,8 @@ void SocCatalog::add(SocProfile p) {
   for (const std::string& k : keys) {
     auto it = index_.find(k);
     if (it != index_.end())
-      throw ConfigError(p.file + ": SoC name '" + k + "' is already defined by " + profiles_[it->second].file);
+      throw ConfigError(p.file + ": SoC name '" + k + "' is already defined by " +
+                        profiles_[it->second].file);
   }
   for (const std::string& k : keys) index_[k] = profiles_.size();
   profiles_.push_back(std::move(p));
@@ -410,7 +418,8 @@ void SocCatalog::add(SocProfile p) {
 SocCatalog SocCatalog::load(const std::optional<std::string>& user_dir) {
   SocCatalog c;
   for (size_t i = 0; i < kEmbeddedSocProfiles_count; ++i)
-    if (kEmbeddedSocProfiles[i].name) c.add(parseSocProfile(kEmbeddedSocProfiles[i].text, kEmbeddedSocProfiles[i].name));
+    if (kEmbeddedSocProfiles[i].name)
+      c.add(parseSocProfile(kEmbeddedSocProfiles[i].text, kEmbeddedSocProfiles[i].name));
   if (!user_dir) return c;
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -423,7 +432,9 @@ SocCatalog SocCatalog::load(const std::optional<std::string>& user_dir) {
   return c;
 }
 
-bool SocCatalog::contains(const std::string& name) const { return index_.count(lowerCase(name)) != 0; }
+bool SocCatalog::contains(const std::string& name) const {
+  return index_.count(lowerCase(name)) != 0;
+}
 
 const SocProfile& SocCatalog::get(const std::string& name) const {
   auto it = index_.find(lowerCase(name));
@@ -454,7 +465,11 @@ const SocCatalog& processCatalog() {
 
 }  // namespace
 
-const SocProfile& socProfile(const std::string& name) { return processCatalog().get(name); }
-std::vector<std::string> socNames() { return processCatalog().names(); }
+const SocProfile& socProfile(const std::string& name) {
+  return processCatalog().get(name);
+}
+std::vector<std::string> socNames() {
+  return processCatalog().names();
+}
 
 }  // namespace npuc

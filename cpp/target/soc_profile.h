@@ -53,11 +53,11 @@ struct NpuModel {
   int64_t int8_macs_per_cycle_per_core = 0;
   // The 16-bit MAC rate: int16, fp16 and bf16 share it.
   int64_t fp16_macs_per_cycle_per_core = 0;
-  int64_t tf32_macs_per_cycle_per_core = 0;  // 0 unless the profile lists tf32
-  int64_t onchip_buffer_bytes = 0;           // per core
-  double ddr_bytes_per_cycle = 0;            // per NPU cycle, whole NPU
-  double ddr_efficiency = 0;                 // sustained fraction of ddr_bytes_per_cycle
-  int64_t task_overhead_cycles = 0;          // fixed cost of one NPU task
+  int64_t tf32_macs_per_cycle_per_core = 0;   // 0 unless the profile lists tf32
+  int64_t onchip_buffer_bytes = 0;            // per core
+  double ddr_bytes_per_cycle = 0;             // per NPU cycle, whole NPU
+  double ddr_efficiency = 0;                  // sustained fraction of ddr_bytes_per_cycle
+  int64_t task_overhead_cycles = 0;           // fixed cost of one NPU task
   std::optional<double> published_int8_tops;  // whole-SoC peak as marketed, if given
 };
 

@@ -42,8 +42,8 @@ void writeAlignment(std::ostringstream& md, const SocProfile& soc) {
   md << "Channel alignment:\n\n| dtype | Conv in | Conv out | depthwise | other |\n|---|---|---|---|---|\n";
   for (NpuDType t : soc.dtypes) {
     const ChannelAlignment& a = soc.channel_alignment.at(t);
-    md << "| " << npuDTypeName(t) << " | " << a.conv_in << " | " << a.conv_out << " | " << a.depthwise << " | "
-       << a.other << " |\n";
+    md << "| " << npuDTypeName(t) << " | " << a.conv_in << " | " << a.conv_out << " | " << a.depthwise
+       << " | " << a.other << " |\n";
   }
   md << "\n";
 }

@@ -32,7 +32,9 @@ std::string YamlField::describe() const {
   return "a map";
 }
 
-bool YamlField::has(const std::string& key) const { return node_.IsMap() && node_[key].IsDefined(); }
+bool YamlField::has(const std::string& key) const {
+  return node_.IsMap() && node_[key].IsDefined();
+}
 
 YamlField YamlField::at(const std::string& key) const {
   if (!node_.IsMap()) fail("expected a map, got " + describe());
@@ -59,7 +61,8 @@ std::vector<YamlField> YamlField::elements() const {
 void YamlField::requireOnlyKeys(const std::vector<std::string>& allowed) const {
   for (const std::string& k : keys()) {
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-      YamlField(node_[k], file_, childPath(k)).fail("unknown field (expected one of: " + joined(allowed) + ")");
+      YamlField(node_[k], file_, childPath(k))
+          .fail("unknown field (expected one of: " + joined(allowed) + ")");
   }
 }
 

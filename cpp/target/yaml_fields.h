@@ -2,12 +2,12 @@
 // as "<file>: <field.path>: <what is wrong>" and a typo'd key is refused instead of ignored.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 namespace npuc {
 

@@ -157,7 +157,8 @@ TEST(SocProfiles, MissingFieldIsNamed) {
             "rk3588.yaml: npu: missing field 'clock_mhz'");
   EXPECT_EQ(errorAfterEdit([](YAML::Node& d) { d["channel_alignment"].remove("fp16"); }),
             "rk3588.yaml: channel_alignment: missing field 'fp16'");
-  EXPECT_EQ(errorAfterEdit([](YAML::Node& d) { d.remove("cpu"); }), "rk3588.yaml: (document): missing field 'cpu'");
+  EXPECT_EQ(errorAfterEdit([](YAML::Node& d) { d.remove("cpu"); }),
+            "rk3588.yaml: (document): missing field 'cpu'");
   std::string msg = errorAfterEdit([](YAML::Node& d) { d["sources"].remove("npu.ddr_efficiency"); });
   EXPECT_NE(msg.find("sources: missing field 'npu.ddr_efficiency'"), std::string::npos) << msg;
 }
@@ -178,7 +179,8 @@ TEST(SocProfiles, InconsistentOrUnknownContentIsRefused) {
   msg = errorAfterEdit([](YAML::Node& d) { d["dtypes"].push_back("fp8"); });
   EXPECT_NE(msg.find("dtypes[5]: unknown NPU dtype 'fp8'"), std::string::npos) << msg;
   msg = errorAfterEdit([](YAML::Node& d) { d["sources"]["npu.cores"]["status"] = "rumoured"; });
-  EXPECT_NE(msg.find("sources.npu.cores.status: expected published, derived or assumed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sources.npu.cores.status: expected published, derived or assumed"), std::string::npos)
+      << msg;
   EXPECT_EQ(errorAfterEdit([](YAML::Node&) {}), "");  // the round trip itself is accepted
 }
 
@@ -232,7 +234,8 @@ TEST(SocProfiles, UserProfileMayNotShadowBuiltin) {
     SocCatalog::load(dir.str());
     FAIL() << "alias clash accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("'rk3568' is already defined by rk3566.yaml"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'rk3568' is already defined by rk3566.yaml"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(SocCatalog::load(dir.str() + "/missing"), ConfigError);
 }

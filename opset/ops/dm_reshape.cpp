@@ -112,7 +112,9 @@ void inferUnsqueeze(InferContext& ctx) {
 // Dropout at inference is the identity; the optional mask output is all true.
 void inferDropout(InferContext& ctx) {
   if (const Tensor* training = ctx.constInput(2)) {
-    if (training->numel() == 1 && training->intAt(0) != 0) {
+    const Tensor* ratio = ctx.constInput(1);
+    const bool zero_ratio = ratio && ratio->numel() == 1 && ratio->doubleAt(0) == 0.0;
+    if (training->numel() == 1 && training->intAt(0) != 0 && !zero_ratio) {
       throw UnsupportedOpError(
           "Dropout with training_mode=true is not supported (npuc compiles for inference)");
     }
@@ -125,12 +127,23 @@ class DropoutKernel : public Kernel {
  public:
   explicit DropoutKernel(const KernelContext&) {}
   void run(const KernelIO& io) const override {
+    // training_mode known only at run time: refuse rather than silently skip the dropout
+    // (unless ratio is 0, where training-mode Dropout is the identity too).
+    if (io.inputs.size() > 2 && io.inputs[2].present() && *io.inputs[2].as<const bool>() && !zeroRatio(io)) {
+      throw UnsupportedOpError("Dropout with training_mode=true is not supported (npuc runs inference only)");
+    }
     CopyKernel::copyInput0(io);
     if (io.outputs.size() > 1 && io.outputs[1].present()) {
       std::memset(io.outputs[1].data, 1, io.outputs[1].nbytes());  // bool true
     }
   }
   int aliasInput() const override { return 0; }
+
+ private:
+  static bool zeroRatio(const KernelIO& io) {
+    const TensorView& ratio = io.inputs[1];
+    return ratio.present() && ratio.dtype == DType::Float32 && *ratio.as<const float>() == 0.0f;
+  }
 };
 
 }  // namespace

@@ -97,6 +97,7 @@ ResizeParams resizeParams(const Node& node, const Shape& in, const Tensor* roi, 
     for (size_t d = 0; d < rank; ++d) {
       if (p.out[d] < 0) p.out[d] = in[d];
       p.scales[d] = in[d] ? static_cast<float>(p.out[d]) / static_cast<float>(in[d]) : 1.0f;
+      p.resized_len.push_back(static_cast<float>(p.out[d]));
     }
   } else if (nonEmpty(scales)) {
     p.scales = perAxis(floatValues(*scales), axes, rank, 1.0f, "Resize scales");
@@ -107,7 +108,8 @@ ResizeParams resizeParams(const Node& node, const Shape& in, const Tensor* roi, 
                          std::to_string(d));
       }
       // floor(in * scale) in float, as ONNX Runtime computes it.
-      p.out[d] = static_cast<int64_t>(static_cast<float>(in[d]) * p.scales[d]);
+      p.resized_len.push_back(static_cast<float>(in[d]) * p.scales[d]);
+      p.out[d] = static_cast<int64_t>(p.resized_len.back());
     }
   } else {
     throw ShapeError("Resize needs a non-empty scales or sizes input");
@@ -137,7 +139,7 @@ float sourceCoordinate(const ResizeParams& p, size_t axis, int64_t x_out) {
   const float x = static_cast<float>(x_out);
   const float scale = p.scales[axis];
   const float len_in = static_cast<float>(p.in[axis]);
-  const float len_out = static_cast<float>(p.out[axis]);
+  const float len_out = p.resized_len[axis];
   switch (p.coord) {
     case CoordMode::HalfPixel: return (x + 0.5f) / scale - 0.5f;
     case CoordMode::PytorchHalfPixel: return len_out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
@@ -244,7 +246,10 @@ ResizeParams paramsFromInfer(const InferContext& ctx) {
   // With sizes given, scales (and roi outside tf_crop_and_resize) do not matter and may be
   // non-constant placeholders.
   const Tensor* scales = nonEmpty(sizes) ? ctx.constInput(2) : constant(2, "Resize scales");
-  return resizeParams(ctx.node(), ctx.inputShape(0), ctx.constInput(1), scales, sizes);
+  // roi matters only to tf_crop_and_resize; elsewhere it may be anything, even non-constant.
+  const bool crop = ctx.attrs().s("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize";
+  const Tensor* roi = crop ? constant(1, "Resize roi") : ctx.constInput(1);
+  return resizeParams(ctx.node(), ctx.inputShape(0), roi, scales, sizes);
 }
 
 void inferResize(InferContext& ctx) {

@@ -30,7 +30,10 @@ struct ResizeParams {
   bool exclude_outside = false;
   float extrapolation = 0.0f;
   Shape in, out;
-  std::vector<float> scales;              // per axis, out/in when sizes were given
+  std::vector<float> scales;  // per axis, out/in when sizes were given
+  // Per axis, the resized length the coordinate formulas use: in * scale when scales were given
+  // (not floored, as the ONNX reference computes it), else the requested size.
+  std::vector<float> resized_len;
   std::vector<float> roi_start, roi_end;  // per axis; used by tf_crop_and_resize only
 };
 

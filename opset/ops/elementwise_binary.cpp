@@ -1,5 +1,5 @@
-// Broadcasting arithmetic: Add, Sub, Mul, Div, Mod, Pow, PRelu and the variadic Sum, Mean, Max,
-// Min.
+// Broadcasting arithmetic: Add, Sub, Mul, Div, Mod, Pow, BitShift, PRelu and the variadic Sum,
+// Mean, Max, Min.
 #include <cmath>
 #include <type_traits>
 
@@ -93,6 +93,25 @@ struct PReluFn {
     return x >= T(0) ? x : slope * x;
   }
 };
+
+// direction LEFT: a << b, RIGHT: a >> b, on unsigned integers; shifting by the bit width or
+// more gives 0 (C++ leaves it undefined).
+struct BitShiftFn {
+  bool left;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if (b >= T(sizeof(T) * 8)) return T(0);
+    return left ? T(a << b) : T(a >> b);
+  }
+};
+
+std::unique_ptr<Kernel> makeBitShift(const KernelContext& ctx) {
+  const std::string dir = ctx.node.attrs().s("direction");
+  if (dir != "LEFT" && dir != "RIGHT") {
+    throw UnsupportedOpError("BitShift direction '" + dir + "' must be \"LEFT\" or \"RIGHT\"");
+  }
+  return std::make_unique<BinaryKernel<BitShiftFn, TypeSet::Unsigned>>(ctx, BitShiftFn{dir == "LEFT"});
+}
 
 // ---------------------------------------------------------------- variadic Sum / Mean / Max / Min
 
@@ -256,6 +275,14 @@ void registerArithmeticOps(OpRegistry& reg) {
       })
       .types(numeric)
       .doc("y = a mod b (broadcasting); fmod=1: sign of a (C fmod), fmod=0: sign of b (Python %)");
+  reg.add("BitShift")
+      .inputs(2)
+      .infer(inferBroadcastSameType)
+      .kernel(makeBitShift)
+      .types({DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64})
+      .doc(
+          "y = a << b (direction=LEFT) or a >> b (RIGHT) on unsigned integers (broadcasting); shifts >= "
+          "the bit width give 0");
   reg.add("Pow")
       .inputs(2)
       .infer(inferPow)

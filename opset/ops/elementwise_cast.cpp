@@ -1,4 +1,4 @@
-// Cast between every pair of storable dtypes.
+// Cast and CastLike between every pair of storable dtypes.
 //
 // Conversion rules (per element):
 //   * to bool: v != 0 (NaN is true).  From bool: 0 or 1.
@@ -80,9 +80,24 @@ void inferCast(InferContext& ctx) {
   ctx.setOutput(0, to, ctx.inputShape(0));
 }
 
+// CastLike(x, like): Cast to like's dtype (like's values are not read).
+void inferCastLike(InferContext& ctx) {
+  const DType to = ctx.inputDType(1);
+  if (!isStorable(to) || !isStorable(ctx.inputDType(0))) {
+    throw ShapeError(std::string("CastLike between unsupported dtypes ") + dtypeName(ctx.inputDType(0)) +
+                     " and " + dtypeName(to));
+  }
+  ctx.setOutput(0, to, ctx.inputShape(0));
+}
+
 }  // namespace
 
 void registerCastOp(OpRegistry& reg) {
+  reg.add("CastLike")
+      .inputs(2)
+      .infer(inferCastLike)
+      .kernel([](const KernelContext& c) { return std::make_unique<CastKernel>(c); })
+      .doc("y = x converted to the dtype of `like` (input 1), with Cast's conversion rules");
   reg.add("Cast")
       .inputs(1)
       .infer(inferCast)

@@ -37,6 +37,33 @@ struct SinFn {
 struct CosFn {
   float operator()(float x) const { return std::cos(x); }
 };
+struct TanFn {
+  float operator()(float x) const { return std::tan(x); }
+};
+struct AsinFn {
+  float operator()(float x) const { return std::asin(x); }
+};
+struct AcosFn {
+  float operator()(float x) const { return std::acos(x); }
+};
+struct AtanFn {
+  float operator()(float x) const { return std::atan(x); }
+};
+struct SinhFn {
+  float operator()(float x) const { return std::sinh(x); }
+};
+struct CoshFn {
+  float operator()(float x) const { return std::cosh(x); }
+};
+struct AsinhFn {
+  float operator()(float x) const { return std::asinh(x); }
+};
+struct AcoshFn {
+  float operator()(float x) const { return std::acosh(x); }
+};
+struct AtanhFn {
+  float operator()(float x) const { return std::atanh(x); }
+};
 struct ReciprocalFn {
   float operator()(float x) const { return 1.0f / x; }
 };
@@ -82,6 +109,21 @@ struct EluFn {
 struct SeluFn {
   float alpha, gamma;
   float operator()(float x) const { return gamma * (x > 0.0f ? x : alpha * (fastExp(x) - 1.0f)); }
+};
+// x > alpha ? x : 0
+struct ThresholdedReluFn {
+  float alpha;
+  float operator()(float x) const { return x > alpha ? x : 0.0f; }
+};
+// max(0, x) + min(0, alpha * (e^(x / alpha) - 1))
+struct CeluFn {
+  float alpha;
+  float operator()(float x) const { return x > 0.0f ? x : alpha * (fastExp(x / alpha) - 1.0f); }
+};
+// x < -lambd ? x + bias : (x > lambd ? x - bias : 0)
+struct ShrinkFn {
+  float bias, lambd;
+  float operator()(float x) const { return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0f); }
 };
 // max(0, min(1, alpha * x + beta))
 struct HardSigmoidFn {
@@ -198,6 +240,15 @@ void registerUnaryMathOps(OpRegistry& reg) {
   unary("Erf", floatUnary<ErfFn>(), f32, "y = erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt");
   unary("Sin", floatUnary<SinFn>(), f32, "y = sin(x)");
   unary("Cos", floatUnary<CosFn>(), f32, "y = cos(x)");
+  unary("Tan", floatUnary<TanFn>(), f32, "y = tan(x)");
+  unary("Asin", floatUnary<AsinFn>(), f32, "y = asin(x)");
+  unary("Acos", floatUnary<AcosFn>(), f32, "y = acos(x)");
+  unary("Atan", floatUnary<AtanFn>(), f32, "y = atan(x)");
+  unary("Sinh", floatUnary<SinhFn>(), f32, "y = sinh(x)");
+  unary("Cosh", floatUnary<CoshFn>(), f32, "y = cosh(x)");
+  unary("Asinh", floatUnary<AsinhFn>(), f32, "y = asinh(x)");
+  unary("Acosh", floatUnary<AcoshFn>(), f32, "y = acosh(x)");
+  unary("Atanh", floatUnary<AtanhFn>(), f32, "y = atanh(x)");
   unary("Reciprocal", floatUnary<ReciprocalFn>(), f32, "y = 1 / x");
   unary("Floor", floatUnary<FloorFn>(), f32, "y = floor(x)");
   unary("Ceil", floatUnary<CeilFn>(), f32, "y = ceil(x)");
@@ -218,6 +269,16 @@ void registerUnaryMathOps(OpRegistry& reg) {
                         attrF(c, "gamma", 1.05070102214813232421875f)};
         }),
         f32, "y = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) (alpha 1.6732632, gamma 1.0507010 by default)");
+  unary("ThresholdedRelu", floatUnary<ThresholdedReluFn>([](const KernelContext& c) {
+          return ThresholdedReluFn{attrF(c, "alpha", 1.0f)};
+        }),
+        f32, "y = x > alpha ? x : 0 (alpha default 1)");
+  unary("Celu", floatUnary<CeluFn>([](const KernelContext& c) { return CeluFn{attrF(c, "alpha", 1.0f)}; }),
+        f32, "y = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (alpha default 1)");
+  unary("Shrink", floatUnary<ShrinkFn>([](const KernelContext& c) {
+          return ShrinkFn{attrF(c, "bias", 0.0f), attrF(c, "lambd", 0.5f)};
+        }),
+        f32, "y = x < -lambd ? x + bias : (x > lambd ? x - bias : 0) (bias 0, lambd 0.5 by default)");
   unary("HardSigmoid", floatUnary<HardSigmoidFn>([](const KernelContext& c) {
           return HardSigmoidFn{attrF(c, "alpha", 0.2f), attrF(c, "beta", 0.5f)};
         }),

@@ -16,7 +16,7 @@ namespace npuc {
 namespace ew {
 
 // Which element types a kernel instantiates.
-enum class TypeSet { Numeric, AllNumeric, AllNumericOrBool };
+enum class TypeSet { Numeric, AllNumeric, AllNumericOrBool, Unsigned };
 
 template <TypeSet kTypes, typename Fn>
 decltype(auto) dispatchTypeSet(DType t, const char* op, Fn&& fn) {
@@ -24,8 +24,10 @@ decltype(auto) dispatchTypeSet(DType t, const char* op, Fn&& fn) {
     return dispatchNumeric(t, op, std::forward<Fn>(fn));
   } else if constexpr (kTypes == TypeSet::AllNumeric) {
     return dispatchAllNumeric(t, op, std::forward<Fn>(fn));
-  } else {
+  } else if constexpr (kTypes == TypeSet::AllNumericOrBool) {
     return dispatchAllNumericOrBool(t, op, std::forward<Fn>(fn));
+  } else {
+    return dispatchUnsigned(t, op, std::forward<Fn>(fn));
   }
 }
 

@@ -61,6 +61,18 @@ decltype(auto) dispatchAllNumeric(DType t, const char* op, Fn&& fn) {
   }
 }
 
+// Unsigned integers (BitShift).
+template <typename Fn>
+decltype(auto) dispatchUnsigned(DType t, const char* op, Fn&& fn) {
+  switch (t) {
+    case DType::UInt8: return fn(Tag<uint8_t>{});
+    case DType::UInt16: return fn(Tag<uint16_t>{});
+    case DType::UInt32: return fn(Tag<uint32_t>{});
+    case DType::UInt64: return fn(Tag<uint64_t>{});
+    default: throwUnsupportedDType(op, t);
+  }
+}
+
 // The dtype lists matching the dispatchers, for OpSchema::dtypes.
 inline std::vector<DType> numericDTypes() {
   return {DType::Float32, DType::Int32, DType::Int64};

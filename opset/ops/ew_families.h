@@ -11,7 +11,7 @@ void registerUnaryMathOps(OpRegistry& reg);   // elementwise_unary.cpp: activati
 void registerArithmeticOps(OpRegistry& reg);  // elementwise_binary.cpp: Add..Pow, PRelu, variadic Sum..Min
 void registerLogicOps(
     OpRegistry& reg);  // elementwise_logic.cpp: comparisons, Not/And/Or/Xor, Where, IsNaN/IsInf
-void registerCastOp(OpRegistry& reg);  // elementwise_cast.cpp
+void registerCastOp(OpRegistry& reg);  // elementwise_cast.cpp: Cast, CastLike
 
 }  // namespace ew
 }  // namespace npuc

@@ -8,9 +8,10 @@ namespace npuc {
 namespace ew {
 
 void registerReduceOps(OpRegistry& reg);   // reduction_reduce.cpp: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,...}
-void registerArgOps(OpRegistry& reg);      // reduction_arg.cpp: ArgMax, ArgMin
+void registerArgOps(OpRegistry& reg);      // reduction_arg.cpp: ArgMax, ArgMin, Hardmax
 void registerSoftmaxOps(OpRegistry& reg);  // reduction_softmax.cpp: Softmax, LogSoftmax
 void registerTopKOp(OpRegistry& reg);      // reduction_topk.cpp
+void registerCumSumOp(OpRegistry& reg);    // reduction_cumsum.cpp
 
 }  // namespace ew
 }  // namespace npuc

@@ -10,6 +10,7 @@ void registerReductionOps(OpRegistry& reg) {
   ew::registerArgOps(reg);
   ew::registerSoftmaxOps(reg);
   ew::registerTopKOp(reg);
+  ew::registerCumSumOp(reg);
 }
 
 }  // namespace npuc

@@ -1,5 +1,6 @@
 // ArgMax / ArgMin: int64 index of the extreme element along one axis. Attributes: axis (default 0),
 // keepdims (default 1), select_last_index (default 0: the first of equal extremes wins).
+// Hardmax (opset 13): the one-hot form of ArgMax along `axis` (default -1), same shape as x.
 #include <cstring>
 
 #include "opset/ops/ew_axis.h"
@@ -76,9 +77,47 @@ class ArgKernel : public Kernel {
   AxisSplit split_;
 };
 
+// y = 1 at the first maximum of each slice along the axis, 0 elsewhere.
+class HardmaxKernel : public Kernel {
+ public:
+  explicit HardmaxKernel(const KernelContext& ctx) {
+    const Shape& in = ctx.input_types.at(0).shape;
+    split_ = splitAtAxis(in, normalizeAxis(ctx.node.attrs().i("axis", -1), static_cast<int64_t>(in.size())));
+  }
+  void run(const KernelIO& io) const override {
+    const float* x = io.inputs[0].as<const float>();
+    float* y = io.outputs[0].as<float>();
+    const int64_t len = split_.len, inner = split_.inner;
+    for (int64_t o = 0; o < split_.outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t base = o * len * inner + i;
+        int64_t best = 0;
+        for (int64_t r = 1; r < len; ++r) {
+          if (x[base + r * inner] > x[base + best * inner]) best = r;
+        }
+        for (int64_t r = 0; r < len; ++r) y[base + r * inner] = r == best ? 1.0f : 0.0f;
+      }
+    }
+  }
+
+ private:
+  AxisSplit split_;
+};
+
+void inferHardmax(InferContext& ctx) {
+  normalizeAxis(ctx.attrs().i("axis", -1), static_cast<int64_t>(ctx.inputShape(0).size()), "Hardmax axis");
+  inferSameAsInput0(ctx);
+}
+
 }  // namespace
 
 void registerArgOps(OpRegistry& reg) {
+  reg.add("Hardmax")
+      .inputs(1)
+      .infer(inferHardmax)
+      .kernel([](const KernelContext& c) { return std::make_unique<HardmaxKernel>(c); })
+      .types({DType::Float32})
+      .doc("y = 1 where x is the first maximum along `axis` (default -1), else 0");
   const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
   reg.add("ArgMax")
       .inputs(1)

@@ -124,6 +124,39 @@ TEST(OpsElementwiseUnary, AttributesAreHonoured) {
       2e-7f);
 }
 
+TEST(OpsElementwiseUnary, TrigonometricAndHyperbolic) {
+  const Tensor unit = randomFloats({40}, -0.99f, 0.99f, 12);
+  checkUnary("Tan", unit, [](double v) { return std::tan(v); });
+  checkUnary("Asin", unit, [](double v) { return std::asin(v); });
+  checkUnary("Acos", unit, [](double v) { return std::acos(v); });
+  checkUnary("Atan", unit, [](double v) { return std::atan(v); });
+  checkUnary(
+      "Atanh", unit, [](double v) { return std::atanh(v); }, 4e-6f);
+  const Tensor wide = randomFloats({40}, -5, 5, 13);
+  checkUnary("Sinh", wide, [](double v) { return std::sinh(v); });
+  checkUnary("Cosh", wide, [](double v) { return std::cosh(v); });
+  checkUnary("Asinh", wide, [](double v) { return std::asinh(v); });
+  checkUnary("Acosh", randomFloats({40}, 1, 50, 14), [](double v) { return std::acosh(v); });
+}
+
+TEST(OpsElementwiseUnary, ThresholdedReluCeluShrink) {
+  const Tensor x = activationInputs();
+  Attributes a;
+  a.set("alpha", 2.0f);
+  checkUnary(
+      "ThresholdedRelu", x, [](double v) { return v > 2 ? v : 0.0; }, 2e-6f, 1e-7f, a);
+  checkUnary(
+      "Celu", x, [](double v) { return std::max(0.0, v) + std::min(0.0, 2 * std::expm1(v / 2)); }, 2e-6f,
+      2e-7f, a);
+  checkUnary(
+      "Celu", x, [](double v) { return std::max(0.0, v) + std::min(0.0, std::expm1(v)); }, 2e-6f, 2e-7f);
+  Attributes sh;
+  sh.set("bias", 1.5f);
+  sh.set("lambd", 1.0f);
+  checkUnary(
+      "Shrink", x, [](double v) { return v < -1 ? v + 1.5 : (v > 1 ? v - 1.5 : 0.0); }, 2e-6f, 1e-7f, sh);
+}
+
 TEST(OpsElementwiseUnary, PositiveDomainMath) {
   const Tensor x = randomFloats({5, 7}, 0.01f, 50.0f, 3);
   checkUnary("Exp", x, [](double v) { return std::exp(v); });
@@ -232,6 +265,25 @@ TEST(OpsElementwiseBinary, IntegerDivTruncatesAndModFollowsFmod) {
   Tensor i32 =
       OneNode("Add", {In{Tensor::fromVector<int32_t>({1, 2, 3})}, In{Tensor::scalar<int32_t>(10)}}).run0();
   EXPECT_EQ(i32.toInt64Vector(), (std::vector<int64_t>{11, 12, 13}));
+}
+
+TEST(OpsElementwiseBinary, SmallIntegerTypesAndBitShift) {
+  const Tensor a = Tensor::fromVector<uint8_t>({200, 7, 255});
+  const Tensor b = Tensor::fromVector<uint8_t>({100, 2, 1});
+  EXPECT_EQ(OneNode("Add", {In{a}, In{b}}).run0().toInt64Vector(),
+            (std::vector<int64_t>{44, 9, 0}));  // wraps
+  EXPECT_EQ(OneNode("Div", {In{a}, In{b}}).run0().toInt64Vector(), (std::vector<int64_t>{2, 3, 255}));
+  EXPECT_EQ(OneNode("Mod", {In{a}, In{b}}).run0().toInt64Vector(), (std::vector<int64_t>{0, 1, 0}));
+  const Tensor i8 = Tensor::fromVector<int8_t>({-7, 7});
+  EXPECT_EQ(OneNode("Mod", {In{i8}, In{Tensor::scalar<int8_t>(-3)}}).run0().toInt64Vector(),
+            (std::vector<int64_t>{-1, -2}));
+  OneNode left("BitShift",
+               {In{Tensor::fromVector<uint32_t>({1, 3, 5})}, In{Tensor::fromVector<uint32_t>({4, 1, 40})}});
+  left.attr("direction", std::string("LEFT"));
+  EXPECT_EQ(left.run0().toInt64Vector(), (std::vector<int64_t>{16, 6, 0}));
+  OneNode right("BitShift", {In{Tensor::fromVector<uint64_t>({256, 7})}, In{Tensor::scalar<uint64_t>(2)}});
+  right.attr("direction", std::string("RIGHT"));
+  EXPECT_EQ(right.run0().toInt64Vector(), (std::vector<int64_t>{64, 1}));
 }
 
 TEST(OpsElementwiseBinary, PowExponentTypesAndConstantFastPaths) {
@@ -410,6 +462,13 @@ TEST(OpsElementwiseCast, Float16RoundTripsThroughIeeeHalf) {
   EXPECT_EQ(back.data<float>()[3], -2.5f);
   Tensor hi = cast(h, DType::Int64);
   EXPECT_EQ(hi.toInt64Vector()[3], -2);
+}
+
+TEST(OpsElementwiseCast, CastLikeTakesTheSecondInputsDType) {
+  OneNode n("CastLike", {In{floats({-1.9f, 2.5f}, {2})}, In{Tensor(DType::Int64, {7})}});
+  Tensor y = n.run0();
+  EXPECT_EQ(y.dtype(), DType::Int64);
+  EXPECT_EQ(y.toInt64Vector(), (std::vector<int64_t>{-1, 2}));
 }
 
 TEST(OpsElementwiseCast, EveryStorablePairRuns) {

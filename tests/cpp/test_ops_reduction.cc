@@ -193,6 +193,37 @@ TEST(OpsArg, MiddleAxisMatchesNaiveScan) {
   }
 }
 
+TEST(OpsArg, HardmaxIsOneHotOfFirstMax) {
+  OneNode n("Hardmax", {In{floats({1, 3, 3, 0, 5, 2, 2, 1}, {2, 4})}});
+  expectClose(n.run0(), floats({0, 1, 0, 0, 1, 0, 0, 0}, {2, 4}));
+  OneNode col("Hardmax", {In{floats({1, 3, 3, 0, 5, 2, 2, 1}, {2, 4})}});
+  col.attr("axis", int64_t{0});
+  expectClose(col.run0(), floats({0, 1, 1, 0, 1, 0, 0, 1}, {2, 4}));
+}
+
+// ---------------------------------------------------------------- CumSum
+
+TEST(OpsCumSum, ExclusiveReverseAndRuntimeAxis) {
+  const Tensor x = floats({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto cumsum = [&](int64_t axis, int64_t exclusive, int64_t reverse) {
+    OneNode n("CumSum", {In{x}, In{Tensor::scalar<int64_t>(axis)}});  // axis is not a constant
+    n.attr("exclusive", exclusive).attr("reverse", reverse);
+    return n.run0();
+  };
+  expectClose(cumsum(1, 0, 0), floats({1, 3, 6, 4, 9, 15}, {2, 3}));
+  expectClose(cumsum(-1, 1, 0), floats({0, 1, 3, 0, 4, 9}, {2, 3}));
+  expectClose(cumsum(1, 0, 1), floats({6, 5, 3, 15, 11, 6}, {2, 3}));
+  expectClose(cumsum(1, 1, 1), floats({5, 3, 0, 11, 6, 0}, {2, 3}));
+  expectClose(cumsum(0, 0, 0), floats({1, 2, 3, 5, 7, 9}, {2, 3}));
+  OneNode ints("CumSum", {In{Tensor::fromVector<int32_t>({5, -2, 4})}, constant(Tensor::scalar<int32_t>(0))});
+  EXPECT_EQ(ints.run0().toInt64Vector(), (std::vector<int64_t>{5, 3, 7}));
+  expectThrowWith<ShapeError>(
+      [&] {
+        OneNode("CumSum", {In{x}, constant(Tensor::scalar<int64_t>(2))}).infer();
+      },
+      "CumSum axis 2 is out of range");
+}
+
 // ---------------------------------------------------------------- Softmax / LogSoftmax
 
 Tensor referenceSoftmax(const Tensor& x, int64_t axis, bool log) {

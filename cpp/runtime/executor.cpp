@@ -3,6 +3,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 

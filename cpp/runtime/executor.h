@@ -1,5 +1,13 @@
 // The FP32 host runtime: a graph compiled once into kernels plus a static memory plan, then run
 // many times with no heap allocation per run.
+//
+// Storage: graph inputs are read from the caller's buffers and graph outputs written into the
+// caller's buffers (also when later nodes read them); every other non-constant value gets a
+// 64-byte-aligned offset in one activation arena, placed from live ranges (first write to last
+// read, in topological order). A node whose kernel is a pure reinterpretation (Kernel::aliasInput)
+// and whose output is not a graph output shares its input's storage and is skipped at run time;
+// the shared arena buffer lives until the last read of either value. Runs take an arena from a
+// mutex-protected pool, so concurrent runs never share one. Caller buffers must not overlap.
 #pragma once
 
 #include <memory>
@@ -37,7 +45,8 @@ struct PlannedBuffer {
 
 struct MemoryPlanStats {
   size_t arena_bytes = 0;        // size of the activation arena
-  size_t lower_bound_bytes = 0;  // max over time of the sum of live activation bytes
+  size_t lower_bound_bytes = 0;  // max over time of the sum of live activation bytes (as allocated,
+                                 // each rounded up to kTensorAlignment)
   size_t workspace_bytes = 0;    // largest kernel scratch area
   size_t constant_bytes = 0;     // weights and other constants
 };

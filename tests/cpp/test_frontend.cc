@@ -161,9 +161,51 @@ TEST(FrontendErrors, FileNameIsPrefixedToEveryError) {
   expectError<UnsupportedOpError>([&] { importOnnxFile(path); }, {path + ": ", "mystery"});
 }
 
+// Every prefix of a valid model either imports or fails with a typed npuc error: never a crash,
+// never a foreign exception type.
+TEST(FrontendErrors, EveryTruncationIsHandled) {
+  ModelBuilder m;
+  m.input("x", {2, 3}).output("y");
+  m.initializer("b", {3}, {1.0f, 2.0f, 3.0f});
+  m.node("Add", {"x", "b"}, {"y"}, "add");
+  const std::string bytes = m.bytes();
+  size_t refused = 0;
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    try {
+      importOnnxBytes(bytes.substr(0, len));
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, bytes.size() / 2);
+}
+
+// The ONNX backend node tests are a wide sample of valid models: each must import or be refused
+// with a typed npuc error.
+TEST(FrontendErrors, OnnxBackendNodeModelsImportOrFailCleanly) {
+  const fs::path root = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::is_directory(root)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  size_t imported = 0, total = 0;
+  for (const auto& e : fs::directory_iterator(root)) {
+    const fs::path model = e.path() / "model.onnx";
+    if (!fs::exists(model)) continue;
+    ++total;
+    try {
+      importOnnxFile(model.string());
+      ++imported;
+    } catch (const Error&) {
+      // refused with a typed error: fine (unsupported ops, non-constant shape inputs, ...)
+    } catch (const std::exception& ex) {
+      ADD_FAILURE() << model << ": untyped exception " << ex.what();
+    }
+  }
+  EXPECT_GT(total, 0u);
+  EXPECT_GT(imported, total / 4) << imported << " of " << total;
+}
+
 // ---------------------------------------------------------------- external data
 
-class ExternalData : public ::testing::Test {
+class FrontendExternalData : public ::testing::Test {
  protected:
   // A model whose initializer "w" (4 floats) lives in `location` at `offset`.
   std::string saveModel(const std::string& location, int64_t offset, int64_t length = -1,
@@ -194,7 +236,7 @@ class ExternalData : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(ExternalData, ReadsTensorAtOffset) {
+TEST_F(FrontendExternalData, ReadsTensorAtOffset) {
   writeWeights("weights.bin");
   auto g = importOnnxFile(saveModel("weights.bin", 4, 16), rawImport());
   const Tensor& w = g->findValue("w")->constant();
@@ -202,7 +244,7 @@ TEST_F(ExternalData, ReadsTensorAtOffset) {
   EXPECT_EQ(std::vector<float>(w.data<float>(), w.data<float>() + 4), std::vector<float>({1, 2, 3, 4}));
 }
 
-TEST_F(ExternalData, RefusesPathEscapingTheModelFolder) {
+TEST_F(FrontendExternalData, RefusesPathEscapingTheModelFolder) {
   writeWeights("weights.bin");
   // From inner/, "../weights.bin" leaves the model's folder; so does an absolute path.
   expectError<ModelLoadError>([&] { importOnnxFile(saveModel("../weights.bin", 4, -1, "inner")); },
@@ -213,14 +255,14 @@ TEST_F(ExternalData, RefusesPathEscapingTheModelFolder) {
                               {"'w'", "relative"});
 }
 
-TEST_F(ExternalData, RefusesReadPastEndAndWrongLength) {
+TEST_F(FrontendExternalData, RefusesReadPastEndAndWrongLength) {
   writeWeights("weights.bin");
   expectError<ModelLoadError>([&] { importOnnxFile(saveModel("weights.bin", 8)); }, {"'w'", "past the end"});
   expectError<ModelLoadError>([&] { importOnnxFile(saveModel("weights.bin", 0, 12)); }, {"'w'", "length 12"});
   expectError<ModelLoadError>([&] { importOnnxFile(saveModel("missing.bin", 0)); }, {"'w'", "missing.bin"});
 }
 
-TEST_F(ExternalData, RefusedWhenLoadingFromBytes) {
+TEST_F(FrontendExternalData, RefusedWhenLoadingFromBytes) {
   writeWeights("weights.bin");
   std::ifstream in(saveModel("weights.bin", 4), std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -484,6 +526,30 @@ TEST(FrontendLegacy, UpsampleAndResize10BecomeResize) {
   EXPECT_FALSE(r10->attrs().has("nearest_mode"));
 }
 
+// Upsample-9 and Resize-10 compute with the asymmetric mapping (in = out / scale), so values
+// are replicated (nearest) or interpolated towards the right edge and then clamped (linear).
+TEST(FrontendLegacy, LegacyResizeNumerics) {
+  ModelBuilder up(9);
+  up.input("x", {1, 1, 2, 2}).output("y");
+  up.initializer("scales", {4}, {1, 1, 2, 2});
+  up.node("Upsample", {"x", "scales"}, {"y"}, "up");
+  auto g = importOnnxBytes(up.bytes());
+  const Tensor x = Tensor::fromVector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  const Tensor y = evalGraph(*g, {{"x", x}})[0];
+  ASSERT_EQ(y.shape(), Shape({1, 1, 4, 4}));
+  const std::vector<float> want = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
+  EXPECT_EQ(std::vector<float>(y.data<float>(), y.data<float>() + 16), want);
+
+  ModelBuilder rs(10);
+  rs.input("x", {1, 1, 1, 2}).output("y");
+  rs.initializer("scales", {4}, {1, 1, 1, 2});
+  setAttr(rs.node("Resize", {"x", "scales"}, {"y"}, "rs"), "mode", std::string("linear"));
+  auto g10 = importOnnxBytes(rs.bytes());
+  const Tensor y10 = evalGraph(*g10, {{"x", Tensor::fromVector<float>({0, 4}, {1, 1, 1, 2})}})[0];
+  ASSERT_EQ(y10.shape(), Shape({1, 1, 1, 4}));
+  EXPECT_EQ(std::vector<float>(y10.data<float>(), y10.data<float>() + 4), std::vector<float>({0, 2, 4, 4}));
+}
+
 TEST(FrontendLegacy, SoftmaxOverNonLastAxisKeepsOldSemantics) {
   // Opset 11 Softmax(axis=1) on [2,3,4] normalizes over the 12 trailing elements of each row.
   ModelBuilder m(11);
@@ -577,7 +643,7 @@ RefData loadReference(const fs::path& npz, const fs::path& scratch) {
   return ref;
 }
 
-class SharedModels : public ::testing::Test {
+class FrontendSharedModels : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::sharedModelsDir();
@@ -594,13 +660,13 @@ class SharedModels : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(SharedModels, ShuffleNetShapeSubgraphsFoldAway) {
+TEST_F(FrontendSharedModels, ShuffleNetShapeSubgraphsFoldAway) {
   auto g = importOnnxFile((dir_ / "shufflenet_v2_x0_5.onnx").string());
   for (const char* op : {"Shape", "Gather", "Constant"}) EXPECT_EQ(countOps(*g, op), 0u) << op;
   g->verify();
 }
 
-TEST_F(SharedModels, EveryModelImportsStaticAndMatchesReference) {
+TEST_F(FrontendSharedModels, EveryModelImportsStaticAndMatchesReference) {
   const auto paths = models();
   ASSERT_FALSE(paths.empty());
   for (const fs::path& path : paths) {

@@ -37,7 +37,7 @@ void expectCheckerPasses(const std::string& path) {
   EXPECT_EQ(status, 0) << out;
 }
 
-class OnnxExport : public ::testing::Test {
+class FrontendExport : public ::testing::Test {
  protected:
   void SetUp() override { has_onnx_python_ = testing::pythonHas("onnx"); }
 
@@ -78,7 +78,7 @@ std::string legacyModel() {
   return m.bytes();
 }
 
-TEST_F(OnnxExport, RoundTripOfSmallModels) {
+TEST_F(FrontendExport, RoundTripOfSmallModels) {
   ModelBuilder relu;
   relu.input("x", {2, 3}).output("y");
   relu.node("Relu", {"x"}, {"y"}, "relu");
@@ -86,7 +86,7 @@ TEST_F(OnnxExport, RoundTripOfSmallModels) {
   roundTrip(legacyModel(), "legacy");
 }
 
-TEST_F(OnnxExport, RoundTripOfSharedModels) {
+TEST_F(FrontendExport, RoundTripOfSharedModels) {
   const fs::path dir = testing::sharedModelsDir();
   if (dir.empty() || !fs::is_directory(dir)) GTEST_SKIP() << "shared models folder not found";
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -97,7 +97,7 @@ TEST_F(OnnxExport, RoundTripOfSharedModels) {
   }
 }
 
-TEST_F(OnnxExport, ReduceAxesGoBackToTheAttribute) {
+TEST_F(FrontendExport, ReduceAxesGoBackToTheAttribute) {
   auto g = importOnnxBytes(legacyModel());
   const onnx::ModelProto m = parse(exportOnnxBytes(*g));
   EXPECT_EQ(opsetOf(m, ""), 13);
@@ -113,7 +113,7 @@ TEST_F(OnnxExport, ReduceAxesGoBackToTheAttribute) {
     EXPECT_NE(init.name(), "mean_axes") << "unused initializer kept";
 }
 
-TEST_F(OnnxExport, TypesOfEveryValueAreWritten) {
+TEST_F(FrontendExport, TypesOfEveryValueAreWritten) {
   auto g = importOnnxBytes(legacyModel());
   const onnx::ModelProto m = parse(exportOnnxBytes(*g));
   ASSERT_EQ(m.graph().input_size(), 1);
@@ -132,7 +132,7 @@ TEST_F(OnnxExport, TypesOfEveryValueAreWritten) {
   }
 }
 
-TEST_F(OnnxExport, LayerNormalizationNeedsOpset17) {
+TEST_F(FrontendExport, LayerNormalizationNeedsOpset17) {
   ModelBuilder b(17);
   b.input("x", {2, 8}).output("y");
   b.initializer("gamma", {8}, std::vector<float>(8, 1.0f));
@@ -143,7 +143,7 @@ TEST_F(OnnxExport, LayerNormalizationNeedsOpset17) {
   roundTrip(b.bytes(), "layernorm");
 }
 
-TEST_F(OnnxExport, NpucOpsGetTheirDomain) {
+TEST_F(FrontendExport, NpucOpsGetTheirDomain) {
   Graph g;
   g.name = "npuc_ops";
   Value* x = g.addInput("x", DType::Float32, {2, 4});
@@ -164,7 +164,7 @@ TEST_F(OnnxExport, NpucOpsGetTheirDomain) {
   }
 }
 
-TEST_F(OnnxExport, UnwritablePathIsNamed) {
+TEST_F(FrontendExport, UnwritablePathIsNamed) {
   Graph g;
   Value* x = g.addInput("x", DType::Float32, {1});
   g.appendNode("Relu", {x}, 1, "relu");

@@ -30,7 +30,7 @@ struct ShapeSubgraph {
   }
 };
 
-TEST(ShapeInference, ShapeSubgraphFoldsToAConstant) {
+TEST(FrontendShapeInference, ShapeSubgraphFoldsToAConstant) {
   ShapeSubgraph s;
   const FoldStats stats = inferShapesAndFold(s.g);
   EXPECT_EQ(stats.folded_nodes, 4u);
@@ -46,7 +46,7 @@ TEST(ShapeInference, ShapeSubgraphFoldsToAConstant) {
   s.g.verify();
 }
 
-TEST(ShapeInference, ShapeSlicingAttributesAndSize) {
+TEST(FrontendShapeInference, ShapeSlicingAttributesAndSize) {
   Graph g;
   Value* x = g.addInput("x", DType::Float32, {2, 3, 4, 5});
   Node* shape = g.appendNode("Shape", {x}, 1, "shape");
@@ -62,7 +62,7 @@ TEST(ShapeInference, ShapeSlicingAttributesAndSize) {
   EXPECT_EQ(g.outputs()[1]->constant().toInt64Vector(), std::vector<int64_t>({120}));
 }
 
-TEST(ShapeInference, FoldingRespectsTheSizeCap) {
+TEST(FrontendShapeInference, FoldingRespectsTheSizeCap) {
   auto build = [](Graph& g) {
     Value* x = g.addInput("x", DType::Float32, {256, 256});
     Node* fill = g.appendNode("ConstantOfShape", {i64s(g, {256, 256}, "dims")}, 1, "fill");
@@ -85,7 +85,7 @@ TEST(ShapeInference, FoldingRespectsTheSizeCap) {
   EXPECT_EQ(roomy.findValue("fill_out0")->constant().numel(), 256 * 256);
 }
 
-TEST(ShapeInference, DeadNodesAreRemoved) {
+TEST(FrontendShapeInference, DeadNodesAreRemoved) {
   Graph g;
   Value* x = g.addInput("x", DType::Float32, {4});
   Node* unused_a = g.appendNode("Relu", {x}, 1, "dead_relu");
@@ -99,7 +99,7 @@ TEST(ShapeInference, DeadNodesAreRemoved) {
   EXPECT_EQ(g.findValue("stray"), nullptr);
 }
 
-TEST(ShapeInference, ErrorsNameTheNode) {
+TEST(FrontendShapeInference, ErrorsNameTheNode) {
   Graph g;
   Value* a = g.addInput("a", DType::Float32, {2, 3});
   Value* b = g.addInput("b", DType::Float32, {4});
@@ -115,7 +115,7 @@ TEST(ShapeInference, ErrorsNameTheNode) {
   }
 }
 
-TEST(ShapeInference, UnsupportedOpIsReported) {
+TEST(FrontendShapeInference, UnsupportedOpIsReported) {
   Graph g;
   Value* x = g.addInput("x", DType::Float32, {1});
   Node* n = g.appendNode("NoSuchOp", {x}, 1, "mystery");
@@ -124,7 +124,7 @@ TEST(ShapeInference, UnsupportedOpIsReported) {
   EXPECT_THROW(inferShapesAndFold(g), UnsupportedOpError);
 }
 
-TEST(ShapeInference, UnsupportedInputDTypeIsReported) {
+TEST(FrontendShapeInference, UnsupportedInputDTypeIsReported) {
   // Any registered op with a dtype restriction will do; the registry is owned by the op teams.
   const OpRegistry& reg = OpRegistry::instance();
   for (const std::string& full : reg.opTypes()) {

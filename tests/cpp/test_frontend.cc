@@ -361,6 +361,24 @@ TEST(FrontendTensors, InputWithInitializerIsAConstant) {
   EXPECT_TRUE(g->findValue("bias")->isConstant());
 }
 
+// Protobuf refuses messages over 64 MiB unless told otherwise; ONNX files may reach 2 GiB.
+TEST(FrontendTensors, ModelLargerThan64MiBLoads) {
+  TempDir dir;
+  constexpr int64_t kElems = int64_t{72} << 18;  // 72 MiB of float32
+  ModelBuilder m;
+  m.input("x", {1}).output("y").output("big");
+  std::vector<float> data(kElems, 0.5f);
+  data.back() = 7.0f;
+  m.initializer("big", {kElems}, data);
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  const std::string path = m.save(dir.path());
+  ASSERT_GT(fs::file_size(path), uintmax_t{64} << 20);
+  auto g = importOnnxFile(path, rawImport());
+  const Tensor& big = g->findValue("big")->constant();
+  ASSERT_EQ(big.numel(), kElems);
+  EXPECT_EQ(big.data<float>()[kElems - 1], 7.0f);
+}
+
 // ---------------------------------------------------------------- graph structure
 
 TEST(FrontendGraph, UnnamedNodesGetUniqueNamesAndOrderIsSorted) {

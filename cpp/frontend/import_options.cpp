@@ -109,9 +109,11 @@ std::string dynamicInputHint(const Graph& graph) {
     shapes += (shapes.empty() ? "" : ", ") + (in->hasShape() ? shapeStr(in->shape()) : std::string("[?]"));
   }
   if (names.empty()) return "";
-  return " Graph input(s) " + quotedList(names) + " have dynamic shape(s) " + shapes +
-         ": pass input_size_list with a full shape for each (e.g. inputs=" + quotedList({names[0]}) +
-         ", input_size_list=[[...]] replacing every '?' by its size).";
+  std::string quoted;
+  for (const auto& n : names) quoted += (quoted.empty() ? "'" : ", '") + n + "'";
+  return " The model has dynamic inputs; fix them at load with input_size_list, replacing every '?' by its "
+         "size: inputs=[" +
+         quoted + "], input_size_list=[" + shapes + "].";
 }
 
 void requireStaticShapes(const Graph& graph) {

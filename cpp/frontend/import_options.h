@@ -20,7 +20,7 @@ void applyInputSizes(Graph& graph, const ImportOptions& opts);
 // Throws ModelLoadError listing a few valid tensor names for an unknown name.
 void cutAtOutputs(Graph& graph, const std::vector<std::string>& names);
 
-// " Graph input 'x' has dynamic shape [?,3,?,?]: pass input_size_list ..." for every graph input
+// " The model has dynamic inputs; fix them ... inputs=['x'], input_size_list=[[?,3,?,?]]." for the graph inputs
 // whose shape is not static; empty when all are.
 std::string dynamicInputHint(const Graph& graph);
 

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace npuc {
 namespace dm {
 
@@ -117,6 +121,56 @@ void StridedCopy::runRows(const unsigned char* src, unsigned char* dst) const {
   });
 }
 
+namespace {
+
+#if defined(__SSE2__)
+// 4x4 block of 4-byte elements: four 16-byte loads along the input's contiguous axis, an
+// in-register transpose, four 16-byte stores. Bit patterns pass through unchanged (shuffles
+// only), so this serves int32/uint32 as well as float.
+inline void transposeBlock4x4(const unsigned char* in, int64_t in_stride, unsigned char* out,
+                              int64_t out_stride) {
+  __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(in));
+  __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(in + in_stride));
+  __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(in + 2 * in_stride));
+  __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(in + 3 * in_stride));
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_ps(reinterpret_cast<float*>(out), r0);
+  _mm_storeu_ps(reinterpret_cast<float*>(out + out_stride), r1);
+  _mm_storeu_ps(reinterpret_cast<float*>(out + 2 * out_stride), r2);
+  _mm_storeu_ps(reinterpret_cast<float*>(out + 3 * out_stride), r3);
+}
+#endif
+
+// One tile [i0, i1) x [j0, j1) of out[i][j] = in[i * N + j * col_stride] (out row length `cols`).
+template <size_t N>
+inline void transposeTile(const unsigned char* in, unsigned char* out, int64_t i0, int64_t i1, int64_t j0,
+                          int64_t j1, int64_t cols, int64_t col_stride) {
+  constexpr int64_t n = static_cast<int64_t>(N);
+  int64_t i = i0;
+#if defined(__SSE2__)
+  if constexpr (N == 4) {
+    const int64_t j4 = j0 + (j1 - j0) / 4 * 4;
+    for (; i + 4 <= i1; i += 4) {
+      unsigned char* o = out + (i * cols) * n;
+      const unsigned char* p = in + i * n;
+      int64_t j = j0;
+      for (; j < j4; j += 4) transposeBlock4x4(p + j * col_stride, col_stride, o + j * n, cols * n);
+      for (int64_t ii = 0; ii < 4; ++ii) {
+        for (int64_t jj = j; jj < j1; ++jj)
+          copyChunk<N>(o + (ii * cols + jj) * n, p + ii * n + jj * col_stride);
+      }
+    }
+  }
+#endif
+  for (; i < i1; ++i) {
+    unsigned char* o = out + (i * cols) * n;
+    const unsigned char* p = in + i * n;
+    for (int64_t j = j0; j < j1; ++j) copyChunk<N>(o + j * n, p + j * col_stride);
+  }
+}
+
+}  // namespace
+
 template <size_t N>
 void StridedCopy::runTyped(const unsigned char* src, unsigned char* dst) const {
   const size_t r = sizes_.size();
@@ -143,11 +197,7 @@ void StridedCopy::runTyped(const unsigned char* src, unsigned char* dst) const {
       const int64_t i1 = std::min(rows, i0 + tile);
       for (int64_t j0 = 0; j0 < cols; j0 += tile) {
         const int64_t j1 = std::min(cols, j0 + tile);
-        for (int64_t i = i0; i < i1; ++i) {
-          unsigned char* o = out + (i * cols) * n;
-          const unsigned char* p = in + i * n;
-          for (int64_t j = j0; j < j1; ++j) copyChunk<N>(o + j * n, p + j * col_stride);
-        }
+        transposeTile<N>(in, out, i0, i1, j0, j1, cols, col_stride);
       }
     }
   });

@@ -123,8 +123,10 @@ class SeparableResizeKernel : public Kernel {
   int64_t numel_ = 0;
 };
 
-// Bilinear over the last two axes in one pass: per output row, two input rows blended along x
-// and then along y. Tap tables are structure-of-arrays so the inner loop is gathers and FMAs.
+// Bilinear over the last two axes in one pass. Each input row an output row needs is first
+// interpolated along x into a workspace row (and kept while the next output rows still need it,
+// so upsampling interpolates every input row once); the output row is then a vectorizable blend
+// of two such rows along y.
 class Bilinear2DKernel : public Kernel {
  public:
   Bilinear2DKernel(const ResizeParams& p, std::vector<Taps> ytaps, const std::vector<Taps>& xtaps)
@@ -146,28 +148,44 @@ class Bilinear2DKernel : public Kernel {
     }
   }
 
+  size_t workspaceBytes() const override { return 2 * static_cast<size_t>(out_w_) * sizeof(float); }
+
   void run(const KernelIO& io) const override {
     const float* src = io.inputs[0].as<float>();
     float* dst = io.outputs[0].as<float>();
     for (int64_t pl = 0; pl < planes_; ++pl) {
       const float* plane = src + pl * in_h_ * in_w_;
+      // Two x-interpolated rows and the input row index each holds (-1: none yet).
+      float* rows[2] = {static_cast<float*>(io.workspace), static_cast<float*>(io.workspace) + out_w_};
+      int64_t held[2] = {-1, -1};
       for (int64_t y = 0; y < out_h_; ++y, dst += out_w_) {
         const Taps& ty = ytaps_[static_cast<size_t>(y)];
         if (ty.extrapolate) {
           std::fill(dst, dst + out_w_, extrapolation_);
           continue;
         }
-        const float* r0 = plane + ty.index[0] * in_w_;
-        const float* r1 = plane + ty.index[1] * in_w_;
+        const int64_t a = ty.index[0];
+        const int64_t b = ty.index[1];
+        if (held[0] != a && held[1] == a) {  // keep row a in slot 0
+          std::swap(rows[0], rows[1]);
+          std::swap(held[0], held[1]);
+        }
+        if (held[0] != a) {
+          interpolateRow(plane + a * in_w_, rows[0]);
+          held[0] = a;
+        }
+        const float* rb = rows[0];
+        if (b != a) {
+          if (held[1] != b) {
+            interpolateRow(plane + b * in_w_, rows[1]);
+            held[1] = b;
+          }
+          rb = rows[1];
+        }
+        const float* ra = rows[0];
         const float wy0 = ty.weight[0];
         const float wy1 = ty.weight[1];
-        for (int64_t x = 0; x < out_w_; ++x) {
-          const int64_t a = x0_[static_cast<size_t>(x)];
-          const int64_t b = x1_[static_cast<size_t>(x)];
-          const float wa = wx0_[static_cast<size_t>(x)];
-          const float wb = wx1_[static_cast<size_t>(x)];
-          dst[x] = wy0 * (wa * r0[a] + wb * r0[b]) + wy1 * (wa * r1[a] + wb * r1[b]);
-        }
+        for (int64_t x = 0; x < out_w_; ++x) dst[x] = wy0 * ra[x] + wy1 * rb[x];
         if (x_extrapolate_) {
           for (int64_t x = 0; x < out_w_; ++x) {
             if (xext_[static_cast<size_t>(x)]) dst[x] = extrapolation_;
@@ -178,6 +196,14 @@ class Bilinear2DKernel : public Kernel {
   }
 
  private:
+  void interpolateRow(const float* row, float* out) const {
+    const int64_t* x0 = x0_.data();
+    const int64_t* x1 = x1_.data();
+    const float* w0 = wx0_.data();
+    const float* w1 = wx1_.data();
+    for (int64_t x = 0; x < out_w_; ++x) out[x] = w0[x] * row[x0[x]] + w1[x] * row[x1[x]];
+  }
+
   std::vector<Taps> ytaps_;
   std::vector<int64_t> x0_, x1_;
   std::vector<float> wx0_, wx1_;

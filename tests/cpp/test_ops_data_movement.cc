@@ -791,34 +791,35 @@ float linearWeight1D(float c, int64_t len, int64_t i) {
 }
 
 TEST(DmResize, LinearNdMatchesDirectReference) {
-  // Resizes three axes (so the general separable path runs, not the 2-D fast path).
+  // Three resized axes run the general separable passes; two (H, W) run the fused 2-D path.
   const Tensor x = randomFloat({2, 3, 4, 5}, 9);
-  const Tensor sizes = i64({2, 5, 3, 8});
-  for (const std::string coord : {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"}) {
-    OneNode t;
-    makeResize(t, x, nullptr, &sizes, "linear", coord);
-    Tensor out = t.run1();
-    const Shape os{2, 5, 3, 8};
-    ASSERT_EQ(out.shape(), os);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      const auto oi = unravel(i, os);
-      std::vector<float> c(4);
-      for (size_t d = 0; d < 4; ++d) {
-        const float in_len = static_cast<float>(x.shape()[d]), out_len = static_cast<float>(os[d]);
-        const float scale = out_len / in_len, xo = static_cast<float>(oi[d]);
-        if (coord == "half_pixel") c[d] = (xo + 0.5f) / scale - 0.5f;
-        if (coord == "pytorch_half_pixel") c[d] = out_len > 1 ? (xo + 0.5f) / scale - 0.5f : 0.0f;
-        if (coord == "asymmetric") c[d] = xo / scale;
-        if (coord == "align_corners") c[d] = out_len > 1 ? xo * (in_len - 1) / (out_len - 1) : 0.0f;
+  for (const Shape os : {Shape{2, 5, 3, 8}, Shape{2, 3, 9, 3}}) {
+    for (const std::string coord : {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"}) {
+      OneNode t;
+      const Tensor sizes = i64(os);
+      makeResize(t, x, nullptr, &sizes, "linear", coord);
+      Tensor out = t.run1();
+      ASSERT_EQ(out.shape(), os);
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const auto oi = unravel(i, os);
+        std::vector<float> c(4);
+        for (size_t d = 0; d < 4; ++d) {
+          const float in_len = static_cast<float>(x.shape()[d]), out_len = static_cast<float>(os[d]);
+          const float scale = out_len / in_len, xo = static_cast<float>(oi[d]);
+          if (coord == "half_pixel") c[d] = (xo + 0.5f) / scale - 0.5f;
+          if (coord == "pytorch_half_pixel") c[d] = out_len > 1 ? (xo + 0.5f) / scale - 0.5f : 0.0f;
+          if (coord == "asymmetric") c[d] = xo / scale;
+          if (coord == "align_corners") c[d] = out_len > 1 ? xo * (in_len - 1) / (out_len - 1) : 0.0f;
+        }
+        double want = 0;
+        for (int64_t j = 0; j < x.numel(); ++j) {
+          const auto ii = unravel(j, x.shape());
+          double w = 1;
+          for (size_t d = 0; d < 4 && w != 0; ++d) w *= linearWeight1D(c[d], x.shape()[d], ii[d]);
+          want += w * x.data<float>()[j];
+        }
+        ASSERT_NEAR(out.data<float>()[i], want, 1e-4) << coord << " at " << shapeStr(oi);
       }
-      double want = 0;
-      for (int64_t j = 0; j < x.numel(); ++j) {
-        const auto ii = unravel(j, x.shape());
-        double w = 1;
-        for (size_t d = 0; d < 4 && w != 0; ++d) w *= linearWeight1D(c[d], x.shape()[d], ii[d]);
-        want += w * x.data<float>()[j];
-      }
-      ASSERT_NEAR(out.data<float>()[i], want, 1e-4) << coord << " at " << shapeStr(oi);
     }
   }
 }

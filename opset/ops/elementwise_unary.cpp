@@ -29,7 +29,7 @@ struct SqrtFn {
   float operator()(float x) const { return std::sqrt(x); }
 };
 struct ErfFn {
-  float operator()(float x) const { return std::erf(x); }
+  float operator()(float x) const { return fastErf(x); }
 };
 struct SinFn {
   float operator()(float x) const { return std::sin(x); }
@@ -83,7 +83,7 @@ struct SoftsignFn {
 };
 // log(1 + e^x), written so e^x never overflows: max(x, 0) + log1p(e^-|x|).
 struct SoftplusFn {
-  float operator()(float x) const { return std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
+  float operator()(float x) const { return std::fmax(x, 0.0f) + std::log1p(fastExp(-std::fabs(x))); }
 };
 // x * tanh(softplus(x)). With e = e^x, tanh(log(1 + e)) = e(e + 2) / (e(e + 2) + 2), which needs
 // one exp and no log. Above kMishLinear the factor is 1 in float (and e(e+2) would overflow).

@@ -23,7 +23,7 @@ namespace {
 struct GeluErfFn {
   float operator()(float x) const {
     constexpr float kInvSqrt2 = 0.70710678118654752f;
-    return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+    return 0.5f * x * fastOnePlusErf(x * kInvSqrt2);
   }
 };
 struct GeluTanhFn {

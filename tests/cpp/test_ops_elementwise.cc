@@ -75,6 +75,25 @@ TEST(OpsElementwiseFastMath, TanhIsAccurateNearZeroAndSaturates) {
   EXPECT_EQ(ew::fastTanh(-100.0f), -1.0f);
 }
 
+TEST(OpsElementwiseFastMath, ErfIsAccurateAbsolutelyAndNearZero) {
+  for (float x = -10.0f; x <= 10.0f; x += 0.0009765625f) {
+    const double want = std::erf(static_cast<double>(x));
+    EXPECT_NEAR(ew::fastErf(x), want, 2.5e-7 + 1e-6 * std::fabs(want)) << x;
+  }
+  EXPECT_NEAR(ew::fastErf(1e-6f), 1.1283791670955126e-6, 1e-12);
+  EXPECT_EQ(ew::fastErf(kInf), 1.0f);
+  EXPECT_EQ(ew::fastErf(-kInf), -1.0f);
+  EXPECT_TRUE(std::isnan(ew::fastErf(kNaN)));
+}
+
+TEST(OpsElementwiseFastMath, OnePlusErfKeepsTheNegativeTail) {
+  // Relative accuracy down to erfc ~ 1e-30, where 1 + erf in float would be all cancellation.
+  for (float x = -8.0f; x <= 4.0f; x += 0.001953125f) {
+    const double want = std::erfc(-static_cast<double>(x));
+    EXPECT_NEAR(ew::fastOnePlusErf(x), want, 1e-5 * want) << x;
+  }
+}
+
 TEST(OpsElementwiseUnary, ActivationsMatchClosedForms) {
   const Tensor x = activationInputs();
   checkUnary(

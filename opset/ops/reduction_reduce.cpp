@@ -82,7 +82,8 @@ class ReducePlan {
       }
     }
     in_numel_ = shapeNumel(in);
-    out_numel_ = count_ == 0 ? 0 : in_numel_ / count_;
+    out_numel_ = 1;
+    for (size_t d = 0; d < in.size(); ++d) out_numel_ *= reduced[d] ? 1 : in[d];
     int groups = 0;
     for (bool k : kinds) groups += k;
     if (groups <= 1) {
@@ -115,6 +116,10 @@ class ReducePlan {
   template <typename T, typename R>
   void run(const T* x, T* y, const R& red) const {
     if (out_numel_ == 0) return;
+    if (in_numel_ == 0) {  // reducing empty slices: the reducer's value of the empty set
+      for (int64_t o = 0; o < out_numel_; ++o) y[o] = red.finalize(red.init(), o);
+      return;
+    }
     if (!simple_) {
       runGeneric(x, y, red);
     } else if (inner_ == 1) {
@@ -229,7 +234,13 @@ template <typename T>
 struct MeanR : SumR<T> {
   T n;
   explicit MeanR(int64_t count) : n(static_cast<T>(count)) {}
-  T finalize(T acc, int64_t) const { return acc / n; }
+  // The mean of nothing is NaN for floats; integers have no NaN and give 0.
+  T finalize(T acc, int64_t) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (n == T(0)) return T(0);
+    }
+    return acc / n;
+  }
 };
 template <typename T>
 struct L1R : SumR<T> {

@@ -112,6 +112,22 @@ TEST(OpsReduce, EmptyAxesNoopAndReduceAll) {
   EXPECT_NEAR(y.data<float>()[0], sum(std::vector<double>(x.data<float>(), x.data<float>() + 6)), 1e-5);
 }
 
+TEST(OpsReduce, EmptySlicesGiveTheEmptySetValue) {
+  const Tensor x(DType::Float32, {2, 0, 3});
+  auto reduce = [&](const char* op) {
+    OneNode n(op, {In{x}, constant(int64s({1}, {1}))});
+    n.attr("keepdims", int64_t{0});
+    Tensor y = n.run0();
+    EXPECT_EQ(y.shape(), (Shape{2, 3}));
+    return y.data<float>()[5];
+  };
+  EXPECT_EQ(reduce("ReduceSum"), 0.0f);
+  EXPECT_EQ(reduce("ReduceProd"), 1.0f);
+  EXPECT_EQ(reduce("ReduceMax"), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(reduce("ReduceLogSumExp"), -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(reduce("ReduceMean")));
+}
+
 TEST(OpsReduce, IntegerSumProdMaxKeepExactValues) {
   const Tensor x = int64s({1, 2, 3, 4, 5, 6}, {2, 3});
   OneNode s("ReduceSum", {In{x}, constant(int64s({1}, {1}))});

@@ -207,8 +207,8 @@ class GraphBuilder {
         }
         auto it = by_name_.find(name);
         if (it == by_name_.end()) {
-          throw ModelLoadError(nodeTag(n, node->name()) + ": input " + std::to_string(k) + " '" + name +
-                               "' is never defined (not a graph input, initializer or node output)");
+          throw GraphError(nodeTag(n, node->name()) + ": input " + std::to_string(k) + " '" + name +
+                           "' is never defined (not a graph input, initializer or node output)");
         }
         node->setInput(static_cast<size_t>(k), it->second);
       }
@@ -218,7 +218,7 @@ class GraphBuilder {
   void addOutputs() {
     for (const auto& out : gp_.output()) {
       auto it = by_name_.find(out.name());
-      if (it == by_name_.end()) throw ModelLoadError("graph output '" + out.name() + "' is never defined");
+      if (it == by_name_.end()) throw GraphError("graph output '" + out.name() + "' is never defined");
       g_->addOutput(it->second);
     }
   }

@@ -14,6 +14,9 @@ std::unique_ptr<Pass> createMergeReshapesPass();
 std::unique_ptr<Pass> createComposeTransposesPass();
 std::unique_ptr<Pass> createMergeSlicesPass();
 std::unique_ptr<Pass> createExtractCommonFactorPass();
+std::unique_ptr<Pass> createFuseLayerNormPass();
+std::unique_ptr<Pass> createFuseActivationsPass();
+std::unique_ptr<Pass> createFuseGluPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -27,6 +30,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"compose_transposes", createComposeTransposesPass},
       {"merge_slices", createMergeSlicesPass},
       {"extract_common_factor", createExtractCommonFactorPass},
+      {"fuse_layernorm", createFuseLayerNormPass},
+      {"fuse_activations", createFuseActivationsPass},
+      {"fuse_glu", createFuseGluPass},
   };
   return kPasses;
 }

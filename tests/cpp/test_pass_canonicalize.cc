@@ -94,7 +94,7 @@ TEST(PassCanonicalize, ReduceAxesNormalized) {
   Value* x = b.input("x", {2, 3, 4});
   Value* r1 = b.op("ReduceSum", {x, b.int64s({-1, 0})}, attrs({{"keepdims", int64_t{1}}}), "r1");
   Value* r2 = b.op("ReduceMean", {x}, attrs({{"keepdims", int64_t{0}}}), "r2");  // empty axes: all
-  Value* r3 = b.op("ReduceMax", {x, b.int64s({1})}, {}, "r3");                     // canonical already
+  Value* r3 = b.op("ReduceMax", {x, b.int64s({1})}, {}, "r3");                   // canonical already
   b.output(r1);
   b.output(r2);
   b.output(r3);
@@ -150,10 +150,10 @@ TEST(PassCanonicalize, OpsThatDoSomethingStay) {
   Value* x = b.input("x", {2, 3, 4});
   Value* v = b.op("Cast", {x}, attrs({{"to", int64_t{10}}}));  // float -> float16
   v = b.op("Cast", {v}, attrs({{"to", int64_t{1}}}));
-  v = b.op("Expand", {v, b.int64s({2, 2, 3, 4})});                               // new leading dim
-  v = b.op("Reshape", {v, b.int64s({4, 12})});                                   // new shape
-  v = b.op("Transpose", {v}, attrs({{"perm", std::vector<int64_t>{1, 0}}}));     // real permutation
-  v = b.op("Slice", {v, b.int64s({1}), b.int64s({100}), b.int64s({0})});         // drops a row
+  v = b.op("Expand", {v, b.int64s({2, 2, 3, 4})});                            // new leading dim
+  v = b.op("Reshape", {v, b.int64s({4, 12})});                                // new shape
+  v = b.op("Transpose", {v}, attrs({{"perm", std::vector<int64_t>{1, 0}}}));  // real permutation
+  v = b.op("Slice", {v, b.int64s({1}), b.int64s({100}), b.int64s({0})});      // drops a row
   v = b.op("Slice", {v, b.int64s({-1}), b.int64s({-100}), b.int64s({1}), b.int64s({-1})});  // reverses
   b.output(v);
   const size_t before = b.graph().numNodes();

@@ -46,7 +46,8 @@ TEST(PassCse, CommutedDuplicatesMergeAfterCanonicalize) {
   Value* x = b.input("x", {4});
   Value* y = b.input("y", {4});
   Value* a = b.op("Add", {x, y});
-  Value* c = b.op("Add", {y, x});  // x+y spelled the other way round: not merged (no canonical order of variables)
+  Value* c =
+      b.op("Add", {y, x});  // x+y spelled the other way round: not merged (no canonical order of variables)
   Value* m1 = b.op("Mul", {b.scalar(2.0f), a});
   Value* m2 = b.op("Mul", {a, b.scalar(2.0f)});  // merges once canonicalize puts the constant last
   b.output(b.op("Sum", {c, m1, m2}));

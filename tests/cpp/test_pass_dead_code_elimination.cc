@@ -13,7 +13,7 @@ TEST(PassDeadCodeElimination, RemovesDeadChainsAndConstants) {
   Value* x = b.input("x", {4});
   Value* unused = b.input("unused", {4});
   b.op("Exp", {b.op("Add", {x, b.randomConstant({4}, 1)})});  // dead chain with a constant
-  b.randomConstant({8}, 2);                                    // dead constant
+  b.randomConstant({8}, 2);                                   // dead constant
   b.output(b.op("Relu", {x}));
   const size_t values_before = b.graph().numValues();
   auto r = runPassChecked(b.graph(), "dead_code_elimination", 0.0);

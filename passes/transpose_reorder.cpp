@@ -1,0 +1,116 @@
+// transpose_reorder: moves elementwise work from after a Transpose to before it, so activations
+// sit right after the Conv that produced their input (where the NPU fuses them) and Transposes
+// drift together where compose_transposes can merge or cancel them:
+//
+//   U(Transpose(x, p))          -> Transpose(U(x), p)      U unary elementwise (Relu, Clip, ...)
+//   B(Transpose(x, p), c)       -> Transpose(B(x, c'), p)  B binary elementwise, c constant,
+//                                                          c' = c (rank-extended) transposed by p^-1
+//
+// Only when the Transpose's output has that one consumer: the number of Transposes never grows.
+// Elementwise ops commute exactly with a permutation of their elements, so this is bit-exact.
+#include "passes/core/ir_helpers.h"
+#include "passes/core/pattern_pass.h"
+#include "passes/fusion_util.h"
+
+namespace npuc {
+namespace {
+
+// Elementwise unary ops (extra inputs, like Clip's bounds, must be scalars).
+const std::vector<std::string> kUnaryOps = {
+    "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSwish", "HardSigmoid", "Tanh", "Elu", "Selu", "Neg",
+    "Abs",  "Exp",  "Log",     "Sqrt",      "Softplus",  "Mish",        "Erf",  "Celu", "Gelu", "SiLU"};
+// Elementwise binary ops whose constant operand can be permuted.
+const std::vector<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "PRelu"};
+
+bool contains(const std::vector<std::string>& ops, const std::string& op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// `t` viewed at `rank` (leading 1s) and transposed so that out.dim(perm[i]) = in.dim(i); i.e. the
+// inverse of Transpose(perm), since Transpose(out, perm) must give back `t`.
+Tensor permutedForInput(const Tensor& t, int64_t rank, const std::vector<int64_t>& perm) {
+  Shape in_shape(static_cast<size_t>(rank - t.rank()), 1);
+  in_shape.insert(in_shape.end(), t.shape().begin(), t.shape().end());
+  Shape out_shape(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) out_shape[static_cast<size_t>(perm[i])] = in_shape[static_cast<size_t>(i)];
+  Tensor out(t.dtype(), out_shape);
+  const std::vector<int64_t> in_strides = shapeStrides(in_shape), out_strides = shapeStrides(out_shape);
+  const size_t elem = dtypeSize(t.dtype());
+  const auto* src = static_cast<const char*>(t.raw());
+  auto* dst = static_cast<char*>(out.raw());
+  for (int64_t flat = 0; flat < t.numel(); ++flat) {
+    int64_t rem = flat, target = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t idx = rem / in_strides[static_cast<size_t>(d)];
+      rem %= in_strides[static_cast<size_t>(d)];
+      target += idx * out_strides[static_cast<size_t>(perm[d])];
+    }
+    std::memcpy(dst + target * elem, src + flat * elem, elem);
+  }
+  return out;
+}
+
+class SinkTransposeBelowElementwise : public RewritePattern {
+ public:
+  SinkTransposeBelowElementwise() : RewritePattern("sink_transpose_below_elementwise", {}) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    const bool unary = contains(kUnaryOps, root.opType());
+    if ((!unary && !contains(kBinaryOps, root.opType())) || root.numOutputs() != 1) return failure();
+    // The transposed operand: input 0 for unary ops, either input of a binary op.
+    size_t t_index = 0;
+    Node* transpose = fusion::producerIs(root.input(0), "Transpose");
+    if (!unary && !transpose) {
+      transpose = fusion::producerIs(root.input(1), "Transpose");
+      t_index = 1;
+    }
+    if (!transpose || root.opType() == "PRelu" && t_index != 0) return failure();
+    Value* x = transpose->input(0);
+    Value* y = transpose->output();
+    if (!x->shapeIsStatic() || !y->shapeIsStatic()) return failure();
+    std::vector<Value*> ins = root.inputs();
+    ins[t_index] = x;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (i == t_index || !ins[i]) continue;
+      if (!ins[i]->isConstant()) return failure();
+      if (unary) {
+        if (ins[i]->constant().numel() != 1) return failure();
+        continue;
+      }
+      if (ins[i]->rank() > y->rank()) return failure();
+      ins[i] = rw.constant(permutedForInput(ins[i]->constant(), y->rank(), transposePerm(*transpose, x->rank())),
+                           ins[i]->name() + "_transposed");
+    }
+    if (!sameStaticShape(*y, *root.output())) return failure();  // the constant broadcasts y up
+    if (y->uses().size() != 1 || y->isGraphOutput()) {
+      return rw.notifyMatchFailure(root, "Transpose '" + transpose->name() + "' is not moved below '" +
+                                             root.name() + "': its output has other users");
+    }
+    rw.setInsertionPointBefore(&root);
+    Shape moved_shape = x->shape();
+    Node* moved = rw.createTyped(root.output()->dtype(), moved_shape, root.opType(), ins, root.attrs(), root.name());
+    moved->setDomain(root.domain());
+    Node* t = rw.createLike(*root.output(), "Transpose", {moved->output()}, transpose->attrs(), transpose->name());
+    rw.replaceOp(&root, {t->output()});
+    return success();
+  }
+};
+
+class TransposeReorderPass : public PatternPass {
+ public:
+  const char* name() const override { return "transpose_reorder"; }
+  const char* description() const override {
+    return "moves elementwise ops above Transposes (activations next to their Conv, Transposes together)";
+  }
+
+ protected:
+  void populate(PatternSet& p) const override { p.add<SinkTransposeBelowElementwise>(); }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createTransposeReorderPass() {
+  return std::make_unique<TransposeReorderPass>();
+}
+
+}  // namespace npuc

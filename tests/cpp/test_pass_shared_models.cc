@@ -1,0 +1,83 @@
+// The fusion passes on real exporter output (shared/models): after import + optimize() every
+// decomposed LayerNorm / GELU / SiLU / GLU is one op, and the optimized graph still matches ONNX
+// Runtime's reference output within 1e-3 relative. Skipped when the shared folder is absent.
+#include <memory>
+
+#include "frontend/onnx_import.h"
+#include "pass_test_util.h"
+#include "passes/optimize.h"
+#include "reference_npz.h"
+
+namespace npuc {
+namespace {
+
+using passtest::countOps;
+
+constexpr double kOptimizedTolerance = 1e-3;  // shared/models/README.md: optimized models to ~1e-3
+
+class PassSharedModels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::sharedModelsDir();
+    if (dir_.empty() || !testing::fs::is_directory(dir_))
+      GTEST_SKIP() << "shared models folder not found (set NPUC_SHARED_MODELS)";
+  }
+
+  // Imports and optimizes `name`.onnx, checks it against its reference, and returns it.
+  std::unique_ptr<Graph> optimizedAndChecked(const std::string& name) {
+    const testing::fs::path onnx = dir_ / (name + ".onnx");
+    if (!testing::fs::exists(onnx)) {
+      ADD_FAILURE() << "missing " << onnx;
+      return nullptr;
+    }
+    auto g = importOnnxFile(onnx.string());
+    report_ = optimize(*g);
+    g->verify();
+    testing::TempDir scratch;
+    const testing::ReferenceData ref = testing::loadReferenceNpz(dir_ / (name + ".ref.npz"), scratch.path());
+    const std::vector<Tensor> outs = evalGraph(*g, ref.inputs);
+    EXPECT_EQ(outs.size(), ref.outputs.size());
+    for (size_t i = 0; i < outs.size() && i < ref.outputs.size(); ++i)
+      passtest::expectClose(outs[i], ref.outputs[i].second, kOptimizedTolerance,
+                            name + " " + ref.outputs[i].first);
+    return g;
+  }
+
+  testing::fs::path dir_;
+  OptimizationReport report_;
+};
+
+TEST_F(PassSharedModels, TinyVitEveryLayerNormAndGeluFused) {
+  auto g = optimizedAndChecked("tiny_vit");
+  ASSERT_TRUE(g);
+  // Two blocks (ln1, ln2 each) and the final norm; the model's other ReduceMean is token pooling.
+  EXPECT_EQ(countOps(*g, "LayerNormalization"), 5u) << report_.toText();
+  for (const char* op : {"Sqrt", "Sub", "Pow", "Erf"})
+    EXPECT_EQ(countOps(*g, op), 0u) << op << "\n" << report_.toText();
+  EXPECT_EQ(countOps(*g, "Gelu"), 2u);
+  EXPECT_EQ(report_.changesBy("fuse_layernorm"), 5u);
+}
+
+TEST_F(PassSharedModels, YoloFocusSiluFused) {
+  auto g = optimizedAndChecked("yolo_focus");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(countOps(*g, "SiLU"), 1u);
+  EXPECT_EQ(countOps(*g, "Sigmoid"), 0u);
+}
+
+TEST_F(PassSharedModels, GluNetGluFused) {
+  auto g = optimizedAndChecked("glu_net");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(countOps(*g, "GLU"), 1u);
+  for (const char* op : {"Split", "Sigmoid", "Mul"}) EXPECT_EQ(countOps(*g, op), 0u) << op;
+}
+
+TEST_F(PassSharedModels, EveryModelStillMatchesItsReference) {
+  for (const char* name : {"mobilenet_v2", "shufflenet_v2_x0_5", "conv_transpose_clip"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(optimizedAndChecked(name));
+  }
+}
+
+}  // namespace
+}  // namespace npuc

@@ -14,6 +14,32 @@ std::vector<DType> allStorableTypes() {
           DType::Int64,   DType::Bool,  DType::Float16, DType::Float64, DType::UInt32, DType::UInt64};
 }
 
+namespace {
+[[noreturn]] void rethrowNamingNode(const Node& node, const UnsupportedOpError& e) {
+  throw UnsupportedOpError("node '" + node.name() + "' (" + node.opType() + "): " + e.what());
+}
+}  // namespace
+
+InferFn namedInfer(InferFn f) {
+  return [f = std::move(f)](InferContext& ctx) {
+    try {
+      f(ctx);
+    } catch (const UnsupportedOpError& e) {
+      rethrowNamingNode(ctx.node(), e);
+    }
+  };
+}
+
+KernelFactory namedKernel(KernelFactory f) {
+  return [f = std::move(f)](const KernelContext& ctx) -> std::unique_ptr<Kernel> {
+    try {
+      return f(ctx);
+    } catch (const UnsupportedOpError& e) {
+      rethrowNamingNode(ctx.node, e);
+    }
+  };
+}
+
 std::vector<int64_t> intValues(const Tensor& t, const char* what) {
   if (!isInteger(t.dtype())) {
     throw ShapeError(std::string(what) + " must be an integer tensor, got " + dtypeName(t.dtype()));

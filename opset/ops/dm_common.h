@@ -27,6 +27,12 @@ KernelFactory kernelOf() {
   return [](const KernelContext& ctx) -> std::unique_ptr<Kernel> { return std::make_unique<K>(ctx); };
 }
 
+// Wrappers for registration: an UnsupportedOpError raised by shape inference or kernel creation
+// is re-thrown with the node named in front (the evaluator passes UnsupportedOpError through
+// untouched, as it is expected to name the node already).
+InferFn namedInfer(InferFn f);
+KernelFactory namedKernel(KernelFactory f);
+
 // The values of an integer parameter tensor (scalar or 1-D int32/int64 constant).
 // `what` names it in errors ("Reshape shape").
 std::vector<int64_t> intValues(const Tensor& t, const char* what);

@@ -163,15 +163,15 @@ void registerDmConcatSplitOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Concat")
       .inputs(1, -1)
-      .infer(inferConcat)
-      .kernel(dm::kernelOf<ConcatKernel>())
+      .infer(dm::namedInfer(inferConcat))
+      .kernel(dm::namedKernel(dm::kernelOf<ConcatKernel>()))
       .types(any)
       .doc("joins inputs along an axis");
   reg.add("Split")
       .inputs(1, 2)
       .outputs(1, kMaxSplitOutputs)
-      .infer(inferSplit)
-      .kernel(dm::kernelOf<SplitKernel>())
+      .infer(dm::namedInfer(inferSplit))
+      .kernel(dm::namedKernel(dm::kernelOf<SplitKernel>()))
       .types(any)
       .doc("splits along an axis by the split input, num_outputs, or equally");
 }

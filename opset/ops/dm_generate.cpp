@@ -180,9 +180,9 @@ Tensor constantValue(const Node& node) {
     const auto& v = a.ints("value_ints");
     return Tensor::fromVector(v, {static_cast<int64_t>(v.size())});
   }
-  throw UnsupportedOpError("Constant node '" + node.name() +
-                           "' has none of value / value_float(s) / value_int(s) (string and sparse constants "
-                           "are not supported)");
+  throw UnsupportedOpError(
+      "Constant has none of value / value_float(s) / value_int(s) (string and sparse constants "
+      "are not supported)");
 }
 
 void inferConstant(InferContext& ctx) {
@@ -207,32 +207,32 @@ void registerDmGenerateOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Shape")
       .inputs(1)
-      .infer(inferShape)
-      .kernel(dm::kernelOf<ShapeKernel>())
+      .infer(dm::namedInfer(inferShape))
+      .kernel(dm::namedKernel(dm::kernelOf<ShapeKernel>()))
       .types(any)
       .doc("the input's dims [start, end) as int64");
   reg.add("Size")
       .inputs(1)
-      .infer(inferSize)
-      .kernel(dm::kernelOf<SizeKernel>())
+      .infer(dm::namedInfer(inferSize))
+      .kernel(dm::namedKernel(dm::kernelOf<SizeKernel>()))
       .types(any)
       .doc("the input's element count as an int64 scalar");
   reg.add("ConstantOfShape")
       .inputs(1)
-      .infer(inferConstantOfShape)
-      .kernel(dm::kernelOf<FillKernel>())
+      .infer(dm::namedInfer(inferConstantOfShape))
+      .kernel(dm::namedKernel(dm::kernelOf<FillKernel>()))
       .types({DType::Int64})
       .doc("a tensor of the given shape filled with the value attribute (default float 0)");
   reg.add("Range")
       .inputs(3)
-      .infer(inferRange)
-      .kernel(dm::kernelOf<RangeKernel>())
+      .infer(dm::namedInfer(inferRange))
+      .kernel(dm::namedKernel(dm::kernelOf<RangeKernel>()))
       .types({DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64})
       .doc("start, start + delta, ... up to (not including) limit");
   reg.add("Constant")
       .inputs(0)
-      .infer(inferConstant)
-      .kernel(dm::kernelOf<ConstantKernel>())
+      .infer(dm::namedInfer(inferConstant))
+      .kernel(dm::namedKernel(dm::kernelOf<ConstantKernel>()))
       .doc("the tensor of its value* attribute");
 }
 

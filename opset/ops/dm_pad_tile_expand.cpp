@@ -94,7 +94,7 @@ int64_t padSource(int64_t i, int64_t begin, int64_t dim, PadMode mode) {
 
 class PadKernel : public Kernel {
  public:
-  explicit PadKernel(const KernelContext& ctx) : elem_(dtypeSize(ctx.input_types[0].dtype)) {
+  explicit PadKernel(const KernelContext& ctx) {
     const Shape& in = ctx.input_types[0].shape;
     const Tensor* pads = ctx.constInput(1);
     if (!pads) throw ShapeError("Pad pads (input 1) must be a constant");
@@ -105,7 +105,7 @@ class PadKernel : public Kernel {
     for (size_t d = 0; d < in.size(); ++d) {
       for (int64_t i = 0; i < out[d]; ++i) maps[d].push_back(padSource(i, p.begin[d], in[d], mode));
     }
-    gather_ = dm::IndexMapGather(in, maps, elem_);
+    gather_ = dm::IndexMapGather(in, maps, dtypeSize(ctx.input_types[0].dtype));
   }
 
   void run(const KernelIO& io) const override {
@@ -115,7 +115,6 @@ class PadKernel : public Kernel {
   }
 
  private:
-  size_t elem_;
   dm::IndexMapGather gather_;
 };
 
@@ -198,18 +197,22 @@ void registerDmPadTileExpandOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Pad")
       .inputs(2, 4)
-      .infer(inferPad)
-      .kernel(dm::kernelOf<PadKernel>())
+      .infer(dm::namedInfer(inferPad))
+      .kernel(dm::namedKernel(dm::kernelOf<PadKernel>()))
       .types(any)
       .doc("pads (or crops, with negative pads) in constant, reflect, edge or wrap mode");
   reg.add("Expand")
       .inputs(2)
-      .infer(inferExpand)
-      .kernel(makeExpand)
+      .infer(dm::namedInfer(inferExpand))
+      .kernel(dm::namedKernel(makeExpand))
       .types(any)
       .doc("broadcasts to a shape (bidirectionally)");
-  reg.add("Tile").inputs(2).infer(inferTile).kernel(makeTile).types(any).doc(
-      "repeats the input along each dim");
+  reg.add("Tile")
+      .inputs(2)
+      .infer(dm::namedInfer(inferTile))
+      .kernel(dm::namedKernel(makeTile))
+      .types(any)
+      .doc("repeats the input along each dim");
 }
 
 }  // namespace npuc

@@ -313,14 +313,14 @@ void registerDmResizeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Resize")
       .inputs(1, 4)
-      .infer(dm::inferResize)
-      .kernel(dm::makeResize)
+      .infer(dm::namedInfer(dm::inferResize))
+      .kernel(dm::namedKernel(dm::makeResize))
       .types(any)
       .doc("nearest (any dtype) / linear / cubic (float32) resampling, every coordinate transformation mode");
   reg.add("Upsample")
       .inputs(2)
-      .infer(dm::inferResize)
-      .kernel(dm::makeResize)
+      .infer(dm::namedInfer(dm::inferResize))
+      .kernel(dm::namedKernel(dm::makeResize))
       .types(any)
       .doc("deprecated (opset <= 9) form of Resize: asymmetric coordinates, nearest or linear");
 }

@@ -297,20 +297,20 @@ void registerDmSliceGatherOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Slice")
       .inputs(3, 5)
-      .infer(inferSlice)
-      .kernel(dm::kernelOf<SliceKernel>())
+      .infer(dm::namedInfer(inferSlice))
+      .kernel(dm::namedKernel(dm::kernelOf<SliceKernel>()))
       .types(any)
       .doc("strided sub-tensor (starts/ends/axes/steps inputs, negative steps allowed)");
   reg.add("Gather")
       .inputs(2)
-      .infer(inferGather)
-      .kernel(dm::kernelOf<GatherKernel>())
+      .infer(dm::namedInfer(inferGather))
+      .kernel(dm::namedKernel(dm::kernelOf<GatherKernel>()))
       .types(any)
       .doc("picks slices along an axis by index (negative indices count from the end)");
   reg.add("GatherElements")
       .inputs(2)
-      .infer(inferGatherElements)
-      .kernel(dm::kernelOf<GatherElementsKernel>())
+      .infer(dm::namedInfer(inferGatherElements))
+      .kernel(dm::namedKernel(dm::kernelOf<GatherElementsKernel>()))
       .types(any)
       .doc("picks one element per index along an axis");
 }

@@ -136,20 +136,20 @@ void registerDmTransposeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Transpose")
       .inputs(1)
-      .infer(inferTranspose)
-      .kernel(makeTranspose)
+      .infer(dm::namedInfer(inferTranspose))
+      .kernel(dm::namedKernel(makeTranspose))
       .types(any)
       .doc("permutes axes (default perm: reversed)");
   reg.add("DepthToSpace")
       .inputs(1)
-      .infer(inferDepthToSpace)
-      .kernel(makeDepthToSpace)
+      .infer(dm::namedInfer(inferDepthToSpace))
+      .kernel(dm::namedKernel(makeDepthToSpace))
       .types(any)
       .doc("moves channel blocks into spatial blocks (DCR or CRD order)");
   reg.add("SpaceToDepth")
       .inputs(1)
-      .infer(inferSpaceToDepth)
-      .kernel(makeSpaceToDepth)
+      .infer(dm::namedInfer(inferSpaceToDepth))
+      .kernel(dm::namedKernel(makeSpaceToDepth))
       .types(any)
       .doc("moves spatial blocks into channels");
 }

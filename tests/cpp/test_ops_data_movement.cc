@@ -765,6 +765,28 @@ TEST(DmResize, NearestWorksOnInt8) {
   EXPECT_EQ(values<int8_t>(t.run1()), (std::vector<int8_t>{-5, -5, 0, 0, 7, 7, -5, -5, 0, 0, 7, 7}));
 }
 
+TEST(DmResize, NearestExtrapolationIsCastToTheDtype) {
+  const Tensor x = iota<int32_t>({1, 1, 3, 3});
+  OneNode t;
+  t.in(x).cst(f32s({0, 0, 0, 0, 1, 1, 1, 2})).cst(Tensor(DType::Float32, {0})).cst(i64({1, 1, 3, 3}));
+  Node& n = t.make("Resize");
+  n.attrs().set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+  n.attrs().set("extrapolation_value", 10.7f);
+  // Columns map to 0, 2 and 4 (outside: extrapolated); rows to 0, 1, 2.
+  EXPECT_EQ(values<int32_t>(t.run1()), (std::vector<int32_t>{0, 2, 10, 3, 5, 10, 6, 8, 10}));
+}
+
+TEST(DmResize, UnsupportedModeNamesTheNode) {
+  OneNode t;
+  t.in(iota<float>({1, 4})).cst(Tensor(DType::Float32, {0})).cst(f32s({1, 2}));
+  t.make("Resize").attrs().set("mode", std::string("area"));
+  expectThrowWith<UnsupportedOpError>([&] { t.infer(); }, "node 'Resize_node' (Resize): resize mode 'area'");
+  OneNode lin;
+  lin.in(iota<int8_t>({1, 4})).cst(Tensor(DType::Float32, {0})).cst(f32s({1, 2}));
+  lin.make("Resize").attrs().set("mode", std::string("linear"));
+  expectThrowWith<UnsupportedOpError>([&] { lin.infer(); }, "supports float32 input, got int8");
+}
+
 TEST(DmResize, BilinearHalfPixelAndAlignCorners) {
   const Tensor x = tensorOf<float>({1, 1, 2, 2}, {1, 2, 3, 4});
   const Tensor scales = f32s({1, 1, 2, 2});

@@ -1,0 +1,115 @@
+// npuc's NPU cost model (docs/perf_model.md), in the spirit of Arm's Vela: every figure comes from
+// the SocProfile, plus a few structural constants below, each an assumption stated where defined.
+//
+//   MAC task (Conv / Gemm / MatMul, with its fused activation and Add):
+//     compute = padded MACs / (MACs per cycle per core * cores)
+//       padded MACs: Cin/Cout padded to the profile's alignment for the dtype (wasted MACs count);
+//       a depthwise conv keeps one lane of the conv_in-wide dot product busy; each spatial tile's
+//       output pixels are padded to a 4-wide row and a 16-pixel pass.
+//     DDR     = bytes the tiles move / (ddr_bytes_per_cycle * ddr_efficiency)
+//       weights re-fetched per spatial tile unless the loop keeps them on chip, inputs (with halo)
+//       re-fetched per output-channel block unless the loop keeps them, outputs written once.
+//     total   = max(compute, DDR) + task_overhead_cycles
+//   Streaming task (elementwise, pooling, data movement): elements over a per-cycle lane rate
+//     (x kLowEfficiencyPenalty for DESIGN.md's low-efficiency classes) against DDR bytes.
+//   CPU op: max(FLOPs / fp32_gflops, bytes / mem_bandwidth); NPU<->CPU hand-over: one task's
+//     sync, plus the CPU converting layout (NC1HWC2 <-> NCHW) and dtype of the tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "perf/mac_shape.h"
+#include "target/soc_profile.h"
+
+namespace npuc::perf {
+
+// Output pixels the MAC array processes in one pass. Assumed: DESIGN.md publishes that conv
+// utilization drops when the output H*W < 16, which is what a 16-pixel pass does.
+constexpr int64_t kPixelsPerPass = 16;
+// Row width granularity. Published: when H*W > 1 the width is best 4-aligned.
+constexpr int64_t kWidthAlignment = 4;
+// Low-efficiency op classes (DESIGN.md: data movement, size change, non-Relu activations) run at
+// this fraction of the streaming rate. Assumed: the figure is not published.
+constexpr double kLowEfficiencyPenalty = 4.0;
+// CPU FLOPs per element of a transcendental op (Exp, Sigmoid, ...): a polynomial evaluation.
+// Assumed.
+constexpr double kTranscendentalFlops = 10.0;
+// Bytes of a bias element (int32 for int8, also charged for fp16: the NPU keeps 32-bit bias).
+constexpr int64_t kBiasBytes = 4;
+
+int64_t roundUp(int64_t x, int64_t multiple);
+int64_t ceilDiv(int64_t a, int64_t b);
+// Bytes of one element of `t` ("tf32" counts 4).
+int64_t npuDTypeBytes(NpuDType t);
+
+// How a MAC op is split into tiles: output channels in blocks of `oc_block` (padded channels),
+// output rows in bands of `tile_rows` (full width: wide-and-short tiles read DDR best). With
+// `spatial_outer` the band loop is outside (inputs read once, weights once per band); otherwise
+// the channel-block loop is (weights read once, inputs once per block).
+struct Tiling {
+  int64_t oc_block = 0;
+  int64_t tile_rows = 0;
+  bool spatial_outer = false;
+};
+
+struct TaskCost {
+  double compute_cycles = 0;  // NPU array / lane cycles
+  double ddr_cycles = 0;
+  double overhead_cycles = 0;
+  double ddr_bytes = 0;
+  int64_t tiles = 1;
+  double total() const { return (compute_cycles > ddr_cycles ? compute_cycles : ddr_cycles) + overhead_cycles; }
+};
+
+// Channel padding of a MAC op for one dtype, and the buffer footprint of a tile.
+struct PaddedMacShape {
+  int64_t in_c_stored = 0;    // input channels as stored in DDR (the "other" alignment)
+  int64_t out_c_stored = 0;   // output channels as stored in DDR
+  int64_t in_c_compute = 0;   // input channels the array reads for one output-channel block set
+  int64_t out_c_compute = 0;  // output channels the array computes (conv_out / depthwise aligned)
+  int64_t cin_per_oc = 0;     // array lanes spent per output channel per kernel tap
+  int64_t oc_align = 0;       // block granularity of output channels
+};
+
+class CostModel {
+ public:
+  // `cores`: NPU cores one task is spread over (1 in single-core mode). ConfigError when the
+  // profile does not compute in `dtype` or `cores` is outside 1..npu.cores.
+  CostModel(const SocProfile& soc, NpuDType dtype, int64_t cores);
+
+  const SocProfile& soc() const { return *soc_; }
+  NpuDType dtype() const { return dtype_; }
+  int64_t cores() const { return cores_; }
+  double clockHz() const { return static_cast<double>(soc_->npu.clock_mhz) * 1e6; }
+  double sustainedDdrBytesPerCycle() const { return soc_->npu.ddr_bytes_per_cycle * soc_->npu.ddr_efficiency; }
+  // The whole array's MACs per cycle for `t` over the cores in use.
+  double macsPerCycle(NpuDType t) const;
+
+  PaddedMacShape padded(const MacOpShape& s, NpuDType t) const;
+  // Bytes one tile keeps on chip (input band incl. halo + weight block + output band).
+  int64_t tileBufferBytes(const MacOpShape& s, const Tiling& tiling, NpuDType t) const;
+  bool fitsBuffer(const MacOpShape& s, const Tiling& tiling, NpuDType t) const {
+    return tileBufferBytes(s, tiling, t) <= soc_->npu.onchip_buffer_bytes;
+  }
+  // A MAC task; `extra_read_bytes` are the fused Add's other operand.
+  TaskCost macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t, double extra_read_bytes = 0) const;
+  // A streaming NPU task in `t` processing `elements` (after channel padding), moving `ddr_bytes`.
+  TaskCost streamTask(double elements, double ddr_bytes, bool low_efficiency, NpuDType t) const;
+  // A MAC op the tiler does not model (ConvTranspose): its MACs over the array, bytes once.
+  TaskCost untiledMacTask(double macs, double ddr_bytes, NpuDType t) const;
+  // Padding of a tensor's channel dim (dim 1 of rank >= 2) to the "other" alignment, in elements.
+  int64_t storedElements(const Shape& shape, NpuDType t) const;
+
+  // Seconds a CPU fallback op takes.
+  double cpuSeconds(double flops, double bytes) const;
+  // Seconds one NPU<->CPU hand-over of a tensor of `elements` (in NPU dtype `t`) costs.
+  double handoverSeconds(double elements, NpuDType t) const;
+
+ private:
+  const SocProfile* soc_;
+  NpuDType dtype_;
+  int64_t cores_;
+};
+
+}  // namespace npuc::perf

@@ -1,0 +1,19 @@
+// The op classes the cost model treats differently, per DESIGN.md's NPU notes.
+#pragma once
+
+#include <string>
+
+namespace npuc::perf {
+
+// DESIGN.md's low-efficiency classes: data movement (Transpose, Reshape, Split, Concat, ...), size
+// change (Resize, Tile, Pooling, Pad) and non-Relu activations (Sigmoid, Tanh, Softplus, HardSwish, ...).
+bool isLowEfficiencyOp(const std::string& op_type);
+// Ops that keep float precision when the model runs in int8 (normalizations, Softmax, Exp, Div,
+// ...): the NPU runs them in its 16-bit format. Assumed, as RKNN does for non-quantizable ops.
+bool runsInFloat(const std::string& op_type);
+// Ops whose per-element CPU cost is a transcendental function.
+bool isTranscendental(const std::string& op_type);
+// Pooling ops whose work is the output elements times the window.
+bool isWindowPooling(const std::string& op_type);
+
+}  // namespace npuc::perf

@@ -1,0 +1,252 @@
+#include "perf/perf_eval.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/error.h"
+#include "perf/op_classes.h"
+#include "target/fusion_groups.h"
+#include "target/op_geometry.h"
+
+namespace npuc::perf {
+
+namespace {
+
+// One row's worth of work: a fusion group, or one node.
+struct Task {
+  std::vector<const Node*> nodes;  // execution order; nodes[0] is the anchor of a group
+  bool fused = false;
+  Device device = Device::Npu;
+  std::string op_type;
+  std::string full_name;
+};
+
+int64_t numel(const Value& v) {
+  int64_t n = 1;
+  for (int64_t d : v.shape()) n *= d;
+  return n;
+}
+
+std::string upperDTypeName(NpuDType t) {
+  switch (t) {
+    case NpuDType::Int8: return "INT8";
+    case NpuDType::Int16: return "INT16";
+    case NpuDType::Float16: return "FP16";
+    case NpuDType::BFloat16: return "BF16";
+    case NpuDType::TFloat32: return "TF32";
+  }
+  return "?";
+}
+
+std::vector<Task> buildTasks(const Graph& graph, const PartitionReport& placement,
+                             const std::vector<FusionGroup>& groups) {
+  std::map<const Node*, const FusionGroup*> group_of;
+  for (const FusionGroup& g : groups)
+    for (const Node* n : g.nodes()) group_of[n] = &g;
+  std::map<const Node*, std::string> label;
+  for (const NodePlacement& p : placement.nodes) label[p.node] = p.label;
+
+  std::vector<Task> tasks;
+  for (const Node* n : graph.nodes()) {
+    auto it = group_of.find(n);
+    if (it != group_of.end() && it->second->anchor != n) continue;  // costed with its anchor
+    Task t;
+    t.device = placement.deviceOf(n);
+    if (it != group_of.end()) {
+      t.nodes = it->second->nodes();
+      t.fused = true;
+      t.op_type = it->second->pattern();
+    } else {
+      t.nodes = {n};
+      t.op_type = n->opType();
+    }
+    for (const Node* m : t.nodes) t.full_name += (t.full_name.empty() ? "" : "+") + label[m];
+    tasks.push_back(std::move(t));
+  }
+  return tasks;
+}
+
+// Values a task reads from outside itself, in first-use order.
+std::vector<const Value*> externalInputs(const Task& t) {
+  std::set<const Value*> inside;
+  for (const Node* n : t.nodes)
+    for (const Value* o : n->outputs()) inside.insert(o);
+  std::vector<const Value*> out;
+  for (const Node* n : t.nodes)
+    for (const Value* v : n->inputs())
+      if (v && !inside.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
+Shape firstActivationShape(const Task& t) {
+  for (const Value* v : externalInputs(t))
+    if (!v->isConstant()) return v->shape();
+  return {};
+}
+
+class Evaluator {
+ public:
+  Evaluator(const Graph& graph, const SocProfile& soc, const PerfOptions& options, TilingCache* cache)
+      : graph_(graph),
+        soc_(soc),
+        options_(options),
+        model_(soc, options.dtype, options.single_core_mode ? 1 : soc.npu.cores),
+        cache_(cache) {}
+
+  PerfReport run() {
+    PartitionReport placement = partitionGraph(graph_, soc_, options_.op_target);
+    placement_ = &placement;
+    std::vector<FusionGroup> groups = fusionGroups(graph_, soc_, placement);
+    PerfReport report;
+    report.soc = soc_.name;
+    report.dtype = npuDTypeName(options_.dtype);
+    report.cores = model_.cores();
+    report.clock_mhz = static_cast<double>(soc_.npu.clock_mhz);
+    report.warnings = placement.warnings;
+    int64_t hits0 = cache_ ? cache_->hits() : 0, misses0 = cache_ ? cache_->misses() : 0;
+    for (const Task& t : buildTasks(graph_, placement, groups)) {
+      PerfRow row = t.device == Device::Npu ? costNpu(t, report.warnings) : costCpu(t);
+      row.id = static_cast<int64_t>(report.rows.size()) + 1;
+      row.op_type = t.op_type;
+      row.target = t.device;
+      row.input_shape = firstActivationShape(t);
+      row.output_shape = t.nodes.back()->output(0)->shape();
+      row.full_name = t.full_name;
+      addHandovers(t, row);
+      report.rows.push_back(std::move(row));
+    }
+    if (cache_) {
+      report.tiling_cache_hits = cache_->hits() - hits0;
+      report.tiling_cache_misses = cache_->misses() - misses0;
+    }
+    report.finalize();
+    return report;
+  }
+
+ private:
+  // The dtype a node computes in: the model's, or the 16-bit format for float-only ops.
+  NpuDType opDType(const Node& n) const {
+    if (options_.dtype != NpuDType::Int8 || !runsInFloat(n.opType())) return options_.dtype;
+    for (NpuDType t : {NpuDType::Float16, NpuDType::Int16})
+      if (soc_.supportsDtype(t)) return t;
+    return options_.dtype;
+  }
+
+  double storedBytes(const Value& v, NpuDType t) const {
+    return static_cast<double>(model_.storedElements(v.shape(), t) * npuDTypeBytes(t));
+  }
+
+  static void setNpuCycles(PerfRow& row, const TaskCost& c, double clock_mhz) {
+    row.ddr_cycles = c.ddr_cycles;
+    row.npu_cycles = c.compute_cycles;
+    row.total_cycles = c.total();
+    row.time_us = c.total() / clock_mhz;
+    row.rw_kb = c.ddr_bytes / 1024.0;
+    row.task_number = 1;
+    row.tiles = c.tiles;
+    row.bottleneck = c.compute_cycles >= c.ddr_cycles ? "NPU" : "DDR";
+  }
+
+  PerfRow costNpu(const Task& t, std::vector<std::string>& warnings) {
+    const Node& anchor = *t.nodes.front();
+    NpuDType dt = opDType(anchor);
+    PerfRow row;
+    row.data_type = upperDTypeName(dt);
+    TaskCost cost;
+    if (isMacOp(anchor)) {
+      MacOpShape shape = macOpShape(anchor);
+      double extra = 0;  // the fused residual Add reads its other operand
+      for (const Node* n : t.nodes)
+        if (n != &anchor && n->opType() == "Add")
+          for (const Value* v : n->inputs())
+            if (v && v->producer() != t.nodes[1] && v->producer() != &anchor) extra += storedBytes(*v, dt);
+      TilingDecision d = chooseTiling(model_, shape, dt, cache_);
+      if (!d.fits_buffer)
+        warnings.push_back(t.full_name + ": no tile of " + anchor.opType() + " fits the " +
+                           std::to_string(soc_.npu.onchip_buffer_bytes) + "-byte on-chip buffer; costed with the smallest");
+      cost = model_.macTask(shape, d.tiling, dt, extra);
+      row.macs = shape.usefulMacs();
+    } else {
+      cost = streamCost(t, dt);
+      row.macs = usefulMacs(anchor);
+    }
+    setNpuCycles(row, cost, model_.clockHz() / 1e6);
+    double array_cycles = cost.total();
+    row.mac_usage_pct = array_cycles > 0 ? 100.0 * static_cast<double>(row.macs) / (array_cycles * model_.macsPerCycle(dt)) : 0;
+    return row;
+  }
+
+  // A non-MAC NPU task: the bytes of its external inputs and its output, and the elements its
+  // vector unit processes.
+  TaskCost streamCost(const Task& t, NpuDType dt) const {
+    const Node& n = *t.nodes.front();
+    double bytes = storedBytes(*t.nodes.back()->output(0), dt);
+    for (const Value* v : externalInputs(t)) bytes += storedBytes(*v, dt);
+    if (n.opType() == "ConvTranspose")
+      return model_.untiledMacTask(static_cast<double>(usefulMacs(n)), bytes, dt);
+    double elements = 0;
+    for (const Node* m : t.nodes) {
+      double out = static_cast<double>(model_.storedElements(m->output(0)->shape(), dt));
+      double in = m->input(0) ? static_cast<double>(model_.storedElements(m->input(0)->shape(), dt)) : 0;
+      double work = std::max(in, out);
+      if (isWindowPooling(m->opType())) {
+        WindowGeometry g = windowGeometry(*m);
+        double window = 1;
+        for (int64_t k : g.kernel) window *= static_cast<double>(k);
+        work = out * window;
+      }
+      elements += work;
+    }
+    return model_.streamTask(elements, bytes, isLowEfficiencyOp(n.opType()), dt);
+  }
+
+  PerfRow costCpu(const Task& t) const {
+    const Node& n = *t.nodes.front();
+    double out_elements = static_cast<double>(numel(*n.output(0)));
+    double flops = isMacOp(n) || n.opType() == "ConvTranspose"
+                       ? 2.0 * static_cast<double>(usefulMacs(n))
+                       : out_elements * (isTranscendental(n.opType()) ? kTranscendentalFlops : 1.0);
+    double elements = out_elements;
+    for (const Value* v : n.inputs())
+      if (v) elements += static_cast<double>(numel(*v));
+    PerfRow row;
+    row.data_type = "FP32";
+    row.macs = usefulMacs(n);
+    row.time_us = model_.cpuSeconds(flops, elements * 4.0) * 1e6;
+    row.total_cycles = row.time_us * model_.clockHz() / 1e6;
+    row.bottleneck = "CPU";
+    return row;
+  }
+
+  // Tensors this task reads from the other device: each crosses once per reading device.
+  void addHandovers(const Task& t, PerfRow& row) {
+    for (const Value* v : externalInputs(t)) {
+      if (v->isConstant() || !v->producer()) continue;
+      if (placement_->deviceOf(v->producer()) == t.device) continue;
+      if (!handed_over_.insert({v, t.device}).second) continue;
+      NpuDType dt = opDType(t.device == Device::Npu ? *t.nodes.front() : *v->producer());
+      double us = model_.handoverSeconds(static_cast<double>(numel(*v)), dt) * 1e6;
+      row.handover_us += us;
+      ++row.handovers;
+    }
+    row.time_us += row.handover_us;
+    row.total_cycles = row.time_us * model_.clockHz() / 1e6;
+  }
+
+  const Graph& graph_;
+  const SocProfile& soc_;
+  const PerfOptions& options_;
+  CostModel model_;
+  TilingCache* cache_;
+  const PartitionReport* placement_ = nullptr;
+  std::set<std::pair<const Value*, Device>> handed_over_;
+};
+
+}  // namespace
+
+PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options, TilingCache* cache) {
+  return Evaluator(graph, soc, options, cache).run();
+}
+
+}  // namespace npuc::perf

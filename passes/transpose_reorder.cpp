@@ -8,6 +8,9 @@
 //
 // Only when the Transpose's output has that one consumer: the number of Transposes never grows.
 // Elementwise ops commute exactly with a permutation of their elements, so this is bit-exact.
+#include <algorithm>
+#include <cstring>
+
 #include "passes/core/ir_helpers.h"
 #include "passes/core/pattern_pass.h"
 #include "passes/fusion_util.h"
@@ -17,7 +20,7 @@ namespace {
 
 // Elementwise unary ops (extra inputs, like Clip's bounds, must be scalars).
 const std::vector<std::string> kUnaryOps = {
-    "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSwish", "HardSigmoid", "Tanh", "Elu", "Selu", "Neg",
+    "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSwish", "HardSigmoid", "Tanh", "Elu",  "Selu", "Neg",
     "Abs",  "Exp",  "Log",     "Sqrt",      "Softplus",  "Mish",        "Erf",  "Celu", "Gelu", "SiLU"};
 // Elementwise binary ops whose constant operand can be permuted.
 const std::vector<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "PRelu"};
@@ -32,7 +35,8 @@ Tensor permutedForInput(const Tensor& t, int64_t rank, const std::vector<int64_t
   Shape in_shape(static_cast<size_t>(rank - t.rank()), 1);
   in_shape.insert(in_shape.end(), t.shape().begin(), t.shape().end());
   Shape out_shape(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) out_shape[static_cast<size_t>(perm[i])] = in_shape[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < rank; ++i)
+    out_shape[static_cast<size_t>(perm[i])] = in_shape[static_cast<size_t>(i)];
   Tensor out(t.dtype(), out_shape);
   const std::vector<int64_t> in_strides = shapeStrides(in_shape), out_strides = shapeStrides(out_shape);
   const size_t elem = dtypeSize(t.dtype());
@@ -64,33 +68,35 @@ class SinkTransposeBelowElementwise : public RewritePattern {
       transpose = fusion::producerIs(root.input(1), "Transpose");
       t_index = 1;
     }
-    if (!transpose || root.opType() == "PRelu" && t_index != 0) return failure();
+    if (!transpose || (root.opType() == "PRelu" && t_index != 0)) return failure();
     Value* x = transpose->input(0);
     Value* y = transpose->output();
     if (!x->shapeIsStatic() || !y->shapeIsStatic()) return failure();
-    std::vector<Value*> ins = root.inputs();
-    ins[t_index] = x;
-    for (size_t i = 0; i < ins.size(); ++i) {
-      if (i == t_index || !ins[i]) continue;
-      if (!ins[i]->isConstant()) return failure();
-      if (unary) {
-        if (ins[i]->constant().numel() != 1) return failure();
-        continue;
-      }
-      if (ins[i]->rank() > y->rank()) return failure();
-      ins[i] = rw.constant(permutedForInput(ins[i]->constant(), y->rank(), transposePerm(*transpose, x->rank())),
-                           ins[i]->name() + "_transposed");
+    if (!sameStaticShape(*y, *root.output())) return failure();  // a constant broadcasts y up
+    for (size_t i = 0; i < root.numInputs(); ++i) {
+      const Value* in = root.input(i);
+      if (i == t_index || !in) continue;
+      if (!in->isConstant() || in->rank() > y->rank() || (unary && in->constant().numel() != 1))
+        return failure();
     }
-    if (!sameStaticShape(*y, *root.output())) return failure();  // the constant broadcasts y up
     if (y->uses().size() != 1 || y->isGraphOutput()) {
       return rw.notifyMatchFailure(root, "Transpose '" + transpose->name() + "' is not moved below '" +
                                              root.name() + "': its output has other users");
     }
+    std::vector<Value*> ins = root.inputs();
+    ins[t_index] = x;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (i == t_index || !ins[i] || unary) continue;
+      ins[i] =
+          rw.constant(permutedForInput(ins[i]->constant(), y->rank(), transposePerm(*transpose, x->rank())),
+                      ins[i]->name() + "_transposed");
+    }
     rw.setInsertionPointBefore(&root);
-    Shape moved_shape = x->shape();
-    Node* moved = rw.createTyped(root.output()->dtype(), moved_shape, root.opType(), ins, root.attrs(), root.name());
+    Node* moved =
+        rw.createTyped(root.output()->dtype(), x->shape(), root.opType(), ins, root.attrs(), root.name());
     moved->setDomain(root.domain());
-    Node* t = rw.createLike(*root.output(), "Transpose", {moved->output()}, transpose->attrs(), transpose->name());
+    Node* t =
+        rw.createLike(*root.output(), "Transpose", {moved->output()}, transpose->attrs(), transpose->name());
     rw.replaceOp(&root, {t->output()});
     return success();
   }

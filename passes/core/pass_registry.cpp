@@ -17,6 +17,7 @@ std::unique_ptr<Pass> createExtractCommonFactorPass();
 std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseActivationsPass();
 std::unique_ptr<Pass> createFuseGluPass();
+std::unique_ptr<Pass> createTransposeReorderPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -33,6 +34,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fuse_layernorm", createFuseLayerNormPass},
       {"fuse_activations", createFuseActivationsPass},
       {"fuse_glu", createFuseGluPass},
+      {"transpose_reorder", createTransposeReorderPass},
   };
   return kPasses;
 }

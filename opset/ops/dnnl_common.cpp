@@ -9,13 +9,15 @@ const dnnl::engine& cpuEngine() {
   return engine;
 }
 
-dnnl::memory::dims toDims(const Shape& shape) { return dnnl::memory::dims(shape.begin(), shape.end()); }
+dnnl::memory::dims toDims(const Shape& shape) {
+  return dnnl::memory::dims(shape.begin(), shape.end());
+}
 
 dnnl::memory::desc plainDesc(const Shape& shape) {
   if (shape.empty()) return dnnl::memory::desc({1}, dnnl::memory::data_type::f32, dnnl::memory::dims{1});
   if (shape.size() > DNNL_MAX_NDIMS) {
-    throw UnsupportedOpError("tensor of rank " + std::to_string(shape.size()) + " exceeds oneDNN's limit of " +
-                             std::to_string(DNNL_MAX_NDIMS));
+    throw UnsupportedOpError("tensor of rank " + std::to_string(shape.size()) +
+                             " exceeds oneDNN's limit of " + std::to_string(DNNL_MAX_NDIMS));
   }
   const std::vector<int64_t> strides = shapeStrides(shape);
   return dnnl::memory::desc(toDims(shape), dnnl::memory::data_type::f32,

@@ -18,10 +18,9 @@
 // only allocations a run makes.
 #pragma once
 
-#include <dnnl.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <dnnl.hpp>
 #include <unordered_map>
 
 #include "ir/tensor.h"
@@ -43,7 +42,9 @@ void execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::me
 void reorderNow(const dnnl::memory& from, const dnnl::memory& to);
 
 // Rounds a byte count up to the tensor alignment so carved areas stay 64-byte aligned.
-inline size_t alignUp(size_t bytes) { return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
+inline size_t alignUp(size_t bytes) {
+  return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
 
 // Splits a kernel's workspace into named areas. The constructor adds the areas (recording offsets);
 // run() asks for each area's address inside the KernelIO workspace.

@@ -62,7 +62,8 @@ class PackedWeights {
 class Scratchpad {
  public:
   Scratchpad() = default;
-  Scratchpad(const dnnl::memory::desc& desc, WorkspaceLayout& ws) : desc_(desc), offset_(ws.reserve(desc.get_size())) {}
+  Scratchpad(const dnnl::memory::desc& desc, WorkspaceLayout& ws)
+      : desc_(desc), offset_(ws.reserve(desc.get_size())) {}
   dnnl::memory get(void* workspace) const { return wrap(desc_, WorkspaceLayout::at(workspace, offset_)); }
 
  private:

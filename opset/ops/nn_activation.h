@@ -3,7 +3,6 @@
 #pragma once
 
 #include <dnnl.hpp>
-
 #include <string>
 
 #include "ir/attribute.h"
@@ -24,5 +23,12 @@ Activation parseActivation(const Attributes& attrs);
 
 // Appends the activation as an eltwise post-op (nothing for ActKind::None).
 void appendEltwise(dnnl::post_ops& ops, const Activation& act);
+
+}  // namespace npuc::nn
+
+namespace npuc::nn {
+
+// Applies the activation in place to n contiguous values (for kernels that do not run on oneDNN).
+void applyActivation(const Activation& act, float* y, int64_t n);
 
 }  // namespace npuc::nn

@@ -6,7 +6,9 @@ namespace npuc::nn {
 
 namespace {
 
-std::string dimStr(int64_t d) { return std::to_string(d); }
+std::string dimStr(int64_t d) {
+  return std::to_string(d);
+}
 
 // Kernel sizes come from the weights; a kernel_shape attribute, if present, must agree.
 std::vector<int64_t> convKernel(const Attributes& attrs, const Shape& w, const std::string& op) {
@@ -20,8 +22,8 @@ std::vector<int64_t> convKernel(const Attributes& attrs, const Shape& w, const s
 
 }  // namespace
 
-ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, const Shape* bias, const Shape* sum,
-                     const std::string& op) {
+ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, const Shape* bias,
+                     const Shape* sum, const std::string& op) {
   ConvSpec s;
   s.x = x;
   s.w = w;
@@ -32,16 +34,17 @@ ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, co
   s.group = attrs.i("group", 1);
   if (s.group < 1) throw ShapeError(op + " group must be >= 1, got " + dimStr(s.group));
   if (x[1] != w[1] * s.group) {
-    throw ShapeError(op + " input X " + shapeStr(x) + " has " + dimStr(x[1]) + " channels but W " + shapeStr(w) +
-                     " with group " + dimStr(s.group) + " expects " + dimStr(w[1] * s.group));
+    throw ShapeError(op + " input X " + shapeStr(x) + " has " + dimStr(x[1]) + " channels but W " +
+                     shapeStr(w) + " with group " + dimStr(s.group) + " expects " + dimStr(w[1] * s.group));
   }
   if (w[0] % s.group != 0) {
-    throw ShapeError(op + " W " + shapeStr(w) + " has " + dimStr(w[0]) + " output channels, not divisible by group " +
-                     dimStr(s.group));
+    throw ShapeError(op + " W " + shapeStr(w) + " has " + dimStr(w[0]) +
+                     " output channels, not divisible by group " + dimStr(s.group));
   }
   if (bias) {
     if (*bias != Shape{w[0]}) {
-      throw ShapeError(op + " bias " + shapeStr(*bias) + " must be [" + dimStr(w[0]) + "] (W's output channels)");
+      throw ShapeError(op + " bias " + shapeStr(*bias) + " must be [" + dimStr(w[0]) +
+                       "] (W's output channels)");
     }
     s.has_bias = true;
   }
@@ -50,7 +53,8 @@ ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, co
   s.y.insert(s.y.end(), s.window.out.begin(), s.window.out.end());
   if (sum) {
     if (*sum != s.y) {
-      throw ShapeError(op + " Sum input " + shapeStr(*sum) + " must have the conv output shape " + shapeStr(s.y));
+      throw ShapeError(op + " Sum input " + shapeStr(*sum) + " must have the conv output shape " +
+                       shapeStr(s.y));
     }
     s.has_sum = true;
   }
@@ -77,7 +81,8 @@ std::unique_ptr<Kernel> makeConv(const KernelContext& ctx) {
   auto present = [&](size_t i) { return i < in.size() && in[i].present(); };
   const Shape* bias = present(kConvB) ? &in[kConvB].shape : nullptr;
   const Shape* sum = present(kConvSum) ? &in[kConvSum].shape : nullptr;
-  ConvSpec spec = resolveConv(ctx.node.attrs(), in[kConvX].shape, in[kConvW].shape, bias, sum, ctx.node.opType());
+  ConvSpec spec =
+      resolveConv(ctx.node.attrs(), in[kConvX].shape, in[kConvW].shape, bias, sum, ctx.node.opType());
   if (ctx.node.opType() == "ConvAct") spec.act = parseActivation(ctx.node.attrs());
   return makeConvKernel(spec, ctx);
 }

@@ -1,5 +1,6 @@
-// Two convolution implementations, chosen per node at load:
+// Three convolution implementations, chosen per node at load:
 //
+//  * DepthwiseConvKernel (nn_conv_depthwise.cpp): 2-D depthwise convs as an NCHW stencil.
 //  * PointwiseConvKernel: a 1x1 / stride-1 / unpadded / ungrouped conv on NCHW data is exactly
 //    Y[n] (M x HW) = W (M x C) * X[n] (C x HW); oneDNN's matmul (brg:avx512_core) runs it on the
 //    plain layout with no reorder at all.
@@ -16,10 +17,12 @@
 //   r50 256->64 @56, 1x1           0.476       0.395+0.246    0.394
 //   mbv2 960->160 @7, 1x1          0.084       0.058+0.014    0.081
 //   r50 2048->512 @7, 1x1          0.590       0.407+0.035    1.098
-// So pointwise convs go to matmul unless the spatial size is small (matmul's N dim too short to
-// fill its tiles), and everything else goes through the reordered direct convolution.
+// So depthwise convs avoid oneDNN (the reorders cost 3x the convolution), pointwise convs go to matmul unless
+// the spatial size is small (matmul's N dim too short to fill its tiles), and everything else goes through
+// the reordered direct convolution.
 #include "opset/ops/nn_conv_kernel.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "opset/ops/dnnl_layout.h"
@@ -64,16 +67,22 @@ const void* constData(const KernelContext& ctx, size_t i) {
 }
 
 // Y[n] = W * X[n] (+ b) (+ Sum[n]), activation fused, all on the plain NCHW buffers.
+//
+// oneDNN's brg matmul has no per-row bias (a [M, 1] bias or binary post-op falls back to the
+// reference implementation, ~500x slower), so the bias is pre-filled into Y (together with Sum
+// when there is one) and accumulated through a sum post-op, which brg fuses.
 class PointwiseConvKernel : public Kernel {
  public:
-  PointwiseConvKernel(const ConvSpec& s, const KernelContext& ctx) : spec_(s) {
-    const int64_t m = s.w[0], c = s.w[1], hw = spatialSize(s.x);
-    w_desc_ = plainDesc({m, c});
-    x_desc_ = plainDesc({c, hw});
-    y_desc_ = plainDesc({m, hw});
-    if (s.has_bias) b_desc_ = plainDesc({m, 1});
-    const dnnl::matmul::desc desc(w_desc_, x_desc_, b_desc_, y_desc_);
-    const dnnl::matmul::primitive_desc pd(desc, userScratchpadAttr(convPostOps(s)), cpuEngine());
+  PointwiseConvKernel(const ConvSpec& s, const KernelContext& ctx)
+      : spec_(s), channels_(s.w[0]), pixels_(spatialSize(s.x)) {
+    w_desc_ = plainDesc({channels_, s.w[1]});
+    x_desc_ = plainDesc({s.w[1], pixels_});
+    y_desc_ = plainDesc({channels_, pixels_});
+    dnnl::post_ops ops;
+    if (s.has_bias || s.has_sum) ops.append_sum(1.f);
+    appendEltwise(ops, s.act);
+    const dnnl::matmul::desc desc(w_desc_, x_desc_, y_desc_);
+    const dnnl::matmul::primitive_desc pd(desc, userScratchpadAttr(ops), cpuEngine());
     scratch_ = Scratchpad(pd.scratchpad_desc(), ws_);
     prim_ = dnnl::matmul(pd);
     if (const Tensor* w = ctx.constInput(kConvW)) w_const_ = *w;  // shares storage: keeps it alive
@@ -82,25 +91,44 @@ class PointwiseConvKernel : public Kernel {
   size_t workspaceBytes() const override { return ws_.totalBytes(); }
 
   void run(const KernelIO& io) const override {
-    const float* w = w_const_.defined() ? static_cast<const float*>(w_const_.raw()) : io.inputs[kConvW].as<float>();
+    const float* w =
+        w_const_.defined() ? static_cast<const float*>(w_const_.raw()) : io.inputs[kConvW].as<float>();
     const float* x = io.inputs[kConvX].as<float>();
-    float* y = io.outputs[0].as<float>();
+    const float* bias = spec_.has_bias ? io.inputs[kConvB].as<float>() : nullptr;
     const float* sum = spec_.has_sum ? io.inputs[kConvSum].as<float>() : nullptr;
-    const int64_t x_step = spec_.x[1] * spatialSize(spec_.x), y_step = spec_.y[1] * spatialSize(spec_.y);
+    float* y = io.outputs[0].as<float>();
+    const int64_t x_step = spec_.x[1] * pixels_, y_step = channels_ * pixels_;
     for (int64_t n = 0; n < spec_.x[0]; ++n) {
-      if (sum && sum != y) std::memcpy(y + n * y_step, sum + n * y_step, sizeof(float) * y_step);
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(w_desc_, w)},
-                                           {DNNL_ARG_WEIGHTS, wrap(x_desc_, x + n * x_step)},
-                                           {DNNL_ARG_DST, wrap(y_desc_, y + n * y_step)},
-                                           {DNNL_ARG_SCRATCHPAD, scratch_.get(io.workspace)}};
-      if (spec_.has_bias) args.emplace(DNNL_ARG_BIAS, wrap(b_desc_, io.inputs[kConvB].data));
-      execute(prim_, args);
+      prefill(bias, sum ? sum + n * y_step : nullptr, y + n * y_step);
+      execute(prim_, {{DNNL_ARG_SRC, wrap(w_desc_, w)},
+                      {DNNL_ARG_WEIGHTS, wrap(x_desc_, x + n * x_step)},
+                      {DNNL_ARG_DST, wrap(y_desc_, y + n * y_step)},
+                      {DNNL_ARG_SCRATCHPAD, scratch_.get(io.workspace)}});
     }
   }
 
  private:
+  // Writes what the sum post-op adds into one image's output: bias[m] (+ sum) per channel row.
+  void prefill(const float* bias, const float* sum, float* y) const {
+    if (!bias) {
+      if (sum && sum != y) std::memcpy(y, sum, sizeof(float) * channels_ * pixels_);
+      return;
+    }
+    for (int64_t m = 0; m < channels_; ++m) {
+      float* row = y + m * pixels_;
+      const float b = bias[m];
+      if (sum) {
+        const float* s = sum + m * pixels_;
+        for (int64_t i = 0; i < pixels_; ++i) row[i] = s[i] + b;
+      } else {
+        std::fill(row, row + pixels_, b);
+      }
+    }
+  }
+
   ConvSpec spec_;
-  memory::desc w_desc_, x_desc_, y_desc_, b_desc_;
+  int64_t channels_, pixels_;
+  memory::desc w_desc_, x_desc_, y_desc_;
   WorkspaceLayout ws_;
   Scratchpad scratch_;
   dnnl::matmul prim_;
@@ -173,6 +201,7 @@ class DirectConvKernel : public Kernel {
 
 std::unique_ptr<Kernel> makeConvKernel(const ConvSpec& spec, const KernelContext& ctx) {
   try {
+    if (isPlainDepthwise2d(spec)) return makeDepthwiseConvKernel(spec);
     if (isPointwise(spec) && spatialSize(spec.y) >= kMinMatmulSpatial) {
       return std::make_unique<PointwiseConvKernel>(spec, ctx);
     }
@@ -180,9 +209,10 @@ std::unique_ptr<Kernel> makeConvKernel(const ConvSpec& spec, const KernelContext
   } catch (const dnnl::error& e) {
     const Window& w = spec.window;
     throw UnsupportedOpError(ctx.node.opType() + " node '" + ctx.node.name() + "': oneDNN refused X " +
-                             shapeStr(spec.x) + " W " + shapeStr(spec.w) + " group " + std::to_string(spec.group) +
-                             " strides " + shapeStr(w.strides) + " dilations " + shapeStr(w.dilations) + " pads " +
-                             shapeStr(w.pads_begin) + "/" + shapeStr(w.pads_end) + ": " + e.what());
+                             shapeStr(spec.x) + " W " + shapeStr(spec.w) + " group " +
+                             std::to_string(spec.group) + " strides " + shapeStr(w.strides) + " dilations " +
+                             shapeStr(w.dilations) + " pads " + shapeStr(w.pads_begin) + "/" +
+                             shapeStr(w.pads_end) + ": " + e.what());
   }
 }
 

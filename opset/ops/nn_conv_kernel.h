@@ -25,11 +25,15 @@ struct ConvSpec {
 enum ConvInput : size_t { kConvX = 0, kConvW = 1, kConvB = 2, kConvSum = 3 };
 
 // Validates X/W/B(/Sum) shapes and attributes; throws ShapeError naming the mismatch.
-ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, const Shape* bias, const Shape* sum,
-                     const std::string& op);
+ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, const Shape* bias,
+                     const Shape* sum, const std::string& op);
 
 // Picks the fastest implementation for the spec (see nn_conv_kernel.cpp for the measurements).
 // Weights that are not constant are reordered on every run.
 std::unique_ptr<Kernel> makeConvKernel(const ConvSpec& spec, const KernelContext& ctx);
+
+// Depthwise 2-D convs (group == C == M) run on NCHW by a stencil kernel (nn_conv_depthwise.cpp).
+bool isPlainDepthwise2d(const ConvSpec& spec);
+std::unique_ptr<Kernel> makeDepthwiseConvKernel(const ConvSpec& spec);
 
 }  // namespace npuc::nn

@@ -31,7 +31,8 @@ ConvTransposeSpec resolve(const Attributes& attrs, const Shape& x, const Shape& 
   s.x = x;
   s.w = w;
   if (x.size() < 3) throw ShapeError(op + " input X " + shapeStr(x) + " must be N x C x spatial (rank >= 3)");
-  if (w.size() != x.size()) throw ShapeError(op + " W " + shapeStr(w) + " must have the rank of X " + shapeStr(x));
+  if (w.size() != x.size())
+    throw ShapeError(op + " W " + shapeStr(w) + " must have the rank of X " + shapeStr(x));
   s.group = attrs.i("group", 1);
   if (s.group < 1) throw ShapeError(op + " group must be >= 1, got " + std::to_string(s.group));
   if (x[1] != w[0]) {
@@ -131,9 +132,9 @@ class ConvTransposeKernel : public Kernel {
     const memory::desc any_y(toDims(inner_y_), memory::data_type::f32, any);
     const memory::desc any_w(w_dims, memory::data_type::f32, any);
     if (s.has_bias) b_desc_ = plainDesc({s.y[1]});
-    const dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                                 dnnl::algorithm::deconvolution_direct, any_x, any_w, b_desc_, any_y,
-                                                 toDims(win.strides), dilations, toDims(win.pads_begin), pad_r);
+    const dnnl::deconvolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, any_x, any_w, b_desc_,
+        any_y, toDims(win.strides), dilations, toDims(win.pads_begin), pad_r);
     const dnnl::deconvolution_forward::primitive_desc pd(desc, userScratchpadAttr(), cpuEngine());
     scratch_ = Scratchpad(pd.scratchpad_desc(), ws_);
     src_ = LayoutAdapter(plainDesc(s.x), pd.src_desc(), ws_);
@@ -185,10 +186,11 @@ std::unique_ptr<Kernel> makeConvTranspose(const KernelContext& ctx) {
     return std::make_unique<ConvTransposeKernel>(spec, ctx);
   } catch (const dnnl::error& e) {
     const Window& w = spec.window;
-    throw UnsupportedOpError("ConvTranspose node '" + ctx.node.name() + "': oneDNN refused X " + shapeStr(spec.x) +
-                             " W " + shapeStr(spec.w) + " -> Y " + shapeStr(spec.y) + " strides " +
-                             shapeStr(w.strides) + " dilations " + shapeStr(w.dilations) + " pads " +
-                             shapeStr(w.pads_begin) + "/" + shapeStr(w.pads_end) + ": " + e.what());
+    throw UnsupportedOpError("ConvTranspose node '" + ctx.node.name() + "': oneDNN refused X " +
+                             shapeStr(spec.x) + " W " + shapeStr(spec.w) + " -> Y " + shapeStr(spec.y) +
+                             " strides " + shapeStr(w.strides) + " dilations " + shapeStr(w.dilations) +
+                             " pads " + shapeStr(w.pads_begin) + "/" + shapeStr(w.pads_end) + ": " +
+                             e.what());
   }
 }
 

@@ -42,9 +42,9 @@ GemmSpec resolveGemm(const Attributes& attrs, const Shape& a, const Shape& b, co
   const int64_t kb = s.trans_b ? b[1] : b[0];
   s.n = s.trans_b ? b[0] : b[1];
   if (s.k != kb) {
-    throw ShapeError("Gemm inner dims differ: A " + shapeStr(a) + (s.trans_a ? " (transposed)" : "") + " has K=" +
-                     std::to_string(s.k) + ", B " + shapeStr(b) + (s.trans_b ? " (transposed)" : "") + " has K=" +
-                     std::to_string(kb));
+    throw ShapeError("Gemm inner dims differ: A " + shapeStr(a) + (s.trans_a ? " (transposed)" : "") +
+                     " has K=" + std::to_string(s.k) + ", B " + shapeStr(b) +
+                     (s.trans_b ? " (transposed)" : "") + " has K=" + std::to_string(kb));
   }
   if (c) {
     if (c->size() > 2) throw ShapeError("Gemm C " + shapeStr(*c) + " must have rank <= 2");
@@ -149,15 +149,16 @@ MatMulSpec resolveMatMul(const Shape& a_in, const Shape& b_in) {
   s.k = s.a[rank - 1];
   s.n = s.b[rank - 1];
   if (s.b[rank - 2] != s.k) {
-    throw ShapeError("MatMul inner dims differ: A " + shapeStr(a_in) + " has K=" + std::to_string(s.k) + ", B " +
-                     shapeStr(b_in) + " has K=" + std::to_string(s.b[rank - 2]));
+    throw ShapeError("MatMul inner dims differ: A " + shapeStr(a_in) + " has K=" + std::to_string(s.k) +
+                     ", B " + shapeStr(b_in) + " has K=" + std::to_string(s.b[rank - 2]));
   }
   const Shape batch_a(s.a.begin(), s.a.end() - 2), batch_b(s.b.begin(), s.b.end() - 2);
   Shape batch;
   try {
     batch = broadcastShapes(batch_a, batch_b);
   } catch (const ShapeError&) {
-    throw ShapeError("MatMul batch dims of A " + shapeStr(a_in) + " and B " + shapeStr(b_in) + " do not broadcast");
+    throw ShapeError("MatMul batch dims of A " + shapeStr(a_in) + " and B " + shapeStr(b_in) +
+                     " do not broadcast");
   }
   s.b_unbatched = std::all_of(batch_b.begin(), batch_b.end(), [](int64_t d) { return d == 1; });
   s.y = batch;
@@ -221,8 +222,8 @@ std::unique_ptr<Kernel> makeMatMul(const KernelContext& ctx) {
   try {
     return std::make_unique<MatMulKernel>(resolveMatMul(a, b), ctx);
   } catch (const dnnl::error& e) {
-    throw UnsupportedOpError("MatMul node '" + ctx.node.name() + "': oneDNN refused A " + shapeStr(a) + " x B " +
-                             shapeStr(b) + ": " + e.what());
+    throw UnsupportedOpError("MatMul node '" + ctx.node.name() + "': oneDNN refused A " + shapeStr(a) +
+                             " x B " + shapeStr(b) + ": " + e.what());
   }
 }
 

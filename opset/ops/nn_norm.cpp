@@ -33,21 +33,24 @@ void meanVar(const float* x, int64_t n, float* mean, float* var) {
 void requireChannelVector(InferContext& ctx, size_t i, const char* what, int64_t channels) {
   const Shape& s = ctx.inputShape(i);
   if (s != Shape{channels}) {
-    throw ShapeError(ctx.node().opType() + " " + what + " " + shapeStr(s) + " must be [" + std::to_string(channels) +
-                     "] (the channel dim of X " + shapeStr(ctx.inputShape(0)) + ")");
+    throw ShapeError(ctx.node().opType() + " " + what + " " + shapeStr(s) + " must be [" +
+                     std::to_string(channels) + "] (the channel dim of X " + shapeStr(ctx.inputShape(0)) +
+                     ")");
   }
 }
 
 int64_t channelsOf(InferContext& ctx) {
   const Shape& x = ctx.inputShape(0);
-  if (x.size() < 2) throw ShapeError(ctx.node().opType() + " input X " + shapeStr(x) + " must be N x C x ...");
+  if (x.size() < 2)
+    throw ShapeError(ctx.node().opType() + " input X " + shapeStr(x) + " must be N x C x ...");
   return x[1];
 }
 
 // Per-channel plane geometry of an N x C x ... tensor.
 struct Planes {
   int64_t n, c, size;
-  explicit Planes(const Shape& x) : n(x[0]), c(x[1]), size(shapeNumel(x) / std::max<int64_t>(1, x[0] * x[1])) {}
+  explicit Planes(const Shape& x)
+      : n(x[0]), c(x[1]), size(shapeNumel(x) / std::max<int64_t>(1, x[0] * x[1])) {}
 };
 
 // ---------------------------------------------------------------- BatchNormalization
@@ -163,7 +166,8 @@ bool scalarOrFull(const Shape& p, const Shape& x, int64_t axis, int64_t cols, co
   return false;
 }
 
-LayerNormSpec resolveLayerNorm(const Attributes& attrs, const Shape& x, const Shape& scale, const Shape* bias) {
+LayerNormSpec resolveLayerNorm(const Attributes& attrs, const Shape& x, const Shape& scale,
+                               const Shape* bias) {
   LayerNormSpec s;
   s.axis = normalizeAxis(attrs.i("axis", -1), static_cast<int64_t>(x.size()), "LayerNormalization axis");
   for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) (i < s.axis ? s.rows : s.cols) *= x[i];
@@ -241,7 +245,8 @@ struct LpSpec {
 
 LpSpec resolveLp(const Attributes& attrs, const Shape& x) {
   LpSpec s;
-  const int64_t axis = normalizeAxis(attrs.i("axis", -1), static_cast<int64_t>(x.size()), "LpNormalization axis");
+  const int64_t axis =
+      normalizeAxis(attrs.i("axis", -1), static_cast<int64_t>(x.size()), "LpNormalization axis");
   s.p = attrs.i("p", 2);
   if (s.p != 1 && s.p != 2) throw ShapeError("LpNormalization p must be 1 or 2, got " + std::to_string(s.p));
   for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) {

@@ -40,7 +40,8 @@ PoolSpec resolvePool(const Node& node, const Shape& x, PoolKind kind) {
     throw ShapeError(op + " input " + shapeStr(x) + " must be N x C x spatial with 1 to 3 spatial dims");
   }
   if (!attrs.has("kernel_shape")) throw ShapeError(op + " requires the kernel_shape attribute");
-  const Window w = forwardWindow(attrs, spatialDims(x), attrs.ints("kernel_shape"), attrs.i("ceil_mode", 0) != 0, op);
+  const Window w =
+      forwardWindow(attrs, spatialDims(x), attrs.ints("kernel_shape"), attrs.i("ceil_mode", 0) != 0, op);
   PoolSpec s;
   s.kind = kind;
   s.count_include_pad = attrs.i("count_include_pad", 0) != 0;
@@ -131,9 +132,8 @@ void averagePoolPlane(const PoolSpec& s, const float* x, float* y) {
             for (int64_t kw = tw.lo; kw < tw.hi; ++kw) acc += row[kw * W.dilation];
           }
         }
-        const int64_t count = s.count_include_pad
-                                  ? td.padded_count * th.padded_count * tw.padded_count
-                                  : (td.hi - td.lo) * (th.hi - th.lo) * (tw.hi - tw.lo);
+        const int64_t count = s.count_include_pad ? td.padded_count * th.padded_count * tw.padded_count
+                                                  : (td.hi - td.lo) * (th.hi - th.lo) * (tw.hi - tw.lo);
         y[(od * H.out + oh) * W.out + ow] = count > 0 ? acc / static_cast<float>(count) : 0.f;
       }
     }
@@ -183,8 +183,9 @@ class PoolKernel : public Kernel {
 
 void checkStorageOrder(const Node& node, const Shape& x) {
   if (node.numOutputs() > 1 && node.attrs().i("storage_order", 0) != 0 && x.size() > 4) {
-    throw UnsupportedOpError("MaxPool node '" + node.name() +
-                             "': Indices with storage_order=1 (column-major) are supported for 1-D and 2-D only");
+    throw UnsupportedOpError(
+        "MaxPool node '" + node.name() +
+        "': Indices with storage_order=1 (column-major) are supported for 1-D and 2-D only");
   }
 }
 
@@ -218,7 +219,8 @@ void inferGlobalPool(InferContext& ctx) {
 template <PoolKind kKind>
 class GlobalPoolKernel : public Kernel {
  public:
-  explicit GlobalPoolKernel(const Shape& x) : planes_(x[0] * x[1]), plane_(shapeNumel(x) / std::max<int64_t>(1, planes_)) {}
+  explicit GlobalPoolKernel(const Shape& x)
+      : planes_(x[0] * x[1]), plane_(shapeNumel(x) / std::max<int64_t>(1, planes_)) {}
 
   void run(const KernelIO& io) const override {
     const float* x = io.inputs[0].as<float>();

@@ -8,14 +8,17 @@ namespace npuc::nn {
 
 namespace {
 
-std::string listStr(const std::vector<int64_t>& v) { return shapeStr(v); }
+std::string listStr(const std::vector<int64_t>& v) {
+  return shapeStr(v);
+}
 
 // Reads an ints attribute of `n` entries (or `def` repeated when absent).
-std::vector<int64_t> perDim(const Attributes& attrs, const char* name, size_t n, int64_t def, const std::string& op) {
+std::vector<int64_t> perDim(const Attributes& attrs, const char* name, size_t n, int64_t def,
+                            const std::string& op) {
   std::vector<int64_t> v = attrs.ints(name, std::vector<int64_t>(n, def));
   if (v.size() != n) {
-    throw ShapeError(op + " attribute '" + name + "' has " + std::to_string(v.size()) + " entries " + listStr(v) +
-                     ", expected " + std::to_string(n) + " (one per spatial dim)");
+    throw ShapeError(op + " attribute '" + name + "' has " + std::to_string(v.size()) + " entries " +
+                     listStr(v) + ", expected " + std::to_string(n) + " (one per spatial dim)");
   }
   return v;
 }
@@ -26,7 +29,9 @@ void requirePositive(const std::vector<int64_t>& v, const char* name, const std:
   }
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
 
 // Splits a total SAME padding between begin and end: SAME_UPPER puts the odd cell at the end.
 void splitSamePad(AutoPad mode, int64_t total, int64_t* begin, int64_t* end) {
@@ -60,8 +65,8 @@ AutoPad parseAutoPad(const Attributes& attrs) {
   throw ShapeError("unknown auto_pad '" + s + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
 }
 
-Window forwardWindow(const Attributes& attrs, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
-                     bool ceil_mode, const std::string& op) {
+Window forwardWindow(const Attributes& attrs, const std::vector<int64_t>& in,
+                     const std::vector<int64_t>& kernel, bool ceil_mode, const std::string& op) {
   const size_t n = in.size();
   Window w;
   w.kernel = kernel;
@@ -84,8 +89,8 @@ Window forwardWindow(const Attributes& attrs, const std::vector<int64_t>& in, co
     const int64_t span = in[i] + w.pads_begin[i] + w.pads_end[i] - ext;
     if (span < 0) {
       throw ShapeError(op + " window of extent " + std::to_string(ext) + " (kernel " + listStr(w.kernel) +
-                       ", dilations " + listStr(w.dilations) + ") does not fit spatial dim " + std::to_string(i) +
-                       " of size " + std::to_string(in[i]) + " plus pads");
+                       ", dilations " + listStr(w.dilations) + ") does not fit spatial dim " +
+                       std::to_string(i) + " of size " + std::to_string(in[i]) + " plus pads");
     }
     w.out[i] = (ceil_mode ? ceilDiv(span, w.strides[i]) : span / w.strides[i]) + 1;
     // A last window that would start inside the end padding is dropped.
@@ -133,8 +138,9 @@ TransposedWindow transposedWindow(const Attributes& attrs, const std::vector<int
     }
     w.out[i] = full - w.pads_begin[i] - w.pads_end[i];
     if (w.out[i] < 1) {
-      throw ShapeError(op + " output spatial dim " + std::to_string(i) + " would be " + std::to_string(w.out[i]) +
-                       " (input " + listStr(in) + ", pads " + listStr(w.pads_begin) + "/" + listStr(w.pads_end) + ")");
+      throw ShapeError(op + " output spatial dim " + std::to_string(i) + " would be " +
+                       std::to_string(w.out[i]) + " (input " + listStr(in) + ", pads " +
+                       listStr(w.pads_begin) + "/" + listStr(w.pads_end) + ")");
     }
   }
   return w;

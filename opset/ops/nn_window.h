@@ -33,8 +33,8 @@ AutoPad parseAutoPad(const Attributes& attrs);
 // (from kernel_shape or the weights). With ceil_mode the output rounds up, except that a window
 // may not start in the end padding (PyTorch / ONNX Runtime convention). Throws ShapeError naming
 // `op` when attributes have the wrong length or the output would be empty.
-Window forwardWindow(const Attributes& attrs, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
-                     bool ceil_mode, const std::string& op);
+Window forwardWindow(const Attributes& attrs, const std::vector<int64_t>& in,
+                     const std::vector<int64_t>& kernel, bool ceil_mode, const std::string& op);
 
 // Transposed window (ConvTranspose): honours output_padding and output_shape. `in` are the input
 // spatial sizes; the result's pads are those of the equivalent forward convolution's gradient
@@ -46,6 +46,8 @@ TransposedWindow transposedWindow(const Attributes& attrs, const std::vector<int
                                   const std::vector<int64_t>& kernel, const std::string& op);
 
 // Spatial dims of an N x C x spatial... shape.
-inline std::vector<int64_t> spatialDims(const Shape& s) { return std::vector<int64_t>(s.begin() + 2, s.end()); }
+inline std::vector<int64_t> spatialDims(const Shape& s) {
+  return std::vector<int64_t>(s.begin() + 2, s.end());
+}
 
 }  // namespace npuc::nn

@@ -248,6 +248,25 @@ TEST(NnConv, PointwiseBothPaths) {
   }
 }
 
+// 2-D depthwise convs take the NCHW stencil kernel: cover its border / interior column split.
+TEST(NnConv, DepthwiseStencil) {
+  std::mt19937 rng(77);
+  for (int64_t k : {1, 3, 5})
+    for (int64_t stride : {1, 2, 3})
+      for (int64_t dil : {1, 2})
+        for (int64_t pad : {0, 1, 2}) {
+          ConvCase cc{2, 6, 6, 6, Geo{}, 2, true, stride != 2};
+          cc.geo.in[1] = 9;
+          cc.geo.in[2] = 13;
+          cc.geo.k[1] = cc.geo.k[2] = k;
+          cc.geo.s[1] = cc.geo.s[2] = stride;
+          cc.geo.d[1] = cc.geo.d[2] = dil;
+          cc.geo.pb[1] = cc.geo.pb[2] = pad;
+          cc.geo.pe[2] = pad + 1;  // asymmetric along W
+          if (forwardOut(cc.geo)) checkConv(cc, rng);
+        }
+}
+
 TEST(NnConv, AutoPadModes) {
   std::mt19937 rng(11);
   struct Mode {
@@ -318,9 +337,10 @@ TEST(NnConvAct, EqualsConvThenAddThenActivation) {
   int idx = 0;
   for (const std::string& act : acts) {
     for (bool with_sum : {false, true}) {
-      // Alternate a 3x3 (direct path) and a large 1x1 (matmul path).
-      const bool pointwise = (idx++ % 2) == 1;
-      ConvCase cc{1, 8, 12, 1, Geo{}, 2, true, true};
+      // Cycle through a 3x3 (direct path), a large 1x1 (matmul path) and a depthwise 3x3.
+      const int path = idx++ % 3;
+      const bool pointwise = path == 1;
+      ConvCase cc{1, 8, path == 2 ? 8 : 12, path == 2 ? 8 : 1, Geo{}, 2, true, true};
       cc.geo.in[1] = cc.geo.in[2] = pointwise ? 16 : 9;
       cc.geo.k[1] = cc.geo.k[2] = pointwise ? 1 : 3;
       cc.geo.pb[1] = cc.geo.pb[2] = cc.geo.pe[1] = cc.geo.pe[2] = pointwise ? 0 : 1;

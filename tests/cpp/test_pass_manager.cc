@@ -207,12 +207,25 @@ TEST(PassManagerTest, LevelsAndDisabledPasses) {
   EXPECT_THROW(optimize(*g, bad), ConfigError);
 }
 
+// Target-specific fusion passes also run in optimize(); the node counts below are about the
+// generic rewrites, so those are switched off by name.
+std::vector<std::string> passesOtherThan(const std::vector<std::string>& keep) {
+  std::vector<std::string> off;
+  for (const std::string& name : registeredPassNames()) {
+    if (std::find(keep.begin(), keep.end(), name) == keep.end()) off.push_back(name);
+  }
+  return off;
+}
+
 TEST(PassManagerTest, FullPipelineIsDifferentiallyCorrectAndReports) {
   auto g = smallNet();
   auto original = g->clone();
   std::vector<std::string> stages;
   OptimizeOptions o;
   o.verify_each = true;
+  o.disable_passes = passesOtherThan({"canonicalize", "constant_folding", "dead_code_elimination",
+                                      "common_subexpression_elimination", "fold_batchnorm", "merge_reshapes",
+                                      "compose_transposes", "merge_slices", "extract_common_factor"});
   o.on_stage = [&](const std::string& stage, int index, const Graph& graph) {
     EXPECT_EQ(index, static_cast<int>(stages.size()));
     graph.verify();
@@ -226,10 +239,14 @@ TEST(PassManagerTest, FullPipelineIsDifferentiallyCorrectAndReports) {
   EXPECT_EQ(r.nodes_after, 3u);
   EXPECT_EQ(r.changesBy("fold_batchnorm"), 1u);
   EXPECT_EQ(r.changesBy("merge_reshapes"), 1u);
-  ASSERT_GE(stages.size(), 5u);
-  EXPECT_EQ(stages[0], "import");
+  // "import", then one dump per stage of the pipeline, in order (plus "optimized" if a later
+  // round changed the graph).
+  std::vector<std::string> expected{"import"};
+  for (const auto& stage : optimizationPipeline()) expected.push_back(stage.first);
+  ASSERT_GE(stages.size(), expected.size());
+  EXPECT_EQ(std::vector<std::string>(stages.begin(), stages.begin() + expected.size()), expected);
   EXPECT_EQ(stages[1], "canonical");
-  EXPECT_EQ(stages[4], "cleanup");
+  EXPECT_EQ(stages.size() == expected.size() || stages.back() == "optimized", true);
   const std::string text = r.toText();
   EXPECT_NE(text.find("6 -> 3 nodes"), std::string::npos) << text;
   EXPECT_TRUE(r.match_failures.empty()) << text;

@@ -214,7 +214,10 @@ void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& 
                               " CPU runtime does not implement " + p.node->opType() +
                               " either: the model cannot run on this SoC as is");
   }
-  for (const auto& [key, value] : op_target) {
+  for (const auto& entry : op_target) {
+    // A named reference, not a structured binding: lambdas may capture those only from C++20
+    // (clang rejects it in C++17 mode).
+    const std::string& key = entry.first;
     bool used = std::any_of(report.nodes.begin(), report.nodes.end(), [&](const NodePlacement& p) {
       return p.node->name() == key || p.node->opType() == key;
     });

@@ -216,6 +216,9 @@ class GraphBuilder {
   }
 
   void addOutputs() {
+    if (gp_.output_size() == 0) {
+      throw ModelLoadError("graph '" + gp_.name() + "' has no outputs: there is nothing to compute");
+    }
     for (const auto& out : gp_.output()) {
       auto it = by_name_.find(out.name());
       if (it == by_name_.end()) throw GraphError("graph output '" + out.name() + "' is never defined");

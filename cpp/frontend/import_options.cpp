@@ -116,10 +116,31 @@ std::string dynamicInputHint(const Graph& graph) {
          quoted + "], input_size_list=[" + shapes + "].";
 }
 
+namespace {
+
+// A static value larger than kMaxTensorBytes could never be allocated (Tensor refuses it), so the
+// model is refused at load, before the executor plans or allocates anything for it.
+void requireAllocatable(const Value& v, const std::string& what) {
+  if (!v.shapeIsStatic()) return;
+  const int64_t elem_bytes = std::max<int64_t>(static_cast<int64_t>(dtypeSize(v.dtype())), 1);
+  const int64_t limit = kMaxTensorBytes / elem_bytes;
+  if (shapeNumel(v.shape()) > limit) {
+    throw ResourceError("tensor '" + v.name() + "' (" + what + ") is " + dtypeName(v.dtype()) +
+                        shapeStr(v.shape()) + ", which exceeds the " + std::to_string(kMaxTensorBytes >> 30) +
+                        " GiB tensor limit");
+  }
+}
+
+}  // namespace
+
 void requireStaticShapes(const Graph& graph) {
+  for (const Value* v : graph.inputs()) requireAllocatable(*v, "graph input");
   for (const Node* n : graph.nodes()) {
     for (const Value* v : n->outputs()) {
-      if (v->shapeIsStatic()) continue;
+      if (v->shapeIsStatic()) {
+        requireAllocatable(*v, "output of node '" + n->name() + "', " + n->opType());
+        continue;
+      }
       throw ShapeError("tensor '" + v->name() + "' (output of node '" + n->name() + "', " + n->opType() +
                        ") has unknown shape " + (v->hasShape() ? shapeStr(v->shape()) : std::string("[?]")) +
                        " after shape inference." + dynamicInputHint(graph));

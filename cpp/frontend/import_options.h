@@ -24,7 +24,8 @@ void cutAtOutputs(Graph& graph, const std::vector<std::string>& names);
 // whose shape is not static; empty when all are.
 std::string dynamicInputHint(const Graph& graph);
 
-// Throws ShapeError naming the first value whose shape is still not static, with the hint above.
+// Throws ShapeError naming the first value whose shape is still not static, with the hint above,
+// and ResourceError naming a graph input or node output larger than kMaxTensorBytes.
 void requireStaticShapes(const Graph& graph);
 
 }  // namespace npuc

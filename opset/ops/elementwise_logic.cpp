@@ -1,10 +1,8 @@
 // Comparisons (bool results), boolean logic, Where and the float classifiers IsNaN / IsInf.
-#include <cmath>
-#include <cstring>
+#include <limits>
 
 #include "opset/ops/ew_binary.h"
 #include "opset/ops/ew_families.h"
-#include "opset/ops/ew_unary.h"
 
 namespace npuc {
 namespace ew {

@@ -46,3 +46,9 @@ bench: bench-deps build
 
 clean:
 	rm -rf $(BUILD)
+
+# ASan + UBSan build of the C++ tests and the Python extension (in build-asan/), running the subset
+# of tests that sees untrusted models; prints the time taken. See tools/sanitize_test.sh.
+.PHONY: test-sanitize
+test-sanitize: test-deps
+	tools/sanitize_test.sh

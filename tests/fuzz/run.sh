@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer target of npuc and runs each for SECONDS (default 60).
+#
+#   tests/fuzz/run.sh [SECONDS]
+#
+# Environment:
+#   FUZZ_BUILD   build folder (default: build-fuzz in the repository); holds the sanitized core,
+#                the target binaries, the growing corpora (corpus/<target>) and any crash
+#                artifacts (artifacts/<target>/)
+#   FUZZ_JOBS    parallel compile jobs (default: nproc)
+#   FUZZ_ONLY    run only the target of this name (e.g. fuzz_onnx_import)
+#   PYTHON       interpreter with the onnx package, for seed generation (default /usr/bin/python3)
+#
+# The core is compiled with clang, ASan + UBSan (NPUC_SANITIZE) and libFuzzer's coverage
+# instrumentation (-fsanitize=fuzzer-no-link) so the fuzzer sees edges inside npuc, not only in
+# the harness. Each target (tests/fuzz/fuzz_*.cc, deliberately not globbed by CMake) is linked
+# against that libnpuc_core.a with -fsanitize=fuzzer.
+#
+# Exit status: 0 when no target found anything, 1 otherwise. A crash input lands in
+# $FUZZ_BUILD/artifacts/<target>/; reproduce it with `$FUZZ_BUILD/<target> <file>` and turn it into
+# a regression test (tests/python/test_bad_inputs.py or tests/bad_inputs/make_corpus.py).
+set -euo pipefail
+
+SECONDS_PER_TARGET="${1:-60}"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${FUZZ_BUILD:-$REPO/build-fuzz}"
+JOBS="${FUZZ_JOBS:-$(nproc)}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+
+# Per-input limits. An input that takes longer than TIMEOUT seconds is a hang; an allocation
+# larger than MALLOC_LIMIT_MB means a declared size was trusted before it was checked (the
+# importer's tensor cap is far above this, but no sane fuzz input of <= MAX_LEN bytes needs it).
+TIMEOUT=10
+RSS_LIMIT_MB=3072
+MALLOC_LIMIT_MB=1024
+MAX_LEN=$((512 * 1024))  # fits the small shared models whole, so their mutations stay meaningful
+
+configure_core() {
+  if [[ ! -f "$BUILD/build.ninja" ]]; then
+    CC=clang CXX=clang++ cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DNPUC_SANITIZE=ON -DNPUC_BUILD_PYTHON=OFF -DNPUC_BUILD_TESTS=OFF \
+      -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
+  fi
+  ninja -C "$BUILD" -j "$JOBS" npuc_core
+}
+
+# Links tests/fuzz/<name>.cc against the sanitized core.
+build_target() {
+  local name="$1"
+  local src="$REPO/tests/fuzz/$name.cc"
+  local out="$BUILD/$name"
+  if [[ -x "$out" && "$out" -nt "$src" && "$out" -nt "$BUILD/libnpuc_core.a" ]]; then return; fi
+  echo "== linking $name"
+  clang++ -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+    -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$REPO/cpp" -I"$REPO" \
+    "$src" "$BUILD/libnpuc_core.a" \
+    -lonnx_proto -lprotobuf -ldnnl -lyaml-cpp -lpthread -o "$out"
+}
+
+# Seeds: generated valid and broken models plus the small real models (tests/fuzz/make_seeds.py).
+make_seeds() {
+  local name="$1" dir="$2"
+  mkdir -p "$dir"
+  case "$name" in
+    fuzz_onnx_import) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" onnx "$dir" ;;
+    *) echo "no seed generator for $name (starting from an empty corpus)" ;;
+  esac
+}
+
+run_target() {
+  local name="$1"
+  local corpus="$BUILD/corpus/$name" seeds="$BUILD/seeds/$name" artifacts="$BUILD/artifacts/$name/"
+  mkdir -p "$corpus" "$artifacts"
+  make_seeds "$name" "$seeds"
+  echo "== running $name for ${SECONDS_PER_TARGET}s (corpus $corpus)"
+  # detect_leaks=0: protobuf and oneDNN keep process-lifetime caches that LeakSanitizer reports.
+  ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=0" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "$BUILD/$name" "$corpus" "$seeds" -max_total_time="$SECONDS_PER_TARGET" -timeout="$TIMEOUT" \
+    -rss_limit_mb="$RSS_LIMIT_MB" -malloc_limit_mb="$MALLOC_LIMIT_MB" -max_len="$MAX_LEN" \
+    -artifact_prefix="$artifacts" -print_final_stats=1
+}
+
+main() {
+  configure_core
+  local failed=0
+  for src in "$REPO"/tests/fuzz/fuzz_*.cc; do
+    local name
+    name="$(basename "$src" .cc)"
+    if [[ -n "${FUZZ_ONLY:-}" && "$name" != "$FUZZ_ONLY" ]]; then continue; fi
+    build_target "$name"
+    if ! run_target "$name"; then
+      echo "!! $name found a problem; inputs in $BUILD/artifacts/$name/" >&2
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+
+main

@@ -1,0 +1,82 @@
+"""Same model and options give identical results whatever OMP_NUM_THREADS is.
+
+Each thread count runs in its own interpreter (oneDNN reads the OpenMP setting once, at start-up),
+writes its outputs to an .npz, and the outputs are compared bit for bit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import onnx
+import pytest
+
+from conftest import REPO_ROOT, conv_relu_model, shared_models_dir
+
+THREAD_COUNTS = ("1", "2", "3")
+
+# Runs one model on fixed inputs and saves every output; argv: model path, output .npz.
+RUNNER = r"""
+import sys
+import numpy as np
+import npuc
+
+runtime = npuc.Runtime(npuc.Model.load(sys.argv[1]))
+rng = np.random.default_rng(0)
+feeds = [rng.standard_normal(i["shape"]).astype(i["dtype"]) for i in runtime.inputs]
+outputs = runtime.run(feeds)
+np.savez(sys.argv[2], *outputs)
+"""
+
+
+def _run_with_threads(model: Path, threads: str, out: Path) -> List[np.ndarray]:
+    env = dict(os.environ, OMP_NUM_THREADS=threads)
+    # An explicit PYTHONPATH (the sanitized build's package) wins over the checkout's.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(REPO_ROOT / "python")) if p)
+    subprocess.run([sys.executable, "-c", RUNNER, str(model), str(out)], env=env, check=True, timeout=300)
+    with np.load(out) as data:
+        return [data[k] for k in data.files]
+
+
+def _models(tmp_path: Path) -> Dict[str, Path]:
+    conv = tmp_path / "conv_relu.onnx"
+    onnx.save(conv_relu_model(), str(conv))
+    models = {"conv_relu": conv}
+    shared = shared_models_dir()
+    if shared is not None:
+        for name in ("glu_net", "tiny_vit"):
+            if (shared / f"{name}.onnx").is_file():
+                models[name] = shared / f"{name}.onnx"
+    return models
+
+
+def test_outputs_do_not_depend_on_omp_num_threads(tmp_path: Path) -> None:
+    for name, model in _models(tmp_path).items():
+        results = {t: _run_with_threads(model, t, tmp_path / f"{name}_{t}.npz") for t in THREAD_COUNTS}
+        reference = results[THREAD_COUNTS[0]]
+        for threads, outputs in results.items():
+            assert len(outputs) == len(reference)
+            for k, (got, want) in enumerate(zip(outputs, reference)):
+                assert np.array_equal(got, want), (
+                    f"{name}: output {k} with OMP_NUM_THREADS={threads} differs from OMP_NUM_THREADS=1 "
+                    f"(max abs diff {np.max(np.abs(got.astype(np.float64) - want)):.3g})"
+                )
+
+
+@pytest.mark.skipif(shared_models_dir() is None, reason="shared models not found (set NPUC_SHARED_MODELS)")
+def test_repeated_loads_give_identical_results() -> None:
+    """Loading the same file twice (fresh import, fresh plan) gives the same bits."""
+    import npuc
+
+    path = shared_models_dir() / "glu_net.onnx"
+    outputs = []
+    for _ in range(2):
+        runtime = npuc.Runtime(npuc.Model.load(str(path)))
+        rng = np.random.default_rng(0)
+        outputs.append(runtime.run([rng.standard_normal(i["shape"]).astype(i["dtype"]) for i in runtime.inputs]))
+    for a, b in zip(*outputs):
+        np.testing.assert_array_equal(a, b)

@@ -6,12 +6,16 @@
 // input rows: the interior columns run as contiguous (stride 1) or strided multiply-adds the
 // compiler vectorizes, and only the few border columns need bounds checks.
 #include <algorithm>
+#include <vector>
 
 #include "opset/ops/nn_conv_kernel.h"
 
 namespace npuc::nn {
 
 namespace {
+
+// Kernel heights beyond this go to oneDNN (see isPlainDepthwise2d).
+constexpr int64_t kMaxRows = 16;
 
 class DepthwiseConvKernel : public Kernel {
  public:
@@ -26,6 +30,8 @@ class DepthwiseConvKernel : public Kernel {
     col_lo_ = std::min(ow_, (pw_ + sw_ - 1) / sw_);
     const int64_t last_start = iw_ - 1 - (kw_ - 1) * dw_ + pw_;  // largest ow*sw allowed
     col_hi_ = last_start < 0 ? col_lo_ : std::max(col_lo_, std::min(ow_, last_start / sw_ + 1));
+    zeros_.assign(static_cast<size_t>(iw_), 0.f);
+    interior_ = pickInterior();
   }
 
   void run(const KernelIO& io) const override {
@@ -44,14 +50,17 @@ class DepthwiseConvKernel : public Kernel {
 
  private:
   void plane(const float* x, const float* w, float b, const float* sum, float* y) const {
+    const float* rows[kMaxRows];
     for (int64_t oh = 0; oh < oh_; ++oh) {
-      float* out = y + oh * ow_;
-      std::fill(out, out + ow_, b);
+      // Input rows of each kernel tap row; rows in the padding read the zero row.
       for (int64_t kh = 0; kh < kh_; ++kh) {
         const int64_t ih = oh * sh_ - ph_ + kh * dh_;
-        if (ih < 0 || ih >= ih_) continue;
-        accumulateRow(x + ih * iw_, w + kh * kw_, out);
+        rows[kh] = ih < 0 || ih >= ih_ ? zeros_.data() : x + ih * iw_;
       }
+      float* out = y + oh * ow_;
+      for (int64_t ow = 0; ow < col_lo_; ++ow) out[ow] = b + borderColumn(rows, w, ow);
+      interior_(rows, w, b, out, *this);
+      for (int64_t ow = col_hi_; ow < ow_; ++ow) out[ow] = b + borderColumn(rows, w, ow);
       if (sum) {
         const float* s = sum + oh * ow_;
         for (int64_t i = 0; i < ow_; ++i) out[i] += s[i];
@@ -60,39 +69,66 @@ class DepthwiseConvKernel : public Kernel {
     }
   }
 
-  // out[ow] += sum_kw w[kw] * row[ow*sw - pw + kw*dw] over the taps inside the row.
-  void accumulateRow(const float* row, const float* w, float* out) const {
-    for (int64_t ow = 0; ow < col_lo_; ++ow) borderColumn(row, w, ow, out);
-    for (int64_t kw = 0; kw < kw_; ++kw) {
-      const float wv = w[kw];
-      const float* src = row + kw * dw_ - pw_;
-      if (sw_ == 1) {
-        for (int64_t ow = col_lo_; ow < col_hi_; ++ow) out[ow] += wv * src[ow];
-      } else if (sw_ == 2) {
-        for (int64_t ow = col_lo_; ow < col_hi_; ++ow) out[ow] += wv * src[2 * ow];
-      } else {
-        for (int64_t ow = col_lo_; ow < col_hi_; ++ow) out[ow] += wv * src[ow * sw_];
+  // Interior columns with the kernel size and stride known at compile time, so the tap loops
+  // unroll and the column loop vectorizes with the accumulator in registers.
+  template <int K, int S>
+  static void interiorFixed(const float* const* rows, const float* w, float b, float* __restrict out,
+                            const DepthwiseConvKernel& k) {
+    const int64_t d = k.dw_, shift = k.pw_;
+    for (int64_t ow = k.col_lo_; ow < k.col_hi_; ++ow) {
+      float acc = b;
+      for (int kh = 0; kh < K; ++kh) {
+        const float* r = rows[kh] + ow * S - shift;
+        for (int kw = 0; kw < K; ++kw) acc += w[kh * K + kw] * r[kw * d];
       }
+      out[ow] = acc;
     }
-    for (int64_t ow = col_hi_; ow < ow_; ++ow) borderColumn(row, w, ow, out);
   }
 
-  void borderColumn(const float* row, const float* w, int64_t ow, float* out) const {
-    for (int64_t kw = 0; kw < kw_; ++kw) {
-      const int64_t iw = ow * sw_ - pw_ + kw * dw_;
-      if (iw >= 0 && iw < iw_) out[ow] += w[kw] * row[iw];
+  static void interiorGeneric(const float* const* rows, const float* w, float b, float* __restrict out,
+                              const DepthwiseConvKernel& k) {
+    for (int64_t ow = k.col_lo_; ow < k.col_hi_; ++ow) {
+      float acc = b;
+      for (int64_t kh = 0; kh < k.kh_; ++kh) {
+        const float* r = rows[kh] + ow * k.sw_ - k.pw_;
+        for (int64_t kw = 0; kw < k.kw_; ++kw) acc += w[kh * k.kw_ + kw] * r[kw * k.dw_];
+      }
+      out[ow] = acc;
     }
+  }
+
+  float borderColumn(const float* const* rows, const float* w, int64_t ow) const {
+    float acc = 0.f;
+    for (int64_t kh = 0; kh < kh_; ++kh) {
+      for (int64_t kw = 0; kw < kw_; ++kw) {
+        const int64_t iw = ow * sw_ - pw_ + kw * dw_;
+        if (iw >= 0 && iw < iw_) acc += w[kh * kw_ + kw] * rows[kh][iw];
+      }
+    }
+    return acc;
+  }
+
+  using InteriorFn = void (*)(const float* const*, const float*, float, float*, const DepthwiseConvKernel&);
+  InteriorFn pickInterior() const {
+    if (kh_ == 3 && kw_ == 3 && sw_ == 1) return &interiorFixed<3, 1>;
+    if (kh_ == 3 && kw_ == 3 && sw_ == 2) return &interiorFixed<3, 2>;
+    if (kh_ == 5 && kw_ == 5 && sw_ == 1) return &interiorFixed<5, 1>;
+    if (kh_ == 5 && kw_ == 5 && sw_ == 2) return &interiorFixed<5, 2>;
+    return &interiorGeneric;
   }
 
   ConvSpec spec_;
   int64_t ih_, iw_, oh_, ow_, kh_, kw_, sh_, sw_, dh_, dw_, ph_, pw_;
-  int64_t col_lo_, col_hi_;  // interior output columns [col_lo_, col_hi_)
+  int64_t col_lo_, col_hi_;   // interior output columns [col_lo_, col_hi_)
+  std::vector<float> zeros_;  // one zero input row, read by taps in the vertical padding
+  InteriorFn interior_;
 };
 
 }  // namespace
 
 bool isPlainDepthwise2d(const ConvSpec& s) {
-  return s.x.size() == 4 && s.group == s.x[1] && s.w[0] == s.group && s.w[1] == 1;
+  return s.x.size() == 4 && s.group == s.x[1] && s.w[0] == s.group && s.w[1] == 1 &&
+         s.window.kernel[0] <= kMaxRows;
 }
 
 std::unique_ptr<Kernel> makeDepthwiseConvKernel(const ConvSpec& spec) {

@@ -363,7 +363,7 @@ CASES: List[BadInput] = [
     # --- shapes
     # A negative dim_value is read as unknown, so the user is told to fix it with input_size_list.
     BadInput("input_negative_dim", "graph input of shape [-3,4]", _input_negative_dim, "ShapeError",
-             r"Graph input\(s\) 'x' have dynamic shape\(s\) \[\?,4\]: pass input_size_list"),
+             r"dynamic inputs; fix them at load with input_size_list.*inputs=\['x'\], input_size_list=\[\[\?,4\]\]"),
     BadInput("add_shape_mismatch", "Add of [1,4] and [1,3]", _shape_mismatch, "ShapeError", r"add_mismatch.*\[1,4\].*\[1,3\]"),
     BadInput("gemm_inner_mismatch", "Gemm of [1,4] and [5,2]", _gemm_inner_mismatch, "ShapeError", r"gemm_mismatch"),
     BadInput("reshape_bad_count", "Reshape of 4 elements to [3,3]", _reshape_bad_count, "ShapeError", r"reshape_bad"),

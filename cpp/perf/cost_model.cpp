@@ -15,9 +15,13 @@ constexpr double kDtypeConversionFlops = 2.0;
 
 }  // namespace
 
-int64_t roundUp(int64_t x, int64_t multiple) { return multiple <= 1 ? x : ceilDiv(x, multiple) * multiple; }
+int64_t roundUp(int64_t x, int64_t multiple) {
+  return multiple <= 1 ? x : ceilDiv(x, multiple) * multiple;
+}
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 int64_t npuDTypeBytes(NpuDType t) {
   switch (t) {
@@ -99,7 +103,8 @@ int64_t CostModel::tileBufferBytes(const MacOpShape& s, const Tiling& tiling, Np
   return input + weights + output;
 }
 
-TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t, double extra_read_bytes) const {
+TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t,
+                            double extra_read_bytes) const {
   PaddedMacShape p = padded(s, t);
   const double b = static_cast<double>(npuDTypeBytes(t));
   const int64_t oc_tiles = ceilDiv(p.out_c_compute, tiling.oc_block);
@@ -113,8 +118,9 @@ TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType 
   double array_macs = pixels * static_cast<double>(p.out_c_compute * s.kernel_h * s.kernel_w * p.cin_per_oc);
 
   // DDR: input bands with their halo, weights, outputs once.
-  double input_once = static_cast<double>((bands - 1) * s.inputRows(tiling.tile_rows) + s.inputRows(last_rows)) *
-                      static_cast<double>(s.in_w * p.in_c_stored * s.batch) * b;
+  double input_once =
+      static_cast<double>((bands - 1) * s.inputRows(tiling.tile_rows) + s.inputRows(last_rows)) *
+      static_cast<double>(s.in_w * p.in_c_stored * s.batch) * b;
   double weights_once = static_cast<double>(p.out_c_compute) *
                         (static_cast<double>(weightElementsPerOc(s, p)) * b + (s.has_bias ? kBiasBytes : 0));
   bool refetch_inputs = oc_tiles > 1 && !tiling.spatial_outer && s.group == 1 && !s.depthwise;

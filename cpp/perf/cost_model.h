@@ -59,7 +59,9 @@ struct TaskCost {
   double overhead_cycles = 0;
   double ddr_bytes = 0;
   int64_t tiles = 1;
-  double total() const { return (compute_cycles > ddr_cycles ? compute_cycles : ddr_cycles) + overhead_cycles; }
+  double total() const {
+    return (compute_cycles > ddr_cycles ? compute_cycles : ddr_cycles) + overhead_cycles;
+  }
 };
 
 // Channel padding of a MAC op for one dtype, and the buffer footprint of a tile.
@@ -82,7 +84,9 @@ class CostModel {
   NpuDType dtype() const { return dtype_; }
   int64_t cores() const { return cores_; }
   double clockHz() const { return static_cast<double>(soc_->npu.clock_mhz) * 1e6; }
-  double sustainedDdrBytesPerCycle() const { return soc_->npu.ddr_bytes_per_cycle * soc_->npu.ddr_efficiency; }
+  double sustainedDdrBytesPerCycle() const {
+    return soc_->npu.ddr_bytes_per_cycle * soc_->npu.ddr_efficiency;
+  }
   // The whole array's MACs per cycle for `t` over the cores in use.
   double macsPerCycle(NpuDType t) const;
 

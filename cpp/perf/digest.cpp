@@ -8,8 +8,12 @@ namespace {
 
 using u128 = unsigned __int128;
 
-u128 fnvOffsetBasis() { return (u128(0x6c62272e07bb0142ULL) << 64) | 0x62b821756295c58dULL; }
-u128 fnvPrime() { return (u128(1) << 88) | 0x13b; }
+u128 fnvOffsetBasis() {
+  return (u128(0x6c62272e07bb0142ULL) << 64) | 0x62b821756295c58dULL;
+}
+u128 fnvPrime() {
+  return (u128(1) << 88) | 0x13b;
+}
 
 }  // namespace
 

@@ -17,19 +17,20 @@ bool isLowEfficiencyOp(const std::string& op_type) {
 }
 
 bool runsInFloat(const std::string& op_type) {
-  static const std::set<std::string> kOps = {"Softmax", "LayerNormalization", "InstanceNormalization",
-                                             "Exp",     "Log",                "Sqrt",
-                                             "Pow",     "Div",                "Gelu"};
+  static const std::set<std::string> kOps = {
+      "Softmax", "LayerNormalization", "InstanceNormalization", "Exp", "Log", "Sqrt", "Pow", "Div", "Gelu"};
   return kOps.count(op_type) > 0;
 }
 
 bool isTranscendental(const std::string& op_type) {
-  static const std::set<std::string> kOps = {"Exp",  "Log",      "Sigmoid", "Tanh", "Softmax", "Softplus",
-                                             "Gelu", "Erf",      "Silu",    "Elu",  "Pow",     "LogSoftmax",
-                                             "Sqrt", "HardSwish"};
+  static const std::set<std::string> kOps = {"Exp",      "Log",        "Sigmoid", "Tanh",     "Softmax",
+                                             "Softplus", "Gelu",       "Erf",     "Silu",     "Elu",
+                                             "Pow",      "LogSoftmax", "Sqrt",    "HardSwish"};
   return kOps.count(op_type) > 0;
 }
 
-bool isWindowPooling(const std::string& op_type) { return op_type == "MaxPool" || op_type == "AveragePool"; }
+bool isWindowPooling(const std::string& op_type) {
+  return op_type == "MaxPool" || op_type == "AveragePool";
+}
 
 }  // namespace npuc::perf

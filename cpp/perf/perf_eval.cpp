@@ -164,7 +164,8 @@ class Evaluator {
       TilingDecision d = chooseTiling(model_, shape, dt, cache_);
       if (!d.fits_buffer)
         warnings.push_back(t.full_name + ": no tile of " + anchor.opType() + " fits the " +
-                           std::to_string(soc_.npu.onchip_buffer_bytes) + "-byte on-chip buffer; costed with the smallest");
+                           std::to_string(soc_.npu.onchip_buffer_bytes) +
+                           "-byte on-chip buffer; costed with the smallest");
       cost = model_.macTask(shape, d.tiling, dt, extra);
       row.macs = shape.usefulMacs();
     } else {
@@ -173,7 +174,9 @@ class Evaluator {
     }
     setNpuCycles(row, cost, model_.clockHz() / 1e6);
     double array_cycles = cost.total();
-    row.mac_usage_pct = array_cycles > 0 ? 100.0 * static_cast<double>(row.macs) / (array_cycles * model_.macsPerCycle(dt)) : 0;
+    row.mac_usage_pct = array_cycles > 0
+                            ? 100.0 * static_cast<double>(row.macs) / (array_cycles * model_.macsPerCycle(dt))
+                            : 0;
     return row;
   }
 
@@ -245,7 +248,8 @@ class Evaluator {
 
 }  // namespace
 
-PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options, TilingCache* cache) {
+PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options,
+                        TilingCache* cache) {
   return Evaluator(graph, soc, options, cache).run();
 }
 

@@ -32,7 +32,9 @@ const Tiling* TilingCache::find(const Digest128& key) {
   return &it->second.tiling;
 }
 
-void TilingCache::store(const Digest128& key, const Tiling& tiling, bool fits) { entries_[key] = {tiling, fits}; }
+void TilingCache::store(const Digest128& key, const Tiling& tiling, bool fits) {
+  entries_[key] = {tiling, fits};
+}
 
 bool TilingCache::fits(const Digest128& key) const {
   auto it = entries_.find(key);
@@ -58,7 +60,8 @@ bool TilingCache::load(const std::string& path) {
     ++line_no;
     if (line_no == 1) {
       if (line != kCacheHeader)
-        throw ConfigError("tuning cache '" + path + "': line 1: expected '" + kCacheHeader + "', got '" + line + "'");
+        throw ConfigError("tuning cache '" + path + "': line 1: expected '" + kCacheHeader + "', got '" +
+                          line + "'");
       continue;
     }
     if (line.empty()) continue;
@@ -70,8 +73,8 @@ bool TilingCache::load(const std::string& path) {
     fields >> hex >> e.tiling.oc_block >> e.tiling.tile_rows >> outer >> fits;
     if (!fields || (fields >> rest) || !Digest128::fromHex(hex, &key) || e.tiling.oc_block <= 0 ||
         e.tiling.tile_rows <= 0 || outer < 0 || outer > 1 || fits < 0 || fits > 1)
-      throw ConfigError("tuning cache '" + path + "': line " + std::to_string(line_no) + ": malformed entry '" +
-                        line + "'");
+      throw ConfigError("tuning cache '" + path + "': line " + std::to_string(line_no) +
+                        ": malformed entry '" + line + "'");
     e.tiling.spatial_outer = outer == 1;
     e.fits = fits == 1;
     entries_[key] = e;
@@ -83,9 +86,10 @@ Digest128 tilingKey(const CostModel& model, const MacOpShape& shape, NpuDType t)
   const NpuModel& npu = model.soc().npu;
   std::ostringstream s;
   s << shape.signature() << '|' << npuDTypeName(t) << '|' << model.cores() << '|' << npu.onchip_buffer_bytes
-    << ',' << model.soc().macsPerCycle(t) << ',' << npu.ddr_bytes_per_cycle << ',' << npu.ddr_efficiency << '|';
-  for (AlignmentRole r : {AlignmentRole::ConvInput, AlignmentRole::ConvOutput, AlignmentRole::Depthwise,
-                          AlignmentRole::Other})
+    << ',' << model.soc().macsPerCycle(t) << ',' << npu.ddr_bytes_per_cycle << ',' << npu.ddr_efficiency
+    << '|';
+  for (AlignmentRole r :
+       {AlignmentRole::ConvInput, AlignmentRole::ConvOutput, AlignmentRole::Depthwise, AlignmentRole::Other})
     s << model.soc().alignment(t, r) << ',';
   return digest128(s.str());
 }

@@ -11,9 +11,12 @@ namespace npuc::perf::testing {
 class PerfGraph {
  public:
   Graph g;
-  Value* input(const std::string& name, Shape shape) { return g.addInput(name, DType::Float32, std::move(shape)); }
+  Value* input(const std::string& name, Shape shape) {
+    return g.addInput(name, DType::Float32, std::move(shape));
+  }
   // A Conv with `out_c` kxk filters, stride `stride`, "same" padding, no bias.
-  Node* conv(const std::string& name, Value* in, int64_t out_c, int64_t k = 1, int64_t stride = 1, int64_t group = 1) {
+  Node* conv(const std::string& name, Value* in, int64_t out_c, int64_t k = 1, int64_t stride = 1,
+             int64_t group = 1) {
     const Shape& x = in->shape();
     Value* w = g.addConstant(Tensor(DType::Float32, {out_c, x[1] / group, k, k}), name + "_w");
     Node* n = g.appendNode("Conv", {in, w}, 1, name);

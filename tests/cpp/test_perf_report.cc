@@ -91,9 +91,10 @@ TEST(PerfReport, SummaryAndRankingAddUpToTheRows) {
 
 TEST(PerfReport, TextHasTheRknnColumns) {
   std::string text = smallNetworkReport().toText();
-  for (const char* col : {"ID", "OpType", "DataType", "Target", "InputShape", "OutputShape", "DDRCycles", "NPUCycles",
-                          "TotalCycles", "Time(us)", "MacUsage(%)", "RW(KB)", "TaskNumber", "Bottleneck", "FullName",
-                          "Total time (us)", "FPS", "Operator Time Consuming Ranking Table", "c1+r1"})
+  for (const char* col :
+       {"ID", "OpType", "DataType", "Target", "InputShape", "OutputShape", "DDRCycles", "NPUCycles",
+        "TotalCycles", "Time(us)", "MacUsage(%)", "RW(KB)", "TaskNumber", "Bottleneck", "FullName",
+        "Total time (us)", "FPS", "Operator Time Consuming Ranking Table", "c1+r1"})
     EXPECT_NE(text.find(col), std::string::npos) << col;
 }
 

@@ -1,0 +1,140 @@
+"""Simulated performance of a model on an NPU SoC (``eval_perf``): per-layer cycles, DDR traffic and
+bottlenecks from npuc's cost model (docs/perf_model.md), without a board.
+
+    report = npuc.perf.eval_perf(model, "rk3588", single_core_mode=True)
+    print(report)              # RKNN-style table, summary and op-type ranking
+    report.rows[0]["Time(us)"]
+    report.to_csv("perf.csv"); report.plot("perf.png")
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from npuc import _npuc
+
+# The report columns, in RKNN eval_perf order, then npuc's extra ones.
+COLUMNS = (
+    "ID", "OpType", "DataType", "Target", "InputShape", "OutputShape", "DDRCycles", "NPUCycles",
+    "TotalCycles", "Time(us)", "MacUsage(%)", "RW(KB)", "TaskNumber", "Bottleneck", "FullName",
+    "Tiles", "MACs", "Handovers", "Handover(us)",
+)
+
+
+class PerfReport:
+    """The result of :func:`eval_perf`.
+
+    ``rows``: one dict per NPU task (fusion group or single op) or CPU op, keyed by ``COLUMNS``.
+    ``summary``: totals computed from the rows (total_time_us, fps, ddr_bytes_per_frame,
+    npu_time_us, cpu_time_us, handover_time_us, ...) plus the SoC's roofs (peak_macs_per_s,
+    ddr_bytes_per_s). ``ranking``: op types by time. ``warnings``: placement and tiling notes.
+    """
+
+    def __init__(self, raw: Mapping[str, Any]):
+        self.rows: list[dict] = [dict(r) for r in raw["rows"]]
+        self.summary: dict = dict(raw["summary"])
+        self.ranking: list[dict] = [dict(r) for r in raw["ranking"]]
+        self.warnings: list[str] = list(raw["warnings"])
+        self._text: str = raw["text"]
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<PerfReport {s['soc']} {s['dtype']} x{s['cores']}: {len(self.rows)} layers, "
+                f"{s['total_time_us']:.1f} us, {s['fps']:.1f} FPS>")
+
+    @property
+    def fps(self) -> float:
+        return float(self.summary["fps"])
+
+    def to_csv(self, path: Optional[Union[str, Path]] = None) -> str:
+        """The rows as CSV (shapes written as 1x3x224x224); also written to ``path`` if given."""
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for r in self.rows:
+            writer.writerow({k: "x".join(map(str, v)) if isinstance(v, tuple) else v for k, v in r.items()})
+        text = buf.getvalue()
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def to_json(self, path: Optional[Union[str, Path]] = None) -> str:
+        """rows, summary, ranking and warnings as JSON; also written to ``path`` if given."""
+        rows = [{k: list(v) if isinstance(v, tuple) else v for k, v in r.items()} for r in self.rows]
+        text = json.dumps({"summary": self.summary, "rows": rows, "ranking": self.ranking,
+                           "warnings": self.warnings}, indent=1)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def plot(self, path: Union[str, Path]) -> Path:
+        """Writes a PNG: per-layer DDR vs NPU cycles (stacked bars), and a roofline of the MAC layers
+        (arithmetic intensity vs achieved MAC/s under the SoC's compute and DDR roofs)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (bars, roof) = plt.subplots(2, 1, figsize=(max(8.0, 0.12 * len(self.rows)), 9))
+        self._plot_cycles(bars)
+        self._plot_roofline(roof)
+        fig.suptitle(f"npuc eval_perf: {self.summary['soc']} {self.summary['dtype']}, "
+                     f"{self.summary['cores']} core(s), {self.summary['fps']:.1f} FPS")
+        fig.tight_layout()
+        path = Path(path)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+    def _plot_cycles(self, ax) -> None:
+        ids = [r["ID"] for r in self.rows]
+        ddr = [r["DDRCycles"] for r in self.rows]
+        npu = [r["NPUCycles"] for r in self.rows]
+        ax.bar(ids, npu, label="NPU (compute) cycles", color="tab:blue")
+        ax.bar(ids, ddr, bottom=npu, label="DDR cycles", color="tab:orange")
+        ax.set_xlabel("layer ID")
+        ax.set_ylabel("cycles")
+        ax.legend()
+
+    def _plot_roofline(self, ax) -> None:
+        peak = float(self.summary["peak_macs_per_s"])
+        bandwidth = float(self.summary["ddr_bytes_per_s"])
+        points = [(r["MACs"] / (r["RW(KB)"] * 1024.0), r["MACs"] / (r["Time(us)"] * 1e-6))
+                  for r in self.rows if r["Target"] == "NPU" and r["MACs"] > 0 and r["RW(KB)"] > 0]
+        if points:
+            xs, ys = zip(*points)
+            ax.scatter(xs, ys, s=12, color="tab:green", label="layers")
+            lo, hi = min(xs) / 2, max(max(xs) * 2, 2 * peak / bandwidth)
+        else:
+            lo, hi = 0.1, 10 * peak / bandwidth
+        ridge = peak / bandwidth
+        ax.plot([lo, ridge, hi], [lo * bandwidth, peak, peak], color="black", label="roof")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (MACs per DDR byte)")
+        ax.set_ylabel("achieved MAC/s")
+        ax.legend()
+
+
+def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optional[Mapping[str, str]] = None,
+              single_core_mode: bool = False, dtype: str = "int8", optimize: bool = True,
+              tuning_cache: Optional[Union[str, Path]] = None) -> PerfReport:
+    """Simulated per-layer performance of ``model`` (an :class:`npuc.Model` or an ONNX path) on SoC
+    ``soc``.
+
+    op_target: {node name or op type: "cpu" | "npu"} placement overrides. single_core_mode: one
+    NPU core per task (RKNN's default core mask). dtype: the NPU compute type ("int8", "fp16", ...).
+    optimize: run the graph passes (BatchNorm folding, ...) on a copy first. tuning_cache: a file
+    of tiling decisions, read if it exists and rewritten, so later runs skip the tiling search.
+    """
+    if isinstance(model, (str, Path)):
+        model = _npuc.Model.load(str(model))
+    raw = _npuc.eval_perf(model, soc, dict(op_target or {}), single_core_mode, dtype, optimize,
+                          str(tuning_cache) if tuning_cache is not None else "")
+    return PerfReport(raw)

@@ -1,0 +1,176 @@
+// Quantization for Python: a streaming Calibrator over a Model, the QuantPlan it produces, and
+// the bit-exact simulator (INT8 or FP16) as QuantizedModel. The GIL is released while samples
+// and inferences run.
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <set>
+
+#include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "quant/graph/calibrator.h"
+#include "quant/graph/quantizer.h"
+#include "quant/sim/quantized_executor.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+using quant::QuantizedExecutor;
+
+// A host tensor copied from a numpy array, converted to the graph input's dtype.
+Tensor tensorFromArray(const py::handle& obj, const Value& expected) {
+  py::array arr = py::array::ensure(obj);
+  if (!arr) throw InputError("input '" + expected.name() + "' must be a numpy array (or convertible to one)");
+  arr = py::array::ensure(arr.attr("astype")(toNumpyDType(expected.dtype())), py::array::c_style);
+  Tensor t(expected.dtype(), Shape(arr.shape(), arr.shape() + arr.ndim()));
+  if (t.nbytes()) std::memcpy(t.raw(), arr.data(), t.nbytes());
+  return t;
+}
+
+std::vector<Tensor> tensorsFromList(const py::sequence& inputs, const Graph& g) {
+  if (inputs.size() != g.inputs().size()) {
+    throw InputError("the model has " + std::to_string(g.inputs().size()) + " input(s), got " +
+                     std::to_string(inputs.size()));
+  }
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < inputs.size(); ++i) out.push_back(tensorFromArray(inputs[i], *g.inputs()[i]));
+  return out;
+}
+
+class PyQuantizedModel {
+ public:
+  PyQuantizedModel(std::shared_ptr<const QuantizedExecutor> sim, quant::QuantPlan plan)
+      : sim_(std::move(sim)), plan_(std::move(plan)) {}
+  const QuantizedExecutor& sim() const { return *sim_; }
+  const quant::QuantPlan& plan() const { return plan_; }
+
+ private:
+  std::shared_ptr<const QuantizedExecutor> sim_;
+  quant::QuantPlan plan_;
+};
+
+class PyCalibrator {
+ public:
+  explicit PyCalibrator(const Model& model) : graph_(model.graph().clone()), calibrator_(*graph_) {}
+  void addSample(const py::sequence& inputs) {
+    std::vector<Tensor> tensors = tensorsFromList(inputs, *graph_);
+    py::gil_scoped_release release;
+    calibrator_.addSample(tensors);
+  }
+  int64_t numSamples() const { return calibrator_.numSamples(); }
+  std::map<std::string, std::pair<float, float>> ranges(const std::string& algorithm) const {
+    quant::CalibrationOptions opts;
+    opts.algorithm = quant::calibrationAlgorithmFromName(algorithm);
+    std::map<std::string, std::pair<float, float>> out;
+    for (const auto& [name, r] : calibrator_.ranges(opts)) out[name] = {r.min, r.max};
+    return out;
+  }
+  PyQuantizedModel quantize(const std::string& algorithm, const std::string& method,
+                            const std::vector<std::string>& hybrid_layers, bool reference) const {
+    quant::CalibrationOptions calib;
+    calib.algorithm = quant::calibrationAlgorithmFromName(algorithm);
+    quant::QuantizerOptions opts;
+    opts.granularity = quant::weightGranularityFromName(method);
+    opts.hybrid_layers = std::set<std::string>(hybrid_layers.begin(), hybrid_layers.end());
+    py::gil_scoped_release release;
+    quant::QuantPlan plan = quant::buildQuantPlan(*graph_, calibrator_.ranges(calib), opts);
+    quant::SimOptions sim_opts;
+    sim_opts.path = reference ? quant::SimPath::Reference : quant::SimPath::Fast;
+    auto sim = std::make_shared<const QuantizedExecutor>(*graph_, plan, sim_opts);
+    return PyQuantizedModel(std::move(sim), std::move(plan));
+  }
+
+ private:
+  std::unique_ptr<Graph> graph_;
+  quant::Calibrator calibrator_;
+};
+
+py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs) {
+  std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
+  std::vector<Tensor> outs;
+  {
+    py::gil_scoped_release release;
+    outs = qm.sim().run(tensors);
+  }
+  py::list result;
+  for (const Tensor& t : outs) result.append(tensorToNumpy(t));
+  return result;
+}
+
+py::list ioDicts(const std::vector<Value*>& values) {
+  py::list out;
+  for (const Value* v : values) {
+    py::dict d;
+    d["name"] = v->name();
+    d["dtype"] = dtypeName(v->dtype());
+    d["shape"] = py::tuple(py::cast(v->shape()));
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bindQuant(py::module_& m) {
+  py::class_<PyQuantizedModel>(m, "QuantizedModel",
+                               "A model on the bit-exact INT8 (or FP16) simulator (thread-safe run()).")
+      .def("run", &runQuantized, py::arg("inputs"),
+           "Runs the simulator on a list of numpy arrays (one per input); returns float32 outputs.")
+      .def_property_readonly(
+          "mode",
+          [](const PyQuantizedModel& q) { return q.sim().mode() == quant::SimMode::Int8 ? "int8" : "fp16"; })
+      .def_property_readonly("inputs",
+                             [](const PyQuantizedModel& q) { return ioDicts(q.sim().graph().inputs()); })
+      .def_property_readonly("outputs",
+                             [](const PyQuantizedModel& q) { return ioDicts(q.sim().graph().outputs()); })
+      .def_property_readonly("warnings", [](const PyQuantizedModel& q) { return q.plan().warnings; })
+      .def_property_readonly(
+          "weight_outlier_table",
+          [](const PyQuantizedModel& q) { return quant::formatOutlierTable(q.plan().weight_outliers); })
+      .def_property_readonly(
+          "node_precisions",
+          [](const PyQuantizedModel& q) {
+            std::map<std::string, std::string> out;
+            for (const auto& [name, p] : q.plan().nodes) out[name] = quant::nodePrecisionName(p);
+            return out;
+          },
+          "Node name -> 'int8' or 'fp16'.")
+      .def_property_readonly(
+          "activation_params",
+          [](const PyQuantizedModel& q) {
+            std::map<std::string, std::pair<float, int32_t>> out;
+            for (const auto& [name, t] : q.plan().tensors)
+              if (t.isPerTensor() && t.dtype == quant::QuantDType::Int8)
+                out[name] = {t.scales[0], t.zero_points[0]};
+            return out;
+          },
+          "Value name -> (scale, zero_point) of every per-tensor int8 value.")
+      .def(
+          "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
+          "One line per node: the kernel it runs on (int8 ... or fp16).");
+
+  py::class_<PyCalibrator>(
+      m, "Calibrator", "Streams calibration samples through the FP32 model into per-activation histograms.")
+      .def(py::init<const Model&>(), py::arg("model"))
+      .def("add_sample", &PyCalibrator::addSample, py::arg("inputs"),
+           "Runs one sample (a list of arrays, one per model input) and records its activations.")
+      .def_property_readonly("num_samples", &PyCalibrator::numSamples)
+      .def("ranges", &PyCalibrator::ranges, py::arg("algorithm") = "normal",
+           "Calibrated (min, max) per activation name.")
+      .def("quantize", &PyCalibrator::quantize, py::arg("algorithm") = "normal",
+           py::arg("method") = "channel", py::arg("hybrid_layers") = std::vector<std::string>{},
+           py::arg("reference") = false,
+           "Builds the quantization plan and the INT8 simulator (reference=True: plain reference loops).");
+
+  m.def(
+      "fp16_model",
+      [](const Model& model) {
+        auto sim = std::make_shared<const QuantizedExecutor>(model.graph());
+        return PyQuantizedModel(std::move(sim), quant::QuantPlan{});
+      },
+      py::arg("model"),
+      "The model on the FP16 simulator (weights and every op output rounded to IEEE half).");
+}
+
+}  // namespace npuc::bindings

@@ -1,0 +1,160 @@
+"""Calibration datasets: RKNN-Toolkit2's ``dataset.txt`` or any Python iterable of samples.
+
+``dataset.txt`` holds one calibration sample per line; a model with several inputs lists one file
+per input on the line, separated by spaces. Paths are relative to the file's folder. Files are
+images (read with Pillow as RGB, optionally converted to BGR with ``quant_img_RGB2BGR``, HWC
+transposed to the model's NCHW) or ``.npy`` arrays (NCHW, NHWC, or either without the batch
+dimension). Blank lines and lines starting with ``#`` are skipped. The configured mean/std
+normalization is applied to every file, as ``inference`` applies it to its inputs.
+
+A Python iterable yields, per sample, one array (single-input model) or a list/tuple of arrays
+(one per input). Those arrays are taken as the model's ready inputs (no normalization).
+
+Samples are produced lazily, one at a time: calibration streams them and keeps none.
+Errors are :class:`npuc.InputError` naming the line and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+from npuc.errors import InputError
+
+__all__ = ["iterate_samples", "count_samples", "progress"]
+
+#: File extensions read as images (anything else but ``.npy`` is refused by name).
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+#: normalize(input_index, array, input_info) -> array, e.g. ``InputPreprocessor.apply``.
+Normalizer = Callable[[int, np.ndarray, Dict[str, Any]], np.ndarray]
+
+DatasetLike = Union[str, "os.PathLike[str]", Iterable[Any]]
+
+
+def iterate_samples(
+    dataset: DatasetLike,
+    input_infos: Sequence[Dict[str, Any]],
+    normalize: Optional[Normalizer] = None,
+    rgb2bgr: bool = False,
+) -> Iterator[List[np.ndarray]]:
+    """Yields one list of arrays (one per model input, in the model's shape and dtype) per sample.
+
+    Args:
+        dataset: path of a ``dataset.txt``, or an iterable of arrays / lists of arrays.
+        input_infos: the model's inputs as ``{'name', 'dtype', 'shape'}`` dicts.
+        normalize: applied to each array read from a ``dataset.txt`` file.
+        rgb2bgr: reverse the channel order of images read from a ``dataset.txt``.
+    """
+    if isinstance(dataset, (str, os.PathLike)):
+        yield from _iterate_dataset_file(Path(dataset), input_infos, normalize, rgb2bgr)
+        return
+    for index, sample in enumerate(dataset):
+        arrays = [sample] if isinstance(sample, np.ndarray) else list(sample)
+        where = f"dataset sample {index}"
+        if len(arrays) != len(input_infos):
+            raise InputError(f"{where}: the model has {len(input_infos)} input(s), the sample has {len(arrays)}")
+        yield [_fit_to_input(np.asarray(a), info, where) for a, info in zip(arrays, input_infos)]
+
+
+def count_samples(dataset: DatasetLike) -> Optional[int]:
+    """Number of samples when known without reading them (a file, or a sized collection)."""
+    if isinstance(dataset, (str, os.PathLike)):
+        return sum(1 for _, line in _dataset_lines(Path(dataset)))
+    return len(dataset) if hasattr(dataset, "__len__") else None  # type: ignore[arg-type]
+
+
+def progress(iterable: Iterable[Any], total: Optional[int], desc: str) -> Iterable[Any]:
+    """Wraps `iterable` in a tqdm progress bar when stderr is a terminal (and tqdm is installed)."""
+    if not sys.stderr.isatty():
+        return iterable
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return iterable
+    return tqdm(iterable, total=total, desc=desc, unit="sample")
+
+
+# ---------------------------------------------------------------------- dataset.txt
+
+
+def _dataset_lines(path: Path) -> Iterator[tuple]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InputError(f"dataset '{path}': cannot be read ({e.strerror or e})") from None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            yield number, line
+
+
+def _iterate_dataset_file(
+    path: Path, infos: Sequence[Dict[str, Any]], normalize: Optional[Normalizer], rgb2bgr: bool
+) -> Iterator[List[np.ndarray]]:
+    found = False
+    for number, line in _dataset_lines(path):
+        found = True
+        where = f"dataset '{path}' line {number}"
+        files = line.split()
+        if len(files) != len(infos):
+            raise InputError(
+                f"{where}: expected {len(infos)} file(s) (one per model input), got {len(files)}: '{line}'"
+            )
+        sample = []
+        for index, (name, info) in enumerate(zip(files, infos)):
+            file = Path(name) if Path(name).is_absolute() else path.parent / name
+            array = _fit_to_input(_read_file(file, where, rgb2bgr), info, f"{where} ('{name}')")
+            if normalize is not None:
+                array = np.asarray(normalize(index, array, info))
+            sample.append(np.ascontiguousarray(array, dtype=np.dtype(info["dtype"])))
+        yield sample
+    if not found:
+        raise InputError(f"dataset '{path}' lists no sample")
+
+
+def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
+    if not file.is_file():
+        raise InputError(f"{where}: file '{file}' does not exist")
+    suffix = file.suffix.lower()
+    if suffix == ".npy":
+        try:
+            return np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{where}: '{file}' is not a readable .npy array ({e})") from None
+    if suffix not in IMAGE_EXTENSIONS:
+        raise InputError(f"{where}: '{file}' is neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a .npy file")
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise InputError(f"{where}: reading images needs Pillow (pip install pillow)") from None
+    try:
+        with Image.open(file) as image:
+            hwc = np.asarray(image.convert("RGB"), dtype=np.float32)
+    except (OSError, UnidentifiedImageError) as e:
+        raise InputError(f"{where}: unreadable image '{file}' ({e})") from None
+    if rgb2bgr:
+        hwc = hwc[:, :, ::-1]
+    return hwc.transpose(2, 0, 1)[np.newaxis]  # HWC -> NCHW with batch 1
+
+
+def _fit_to_input(array: np.ndarray, info: Dict[str, Any], where: str) -> np.ndarray:
+    """The array in the input's shape: as is, with a batch dim added, or NHWC -> NCHW."""
+    shape = tuple(info["shape"])
+    candidates = [array]
+    if array.ndim == len(shape) - 1:
+        candidates.append(array[np.newaxis])
+    for c in list(candidates):
+        if c.ndim == 4:
+            candidates.append(c.transpose(0, 3, 1, 2))
+    for c in candidates:
+        if tuple(c.shape) == shape:
+            return np.ascontiguousarray(c)
+    raise InputError(
+        f"{where}: wrong shape {list(array.shape)} for input '{info['name']}', which expects {list(shape)} "
+        f"(NCHW, NHWC, or either without the batch dimension)"
+    )

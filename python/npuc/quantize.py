@@ -1,0 +1,141 @@
+"""INT8 quantization and the FP16 model, on top of the C++ calibrator, quantizer and simulator.
+
+``quantize(model, dataset, ...)`` streams the calibration samples through the FP32 model (only
+per-activation histograms are kept, so any number of samples fits in memory), picks the ranges
+with ``algorithm`` and returns a :class:`npuc._npuc.QuantizedModel` whose ``run()`` is the
+bit-exact INT8 simulator. ``fp16(model)`` returns the same kind of object for FP16 mode (no
+quantization; weights and every op output rounded to IEEE half). The numeric convention is
+docs/quantization.md.
+
+These are the functions ``Toolkit.build`` / ``Toolkit.inference`` delegate to.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from npuc import dataset as _dataset
+from npuc._npuc import Calibrator, Model, QuantizedModel, fp16_model
+from npuc.errors import ConfigError
+
+__all__ = [
+    "ALGORITHMS",
+    "METHODS",
+    "quantize",
+    "fp16",
+    "build_for_toolkit",
+    "cosine_similarity",
+]
+
+#: ``quantized_algorithm`` values (RKNN-Toolkit2's, plus percentile).
+ALGORITHMS = ("normal", "kl_divergence", "mmse", "percentile")
+#: ``quantized_method`` values: per output channel or per tensor weight scales.
+METHODS = ("channel", "layer")
+#: ``quantized_dtype`` values meaning int8 activations and weights.
+INT8_DTYPES = ("asymmetric_quantized-8", "w8a8", "int8")
+
+_log = logging.getLogger("npuc.quantize")
+
+
+def quantize(
+    model: Model,
+    dataset: _dataset.DatasetLike,
+    algorithm: str = "normal",
+    method: str = "channel",
+    hybrid_layers: Optional[Sequence[str]] = None,
+    normalize: Optional[_dataset.Normalizer] = None,
+    rgb2bgr: bool = False,
+    reference: bool = False,
+    logger: Optional[logging.Logger] = None,
+) -> QuantizedModel:
+    """Calibrates `model` on `dataset` and returns its INT8 simulator.
+
+    Args:
+        model: the (optimized) FP32 model.
+        dataset: a ``dataset.txt`` path or an iterable of samples (see :mod:`npuc.dataset`).
+        algorithm: one of :data:`ALGORITHMS`.
+        method: one of :data:`METHODS`.
+        hybrid_layers: node names computed in FP16 instead of INT8.
+        normalize: mean/std normalization applied to samples read from a ``dataset.txt``.
+        rgb2bgr: reverse the channels of images read from a ``dataset.txt``.
+        reference: run the simulator's plain reference loops instead of the fast path (same bits).
+
+    Raises:
+        ConfigError: unknown algorithm / method / hybrid layer, or an empty dataset.
+        InputError: a sample that cannot be read or has the wrong shape (named by line).
+    """
+    log = logger or _log
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"quantized_algorithm '{algorithm}' is not one of {', '.join(ALGORITHMS)}")
+    if method not in METHODS:
+        raise ConfigError(f"quantized_method '{method}' is not one of {', '.join(METHODS)}")
+    calibrator = Calibrator(model)
+    samples = _dataset.iterate_samples(dataset, model.inputs, normalize, rgb2bgr)
+    total = _dataset.count_samples(dataset)
+    for sample in _dataset.progress(samples, total, "calibrating"):
+        calibrator.add_sample(sample)
+    if calibrator.num_samples == 0:
+        raise ConfigError("the calibration dataset is empty")
+    log.info("calibration: %d sample(s), algorithm %s, method %s", calibrator.num_samples, algorithm, method)
+    quantized = calibrator.quantize(algorithm, method, list(hybrid_layers or []), reference)
+    for warning in quantized.warnings:
+        log.warning("quantization: %s", warning)
+    return quantized
+
+
+def fp16(model: Model) -> QuantizedModel:
+    """`model` on the FP16 simulator (RKNN's ``do_quantization=False``)."""
+    return fp16_model(model)
+
+
+def build_for_toolkit(
+    model: Model,
+    config: Dict[str, Any],
+    do_quantization: bool,
+    dataset: Optional[_dataset.DatasetLike],
+    normalize: Optional[_dataset.Normalizer],
+    logger: Optional[logging.Logger] = None,
+) -> QuantizedModel:
+    """The quantization step of ``Toolkit.build``: INT8 from the config keys, or FP16.
+
+    Config keys read: ``quantized_dtype``, ``quantized_algorithm``, ``quantized_method``,
+    ``quant_img_RGB2BGR`` and ``hybrid_layers`` (a list of node names; RKNN's hybrid
+    quantization). ``dataset`` is required when quantizing.
+    """
+    if not do_quantization:
+        return fp16(model)
+    dtype = config.get("quantized_dtype") or INT8_DTYPES[0]
+    if dtype not in INT8_DTYPES:
+        raise ConfigError(f"quantized_dtype '{dtype}' is not supported (int8: {', '.join(INT8_DTYPES)})")
+    if dataset is None:
+        raise ConfigError("build(do_quantization=True) needs a calibration dataset (dataset='dataset.txt')")
+    return quantize(
+        model,
+        dataset,
+        algorithm=config.get("quantized_algorithm") or "normal",
+        method=config.get("quantized_method") or "channel",
+        hybrid_layers=config.get("hybrid_layers"),
+        normalize=normalize,
+        rgb2bgr=bool(config.get("quant_img_RGB2BGR", False)),
+        logger=logger,
+    )
+
+
+def cosine_similarity(reference: np.ndarray, test: np.ndarray) -> float:
+    """cos(angle) between two outputs as flat vectors (1.0 when both are all zero)."""
+    r = np.asarray(reference, dtype=np.float64).ravel()
+    t = np.asarray(test, dtype=np.float64).ravel()
+    nr, nt = np.linalg.norm(r), np.linalg.norm(t)
+    if nr == 0 and nt == 0:
+        return 1.0
+    if nr == 0 or nt == 0:
+        return 0.0
+    return float(np.dot(r, t) / (nr * nt))
+
+
+def run_samples(qmodel: QuantizedModel, samples: Iterable[List[np.ndarray]]) -> List[List[np.ndarray]]:
+    """Runs the simulator on each sample (a helper for accuracy checks)."""
+    return [qmodel.run(s) for s in samples]

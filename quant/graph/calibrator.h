@@ -1,0 +1,46 @@
+// Activation calibration: runs the FP32 model on calibration samples and streams every float
+// activation (graph inputs and node outputs) into an ActivationHistogram. Only the histograms
+// are kept, so memory does not depend on the number of samples; ranges are chosen at the end
+// with the configured algorithm (quant/calibrate.h).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "quant/calibrate.h"
+#include "quant/histogram.h"
+
+namespace npuc {
+class Executor;
+}
+
+namespace npuc::quant {
+
+class Calibrator {
+ public:
+  // Compiles a copy of `graph` whose every float intermediate value is also an output.
+  explicit Calibrator(const Graph& graph);
+  ~Calibrator();
+
+  // Runs one sample (one tensor per graph input, in order) and folds its activations into the
+  // statistics. Throws InputError naming the input on a count/shape/dtype mismatch.
+  void addSample(const std::vector<Tensor>& inputs);
+  int64_t numSamples() const { return samples_; }
+
+  // Statistics per value name (graph inputs and node outputs of float type).
+  const std::map<std::string, ActivationHistogram>& histograms() const { return histograms_; }
+  // Clip range of every observed value with `options`. Throws ConfigError if no sample was added.
+  std::map<std::string, ClipRange> ranges(const CalibrationOptions& options) const;
+
+ private:
+  std::unique_ptr<Executor> executor_;
+  std::vector<std::string> input_names_;   // float graph inputs observed, by input index
+  std::vector<int64_t> float_inputs_;      // their indices in the input list
+  std::vector<std::string> output_names_;  // executor outputs, in order
+  std::map<std::string, ActivationHistogram> histograms_;
+  int64_t samples_ = 0;
+};
+
+}  // namespace npuc::quant

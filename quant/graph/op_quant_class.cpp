@@ -1,0 +1,128 @@
+#include "quant/graph/op_quant_class.h"
+
+#include <set>
+#include <string>
+
+#include "opset/registry.h"
+
+namespace npuc::quant {
+
+namespace {
+
+bool isFloatValue(const Value* v) {
+  return v && v->dtype() == DType::Float32;
+}
+
+bool isConstant(const Value* v) {
+  return v && v->isConstant();
+}
+
+bool anyFloatIo(const Node& n) {
+  for (const Value* v : n.inputs())
+    if (isFloatValue(v) && !v->isConstant()) return true;
+  for (const Value* v : n.outputs())
+    if (isFloatValue(v)) return true;
+  return false;
+}
+
+// Ops whose output elements are copies of input-0 elements (or of zero padding).
+const std::set<std::string>& dataMovementOps() {
+  static const std::set<std::string> ops = {"Reshape",   "Transpose",    "Slice",       "Flatten", "Squeeze",
+                                            "Unsqueeze", "Split",        "Identity",    "Expand",  "Tile",
+                                            "Gather",    "DepthToSpace", "SpaceToDepth"};
+  return ops;
+}
+
+bool isLutOp(const Node& n) {
+  static const std::set<std::string> onnx = {"Sigmoid", "Tanh", "HardSwish", "Exp", "Gelu"};
+  static const std::set<std::string> npuc = {"Gelu", "SiLU"};
+  return n.domain() == kNpucDomain ? npuc.count(n.opType()) != 0 : onnx.count(n.opType()) != 0;
+}
+
+bool isSharedScale(const Node& n) {
+  if (n.domain() == kNpucDomain) return false;
+  const std::string& op = n.opType();
+  if (dataMovementOps().count(op)) return isFloatValue(n.input(0));
+  if (op == "MaxPool") return n.numOutputs() == 1 && n.attrs().i("ceil_mode", 0) == 0;
+  if (op == "Resize") return n.attrs().s("mode", "nearest") == "nearest";
+  if (op == "Pad") {
+    // Constant padding with 0 pads with the zero point; other modes copy elements too.
+    if (n.attrs().s("mode", "constant") != "constant") return true;
+    const Value* pad = n.input(2);
+    return !pad || (pad->isConstant() && pad->constant().numel() == 1 && pad->constant().doubleAt(0) == 0.0);
+  }
+  return false;
+}
+
+bool hasStaticRank(const Value* v, int64_t rank) {
+  return v && v->hasShape() && v->rank() == rank;
+}
+
+QuantOpKind classifyMatMul(const Node& n) {
+  const Value* a = n.input(0);
+  const Value* b = n.input(1);
+  if (!a->hasShape() || a->rank() < 2) return QuantOpKind::Float16;
+  if (isConstant(b)) return b->rank() == 2 ? QuantOpKind::MatMulConst : QuantOpKind::Float16;
+  if (!b->hasShape() || b->rank() != a->rank()) return QuantOpKind::Float16;
+  for (int64_t i = 0; i + 2 < a->rank(); ++i)
+    if (a->shape()[static_cast<size_t>(i)] != b->shape()[static_cast<size_t>(i)]) return QuantOpKind::Float16;
+  return QuantOpKind::MatMulActivation;
+}
+
+}  // namespace
+
+const char* quantOpKindName(QuantOpKind k) {
+  switch (k) {
+    case QuantOpKind::NonFloat: return "non-float";
+    case QuantOpKind::Conv: return "conv";
+    case QuantOpKind::Gemm: return "gemm";
+    case QuantOpKind::MatMulConst: return "matmul";
+    case QuantOpKind::MatMulActivation: return "matmul(activations)";
+    case QuantOpKind::Add: return "add";
+    case QuantOpKind::Mul: return "mul";
+    case QuantOpKind::Concat: return "concat";
+    case QuantOpKind::SharedScale: return "shared-scale";
+    case QuantOpKind::ClampActivation: return "clamp";
+    case QuantOpKind::GlobalAveragePool: return "global-average-pool";
+    case QuantOpKind::Lut: return "lut";
+    case QuantOpKind::Float16: return "fp16";
+  }
+  return "?";
+}
+
+QuantOpKind classifyForInt8(const Node& n) {
+  if (!anyFloatIo(n)) return QuantOpKind::NonFloat;
+  for (const Value* v : n.outputs())
+    if (v && v->dtype() != DType::Float32) return QuantOpKind::Float16;
+  if (isLutOp(n)) return QuantOpKind::Lut;
+  if (n.domain() == kNpucDomain) return QuantOpKind::Float16;
+  if (isSharedScale(n)) return QuantOpKind::SharedScale;
+  const std::string& op = n.opType();
+  if (op == "Conv") {
+    const bool bias_ok = !n.hasInput(2) || isConstant(n.input(2));
+    return hasStaticRank(n.input(0), 4) && isConstant(n.input(1)) && bias_ok ? QuantOpKind::Conv
+                                                                             : QuantOpKind::Float16;
+  }
+  if (op == "Gemm") {
+    const Attributes& a = n.attrs();
+    const bool simple = a.f("alpha", 1.0f) == 1.0f && a.f("beta", 1.0f) == 1.0f && a.i("transA", 0) == 0;
+    const Value* c = n.input(2);
+    const bool bias_ok = !c || (isConstant(c) && c->constant().numel() == n.output(0)->shape().back());
+    return simple && isConstant(n.input(1)) && bias_ok && hasStaticRank(n.input(0), 2) ? QuantOpKind::Gemm
+                                                                                       : QuantOpKind::Float16;
+  }
+  if (op == "MatMul") return classifyMatMul(n);
+  if (op == "Add") return QuantOpKind::Add;
+  if (op == "Mul") return QuantOpKind::Mul;
+  if (op == "Concat") return QuantOpKind::Concat;
+  if (op == "Relu") return QuantOpKind::ClampActivation;
+  if (op == "Clip") {
+    for (size_t i = 1; i < n.numInputs(); ++i)
+      if (n.hasInput(i) && !isConstant(n.input(i))) return QuantOpKind::Float16;
+    return QuantOpKind::ClampActivation;
+  }
+  if (op == "GlobalAveragePool") return QuantOpKind::GlobalAveragePool;
+  return QuantOpKind::Float16;
+}
+
+}  // namespace npuc::quant

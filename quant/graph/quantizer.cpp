@@ -1,0 +1,187 @@
+#include "quant/graph/quantizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "quant/graph/op_quant_class.h"
+
+namespace npuc::quant {
+
+namespace {
+
+bool isFloatActivation(const Value* v) {
+  return v && v->dtype() == DType::Float32 && !v->isConstant();
+}
+
+// Per-tensor activation parameters for a float constant feeding an element-wise int8 op
+// (e.g. Mul by a constant): its own min/max, so the constant is represented as well as int8 can.
+QuantParams constantParams(const Value* v) {
+  const Tensor& t = v->constant();
+  const float* d = t.data<float>();
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    lo = std::min(lo, d[i]);
+    hi = std::max(hi, d[i]);
+  }
+  return chooseActivationParams(lo, hi, v->name().c_str());
+}
+
+// The only consumer of `v` when it is an int8 Relu/Clip, else null.
+const Node* soleClampConsumer(const Value* v, const QuantPlan& plan, const QuantizerOptions& options) {
+  if (v->isGraphOutput() || v->uses().size() != 1) return nullptr;
+  const Node* user = v->uses()[0].user;
+  if (v->uses()[0].index != 0 || options.hybrid_layers.count(user->name())) return nullptr;
+  return classifyForInt8(*user) == QuantOpKind::ClampActivation ? user : nullptr;
+}
+
+class PlanBuilder {
+ public:
+  PlanBuilder(const Graph& g, const std::map<std::string, ClipRange>& ranges, const QuantizerOptions& o)
+      : graph_(g), ranges_(ranges), options_(o) {
+    plan_.weight_granularity = o.granularity;
+  }
+
+  QuantPlan build() {
+    checkHybridNames();
+    for (const Value* in : graph_.inputs())
+      if (isFloatActivation(in)) setCalibrated(in->name(), in->name());
+    for (const Node* n : graph_.nodes()) planNode(*n);
+    return std::move(plan_);
+  }
+
+ private:
+  void checkHybridNames() const {
+    for (const std::string& name : options_.hybrid_layers) {
+      if (!graph_.findNode(name)) {
+        throw ConfigError("hybrid_layers: '" + name + "' is not a node of the graph (use the node names of " +
+                          "the optimized model)");
+      }
+    }
+  }
+
+  void setCalibrated(const std::string& value, const std::string& range_of) {
+    auto it = ranges_.find(range_of);
+    if (it == ranges_.end())
+      throw ConfigError("calibration produced no range for activation '" + range_of + "'");
+    plan_.tensors[value] =
+        TensorQuant::perTensor(chooseActivationParams(it->second.min, it->second.max, value.c_str()));
+  }
+
+  const TensorQuant& paramsOfInput(const Value* v) {
+    if (!plan_.has(v->name())) {
+      if (!v->isConstant())
+        throw ConfigError("activation '" + v->name() + "' has no quantization parameters");
+      plan_.tensors[v->name()] = TensorQuant::perTensor(constantParams(v));
+    }
+    return plan_.tensors.at(v->name());
+  }
+
+  void planNode(const Node& n) {
+    const QuantOpKind kind = classifyForInt8(n);
+    if (kind == QuantOpKind::NonFloat) return;
+    const bool hybrid = options_.hybrid_layers.count(n.name()) != 0;
+    const NodePrecision precision =
+        (kind == QuantOpKind::Float16 || hybrid) ? NodePrecision::Float16 : NodePrecision::Int8;
+    plan_.nodes[n.name()] = precision;
+    if (hybrid)
+      plan_.warnings.push_back("node '" + n.name() + "' (" + n.opType() + ") runs in FP16 (hybrid_layers)");
+
+    // Every float activation input needs parameters (constants of element-wise ops get theirs).
+    for (size_t i = 0; i < n.numInputs(); ++i) {
+      const Value* v = n.input(i);
+      if (isFloatActivation(v)) paramsOfInput(v);
+    }
+    if (precision == NodePrecision::Int8) planInt8Node(n, kind);
+    for (const Value* out : n.outputs()) {
+      if (out && out->dtype() == DType::Float32 && !plan_.has(out->name()))
+        setCalibrated(out->name(), out->name());
+    }
+  }
+
+  void planInt8Node(const Node& n, QuantOpKind kind) {
+    if (keepsInputParams(kind)) {
+      const TensorQuant in = paramsOfInput(n.input(0));
+      for (const Value* out : n.outputs())
+        if (out) plan_.tensors[out->name()] = in;
+      return;
+    }
+    if (kind == QuantOpKind::Add || kind == QuantOpKind::Mul || kind == QuantOpKind::Concat ||
+        kind == QuantOpKind::MatMulActivation) {
+      for (const Value* v : n.inputs())
+        if (v && v->dtype() == DType::Float32) paramsOfInput(v);
+    }
+    if (kind == QuantOpKind::Conv || kind == QuantOpKind::Gemm || kind == QuantOpKind::MatMulConst) {
+      planWeights(n);
+    }
+    if (canFuseClamp(kind)) {
+      const Value* out = n.output(0);
+      if (const Node* clamp = soleClampConsumer(out, plan_, options_)) {
+        setCalibrated(out->name(), clamp->output(0)->name());
+      }
+    }
+  }
+
+  void planWeights(const Node& n) {
+    const Value* w = n.input(1);
+    QuantizedWeights qw = quantizeNodeWeights(n, options_.granularity);
+    TensorQuant wq;
+    wq.scales = qw.scales;
+    wq.zero_points.assign(qw.scales.size(), 0);
+    wq.axis = n.opType() == "Conv" ? 0 : (n.opType() == "Gemm" && n.attrs().i("transB", 0) ? 0 : 1);
+    plan_.tensors[w->name()] = wq;
+
+    WeightOutlierRow row =
+        measureWeightOutliers(w->name(), w->constant().data<float>(), w->constant().numel());
+    if (row.flagged) {
+      plan_.warnings.push_back("weight '" + w->name() + "' of node '" + n.name() +
+                               "' has outliers (max|w| / " + "robust range = " + std::to_string(row.ratio) +
+                               "): " + row.suggestion);
+    }
+    plan_.weight_outliers.push_back(std::move(row));
+
+    const Value* b = n.input(2);
+    if (!b || !b->isConstant()) return;
+    const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
+    QuantizedBias qb =
+        quantizeBias(b->constant().data<float>(), b->constant().numel(), s_in, qw.scales, b->name());
+    if (!qb.saturated_channels.empty()) {
+      plan_.warnings.push_back("bias '" + b->name() + "' of node '" + n.name() + "': " +
+                               std::to_string(qb.saturated_channels.size()) + " channel(s) saturated int32");
+    }
+    TensorQuant bq;
+    for (float s : qw.scales) bq.scales.push_back(static_cast<float>(static_cast<double>(s_in) * s));
+    bq.zero_points.assign(bq.scales.size(), 0);
+    bq.axis = 0;
+    bq.dtype = QuantDType::Int32;
+    plan_.tensors[b->name()] = bq;
+  }
+
+  const Graph& graph_;
+  const std::map<std::string, ClipRange>& ranges_;
+  const QuantizerOptions& options_;
+  QuantPlan plan_;
+};
+
+}  // namespace
+
+WeightChannelLayout weightLayoutOf(const Node& node) {
+  const Value* w = node.input(1);
+  const std::string& op = node.opType();
+  if (op == "Conv") return convWeightLayout(w->shape(), w->name());
+  if (op == "Gemm") return gemmWeightLayout(w->shape(), node.attrs().i("transB", 0) != 0, w->name());
+  if (op == "MatMul") return matmulWeightLayout(w->shape(), w->name());
+  throw UnsupportedOpError("node '" + node.name() + "' (" + op + ") has no int8 weight layout");
+}
+
+QuantizedWeights quantizeNodeWeights(const Node& node, WeightGranularity granularity) {
+  const Value* w = node.input(1);
+  return quantizeWeights(w->constant(), weightLayoutOf(node), granularity, w->name());
+}
+
+QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRange>& ranges,
+                         const QuantizerOptions& options) {
+  return PlanBuilder(graph, ranges, options).build();
+}
+
+}  // namespace npuc::quant

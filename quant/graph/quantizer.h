@@ -1,0 +1,40 @@
+// Graph-level INT8 quantization: from an FP32 graph and calibrated activation ranges to a
+// QuantPlan (docs/quantization.md). The graph itself is not modified.
+//
+//   activations   asymmetric int8 per tensor, from the calibrated range of the value;
+//   weights       symmetric int8 per output channel ("channel") or per tensor ("layer");
+//   biases        int32 at s_in * s_w[c];
+//   shared scale  data movement, MaxPool, Relu/Clip: output keeps input 0's parameters;
+//   fused clamp   a Conv/Gemm/MatMul/Add whose only consumer is a Relu/Clip is requantized
+//                 straight to that activation's calibrated range (the activation then clamps);
+//   FP16          nodes without an int8 kernel, and every node named in hybrid_layers.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+
+#include "ir/graph.h"
+#include "quant/calibrate.h"
+#include "quant/graph/quant_plan.h"
+
+namespace npuc::quant {
+
+struct QuantizerOptions {
+  WeightGranularity granularity = WeightGranularity::PerChannel;
+  // Node names computed in FP16 whatever their op (RKNN's hybrid quantization).
+  std::set<std::string> hybrid_layers;
+};
+
+// `ranges` holds a calibrated clip range for every float activation (Calibrator::ranges).
+// Throws ConfigError naming a hybrid layer that is not a node of the graph, or an activation
+// without a range.
+QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRange>& ranges,
+                         const QuantizerOptions& options);
+
+// The output-channel layout of a MAC node's constant weight (input 1): Conv, Gemm, MatMul.
+WeightChannelLayout weightLayoutOf(const Node& node);
+// The node's int8 weights with the plan's granularity (deterministic: the quantizer and the
+// simulator call the same function and get the same scales).
+QuantizedWeights quantizeNodeWeights(const Node& node, WeightGranularity granularity);
+
+}  // namespace npuc::quant

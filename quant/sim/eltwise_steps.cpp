@@ -1,0 +1,269 @@
+// Simulator steps of the element-wise and data-movement ops in the integer domain: Add and Mul
+// (binary_requant.h, numpy broadcasting), Concat (inputs rescaled to the output), Relu/Clip
+// (a clamp in the input's integer domain), GlobalAveragePool, lookup tables, and the
+// shared-scale data movement ops.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+#include "opset/eval.h"
+#include "quant/binary_requant.h"
+#include "quant/int_limits.h"
+#include "quant/lut.h"
+#include "quant/sim/sim_step.h"
+
+namespace npuc::quant {
+
+namespace {
+
+std::string nodeLabel(const Node& n) {
+  return "node '" + n.name() + "' (" + n.opType() + ")";
+}
+
+// Maps an output flat index to the flat index of an input broadcast to the output shape.
+class BroadcastIndex {
+ public:
+  BroadcastIndex(const Shape& in, const Shape& out) : out_(out), strides_(out.size(), 0) {
+    const std::vector<int64_t> in_strides = shapeStrides(in);
+    const size_t offset = out.size() - in.size();
+    for (size_t i = 0; i < in.size(); ++i) strides_[offset + i] = in[i] == 1 ? 0 : in_strides[i];
+  }
+  int64_t operator()(int64_t flat) const {
+    int64_t idx = 0;
+    for (size_t d = out_.size(); d-- > 0;) {
+      const int64_t coord = flat % out_[d];
+      flat /= out_[d];
+      idx += coord * strides_[d];
+    }
+    return idx;
+  }
+
+ private:
+  Shape out_;
+  std::vector<int64_t> strides_;
+};
+
+// Add and Mul share the broadcast loop; `Op` is the scalar integer formula.
+template <typename Requant, int8_t (*Op)(int8_t, int8_t, const Requant&)>
+class BinaryStep : public SimStep {
+ public:
+  BinaryStep(const StepContext& ctx, Requant r)
+      : SimStep(ctx.inputs, ctx.outputs),
+        requant_(r),
+        shape_(ctx.node.output(0)->shape()),
+        index_a_(ctx.node.input(0)->shape(), shape_),
+        index_b_(ctx.node.input(1)->shape(), shape_),
+        params_(ctx.paramsOf(ctx.node.output(0))) {}
+  void run(SimSlots& slots) const override {
+    const int8_t* a = in(slots, 0).tensor.data<int8_t>();
+    const int8_t* b = in(slots, 1).tensor.data<int8_t>();
+    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    int8_t* dst = y.tensor.data<int8_t>();
+    const int64_t n = y.tensor.numel();
+    for (int64_t i = 0; i < n; ++i) dst[i] = Op(a[index_a_(i)], b[index_b_(i)], requant_);
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  Requant requant_;
+  Shape shape_;
+  BroadcastIndex index_a_, index_b_;
+  QuantParams params_;
+};
+
+class ConcatStep : public SimStep {
+ public:
+  explicit ConcatStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+    const Node& n = ctx.node;
+    shape_ = n.output(0)->shape();
+    params_ = ctx.paramsOf(n.output(0));
+    const int64_t axis = normalizeAxis(n.attrs().i("axis"), static_cast<int64_t>(shape_.size()));
+    outer_ = 1;
+    for (int64_t d = 0; d < axis; ++d) outer_ *= shape_[static_cast<size_t>(d)];
+    for (const Value* v : n.inputs()) {
+      rescale_.push_back(makeRescaleRequant(ctx.paramsOf(v), params_));
+      const Shape& s = v->shape();
+      int64_t chunk = 1;  // contiguous elements of one outer row
+      for (size_t d = static_cast<size_t>(axis); d < s.size(); ++d) chunk *= s[d];
+      chunks_.push_back(chunk);
+    }
+  }
+  void run(SimSlots& slots) const override {
+    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    int8_t* dst = y.tensor.data<int8_t>();
+    int64_t row = 0;
+    for (int64_t c : chunks_) row += c;
+    int64_t offset = 0;
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      const int8_t* src = in(slots, i).tensor.data<int8_t>();
+      const RescaleRequant& r = rescale_[i];
+      for (int64_t o = 0; o < outer_; ++o) {
+        int8_t* d = dst + o * row + offset;
+        const int8_t* s = src + o * chunks_[i];
+        if (r.identity) {
+          std::copy(s, s + chunks_[i], d);
+        } else {
+          for (int64_t j = 0; j < chunks_[i]; ++j) d[j] = rescaleInt8(s[j], r);
+        }
+      }
+      offset += chunks_[i];
+    }
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  Shape shape_;
+  QuantParams params_;
+  int64_t outer_ = 1;
+  std::vector<RescaleRequant> rescale_;
+  std::vector<int64_t> chunks_;
+};
+
+// Relu / Clip on an int8 tensor whose output keeps the input's parameters: clamp to the
+// integers of the real bounds (quantizeValue rounds them the way any real value is rounded).
+class ClampStep : public SimStep {
+ public:
+  explicit ClampStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+    const Node& n = ctx.node;
+    const QuantParams p = ctx.paramsOf(n.output(0));
+    float lo = 0.0f, hi = std::numeric_limits<float>::infinity();
+    if (n.opType() == "Clip") {
+      lo = n.hasInput(1) ? static_cast<float>(n.input(1)->constant().doubleAt(0)) : -hi;
+      hi = n.hasInput(2) ? static_cast<float>(n.input(2)->constant().doubleAt(0)) : hi;
+    }
+    lo_ = quantizeValue(lo, p);
+    hi_ = quantizeValue(hi, p);
+  }
+  void run(SimSlots& slots) const override {
+    const SimValue& x = in(slots, 0);
+    SimValue y{Tensor(DType::Int8, x.tensor.shape()), true, x.params};
+    const int8_t* s = x.tensor.data<int8_t>();
+    int8_t* d = y.tensor.data<int8_t>();
+    for (int64_t i = 0; i < x.tensor.numel(); ++i) d[i] = std::clamp(s[i], lo_, hi_);
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  int8_t lo_ = -128, hi_ = 127;
+};
+
+// acc = sum over H*W of (q - z_in) (int32: 255 * H*W fits for any image below 8M pixels),
+// y = requant(acc, s_in / (H*W * s_out)).
+class GlobalAveragePoolStep : public SimStep {
+ public:
+  explicit GlobalAveragePoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+    const Node& n = ctx.node;
+    const Shape& x = n.input(0)->shape();
+    const QuantParams pi = ctx.paramsOf(n.input(0));
+    params_ = ctx.paramsOf(n.output(0));
+    planes_ = x[0] * x[1];
+    area_ = shapeNumel(x) / planes_;
+    zero_point_in_ = pi.zero_point;
+    multiplier_ = quantizeMultiplier(double{pi.scale} / (static_cast<double>(area_) * params_.scale),
+                                     nodeLabel(n).c_str());
+    shape_ = n.output(0)->shape();
+  }
+  void run(SimSlots& slots) const override {
+    const int8_t* s = in(slots, 0).tensor.data<int8_t>();
+    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    int8_t* d = y.tensor.data<int8_t>();
+    for (int64_t p = 0; p < planes_; ++p) {
+      int64_t acc = 0;
+      for (int64_t i = 0; i < area_; ++i) acc += int64_t{s[p * area_ + i]} - zero_point_in_;
+      d[p] = requantizeToInt8(saturateToInt32(acc), multiplier_, params_.zero_point);
+    }
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  Shape shape_;
+  QuantParams params_;
+  int64_t planes_ = 1, area_ = 1;
+  int32_t zero_point_in_ = 0;
+  FixedPointMultiplier multiplier_;
+};
+
+// GELU's tanh approximation (Gelu with approximate="tanh"), which lut.h does not name.
+double tanhGelu(double x) {
+  const double kSqrt2OverPi = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+
+class LutStep : public SimStep {
+ public:
+  explicit LutStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+    const Node& n = ctx.node;
+    params_ = ctx.paramsOf(n.output(0));
+    const QuantParams in = ctx.paramsOf(n.input(0));
+    if (n.opType() == "Gelu" && n.attrs().s("approximate", "none") == "tanh") {
+      lut_ = buildLut(tanhGelu, in, params_);
+    } else {
+      lut_ = buildLut(lutFunctionFromOpType(n.opType()), in, params_);
+    }
+  }
+  void run(SimSlots& slots) const override {
+    const SimValue& x = in(slots, 0);
+    SimValue y{Tensor(DType::Int8, x.tensor.shape()), true, params_};
+    applyLut(lut_, x.tensor.data<int8_t>(), x.tensor.numel(), y.tensor.data<int8_t>());
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  QuantParams params_;
+  Int8Lut lut_;
+};
+
+// Data movement (and MaxPool) with the input's parameters on every output. The float kernel
+// runs on the dequantized values and the result is quantized with the same parameters: every
+// output element is an input element (or 0 padding, which maps to the zero point), and
+// quantize(dequantize(q)) == q, so this is exactly the byte move the NPU performs.
+class SharedScaleStep : public SimStep {
+ public:
+  explicit SharedScaleStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node) {}
+  void run(SimSlots& slots) const override {
+    const SimValue& x = in(slots, 0);
+    const Tensor data = dequantize(x);
+    std::vector<const Tensor*> ins{&data};
+    for (size_t i = 1; i < node_.numInputs(); ++i) ins.push_back(hasIn(i) ? &in(slots, i).tensor : nullptr);
+    std::vector<Tensor> outs = evalNode(node_, ins);
+    for (size_t i = 0; i < numOut(); ++i) out(slots, i) = quantizeFloat(outs[i], x.params);
+  }
+
+ private:
+  const Node& node_;
+};
+
+}  // namespace
+
+std::unique_ptr<SimStep> makeAddStep(const StepContext& ctx) {
+  const Node& n = ctx.node;
+  AddRequant r =
+      makeAddRequant(ctx.paramsOf(n.input(0)), ctx.paramsOf(n.input(1)), ctx.paramsOf(n.output(0)));
+  return std::make_unique<BinaryStep<AddRequant, addInt8>>(ctx, r);
+}
+
+std::unique_ptr<SimStep> makeMulStep(const StepContext& ctx) {
+  const Node& n = ctx.node;
+  MulRequant r =
+      makeMulRequant(ctx.paramsOf(n.input(0)), ctx.paramsOf(n.input(1)), ctx.paramsOf(n.output(0)));
+  return std::make_unique<BinaryStep<MulRequant, mulInt8>>(ctx, r);
+}
+
+std::unique_ptr<SimStep> makeConcatStep(const StepContext& ctx) {
+  return std::make_unique<ConcatStep>(ctx);
+}
+std::unique_ptr<SimStep> makeClampStep(const StepContext& ctx) {
+  return std::make_unique<ClampStep>(ctx);
+}
+std::unique_ptr<SimStep> makeGlobalAveragePoolStep(const StepContext& ctx) {
+  return std::make_unique<GlobalAveragePoolStep>(ctx);
+}
+std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx) {
+  return std::make_unique<LutStep>(ctx);
+}
+std::unique_ptr<SimStep> makeSharedScaleStep(const StepContext& ctx) {
+  return std::make_unique<SharedScaleStep>(ctx);
+}
+
+}  // namespace npuc::quant

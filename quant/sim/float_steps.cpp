@@ -1,0 +1,99 @@
+// Steps that compute in floating point: non-float nodes (shape arithmetic) unchanged, and the
+// FP16 path: inputs dequantized (INT8 mode) and rounded to half, the FP32 kernel, outputs rounded
+// to half and, in INT8 mode, quantized with their planned parameters.
+#include "opset/eval.h"
+#include "quant/sim/sim_step.h"
+
+namespace npuc::quant {
+
+Tensor roundToHalf(const Tensor& t) {
+  Tensor r(DType::Float32, t.shape());
+  const float* src = t.data<float>();
+  float* dst = r.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = halfToFloat(floatToHalf(src[i]));
+  return r;
+}
+
+SimValue quantizeFloat(const Tensor& t, QuantParams p) {
+  SimValue v;
+  v.tensor = Tensor(DType::Int8, t.shape());
+  quantizeTensor(t.data<float>(), t.numel(), p, v.tensor.data<int8_t>());
+  v.quantized = true;
+  v.params = p;
+  return v;
+}
+
+Tensor dequantize(const SimValue& v) {
+  if (!v.quantized) return v.tensor;
+  Tensor r(DType::Float32, v.tensor.shape());
+  dequantizeTensor(v.tensor.data<int8_t>(), v.tensor.numel(), v.params, r.data<float>());
+  return r;
+}
+
+namespace {
+
+class PlainStep : public SimStep {
+ public:
+  explicit PlainStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node) {}
+  void run(SimSlots& slots) const override {
+    std::vector<const Tensor*> ins;
+    for (size_t i = 0; i < node_.numInputs(); ++i) ins.push_back(hasIn(i) ? &in(slots, i).tensor : nullptr);
+    std::vector<Tensor> outs = evalNode(node_, ins);
+    for (size_t i = 0; i < numOut(); ++i) out(slots, i) = SimValue{std::move(outs[i]), false, {}};
+  }
+
+ private:
+  const Node& node_;
+};
+
+class Float16Step : public SimStep {
+ public:
+  explicit Float16Step(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node) {
+    for (const Value* v : ctx.node.outputs()) {
+      const bool q = ctx.plan && v && ctx.plan->has(v->name());
+      quantize_output_.push_back(q);
+      output_params_.push_back(q ? ctx.paramsOf(v) : QuantParams{});
+    }
+  }
+  void run(SimSlots& slots) const override {
+    std::vector<Tensor> halves;
+    halves.reserve(node_.numInputs());
+    std::vector<const Tensor*> ins;
+    for (size_t i = 0; i < node_.numInputs(); ++i) {
+      if (!hasIn(i)) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      const SimValue& v = in(slots, i);
+      const bool is_float = v.quantized || v.tensor.dtype() == DType::Float32;
+      halves.push_back(is_float ? roundToHalf(dequantize(v)) : v.tensor);
+      ins.push_back(&halves.back());
+    }
+    std::vector<Tensor> outs = evalNode(node_, ins);
+    for (size_t i = 0; i < numOut(); ++i) {
+      if (outs[i].dtype() != DType::Float32) {
+        out(slots, i) = SimValue{std::move(outs[i]), false, {}};
+      } else if (quantize_output_[i]) {
+        out(slots, i) = quantizeFloat(roundToHalf(outs[i]), output_params_[i]);
+      } else {
+        out(slots, i) = SimValue{roundToHalf(outs[i]), false, {}};
+      }
+    }
+  }
+
+ private:
+  const Node& node_;
+  std::vector<bool> quantize_output_;
+  std::vector<QuantParams> output_params_;
+};
+
+}  // namespace
+
+std::unique_ptr<SimStep> makePlainStep(const StepContext& ctx) {
+  return std::make_unique<PlainStep>(ctx);
+}
+std::unique_ptr<SimStep> makeFloat16Step(const StepContext& ctx) {
+  return std::make_unique<Float16Step>(ctx);
+}
+
+}  // namespace npuc::quant

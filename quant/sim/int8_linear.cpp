@@ -1,0 +1,92 @@
+#include "quant/sim/int8_linear.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/error.h"
+#include "quant/int_limits.h"
+
+namespace npuc::quant {
+
+namespace {
+constexpr int64_t kMaxProductMagnitude = 255 * kWeightQMax;
+}  // namespace
+
+void validateInt8Linear(const Int8LinearParams& p, const std::string& what) {
+  const size_t n = static_cast<size_t>(p.columns);
+  if (p.weights.size() != n * static_cast<size_t>(p.depth) || p.bias.size() != n ||
+      p.multipliers.size() != n) {
+    throw ConfigError(what + ": int8 weights/bias/multipliers do not match [" + std::to_string(p.columns) +
+                      "x" + std::to_string(p.depth) + "]");
+  }
+  int64_t max_bias = 0;
+  for (int32_t b : p.bias) max_bias = std::max<int64_t>(max_bias, std::llabs(b));
+  if (p.depth * (kMaxProductMagnitude + 128 * kWeightQMax) + max_bias > kInt32Max) {
+    throw ConfigError(what + ": reduction of " + std::to_string(p.depth) +
+                      " terms could overflow the int32 accumulator; split the layer");
+  }
+}
+
+void int8LinearReference(const Int8LinearParams& p, const int8_t* x, int8_t* y) {
+  for (int64_t m = 0; m < p.rows; ++m) {
+    for (int64_t n = 0; n < p.columns; ++n) {
+      int64_t acc = p.bias[static_cast<size_t>(n)];
+      for (int64_t k = 0; k < p.depth; ++k) {
+        acc += (int64_t{x[m * p.depth + k]} - p.input_zero_point) *
+               p.weights[static_cast<size_t>(n * p.depth + k)];
+      }
+      y[m * p.columns + n] = requantizeToInt8(static_cast<int32_t>(acc),
+                                              p.multipliers[static_cast<size_t>(n)], p.output_zero_point);
+    }
+  }
+}
+
+Int8LinearFast::Int8LinearFast(Int8LinearParams params) : p_(std::move(params)) {
+  weights_.assign(p_.weights.begin(), p_.weights.end());
+  folded_bias_.resize(static_cast<size_t>(p_.columns));
+  for (int64_t n = 0; n < p_.columns; ++n) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < p_.depth; ++k) sum += p_.weights[static_cast<size_t>(n * p_.depth + k)];
+    folded_bias_[static_cast<size_t>(n)] =
+        static_cast<int32_t>(p_.bias[static_cast<size_t>(n)] - int64_t{p_.input_zero_point} * sum);
+  }
+}
+
+size_t Int8LinearFast::workspaceBytes() const {
+  return static_cast<size_t>(p_.depth) * sizeof(int16_t) + static_cast<size_t>(p_.columns) * sizeof(int32_t);
+}
+
+void Int8LinearFast::run(const int8_t* x, int8_t* y, void* workspace) const {
+  int16_t* row = static_cast<int16_t*>(workspace);
+  int32_t* acc = reinterpret_cast<int32_t*>(row + p_.depth);
+  for (int64_t m = 0; m < p_.rows; ++m) {
+    std::copy(x + m * p_.depth, x + (m + 1) * p_.depth, row);
+    for (int64_t n = 0; n < p_.columns; ++n) {
+      const int16_t* w = weights_.data() + n * p_.depth;
+      int32_t sum = 0;  // |sum| bounded by validateInt8Linear
+      for (int64_t k = 0; k < p_.depth; ++k) sum += int32_t{row[k]} * w[k];
+      acc[n] = folded_bias_[static_cast<size_t>(n)] + sum;
+    }
+    requantizeToInt8PerChannel(acc, 1, p_.columns, 1, p_.multipliers.data(), p_.output_zero_point,
+                               y + m * p_.columns);
+  }
+}
+
+void int8BatchMatMulReference(const Int8BatchMatMulParams& p, const int8_t* a, const int8_t* b, int8_t* y) {
+  for (int64_t bi = 0; bi < p.batch; ++bi) {
+    const int8_t* ab = a + bi * p.m * p.k;
+    const int8_t* bb = b + bi * p.k * p.n;
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < p.k; ++k) {
+          acc += (int64_t{ab[i * p.k + k]} - p.zero_point_a) * (int64_t{bb[k * p.n + j]} - p.zero_point_b);
+        }
+        y[(bi * p.m + i) * p.n + j] =
+            requantizeToInt8(saturateToInt32(acc), p.multiplier, p.output_zero_point);
+      }
+    }
+  }
+}
+
+}  // namespace npuc::quant

@@ -1,0 +1,153 @@
+#include "quant/sim/quantized_executor.h"
+
+#include <sstream>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "quant/graph/op_quant_class.h"
+
+namespace npuc::quant {
+
+namespace {
+
+using StepFactory = std::unique_ptr<SimStep> (*)(const StepContext&);
+
+StepFactory int8Factory(QuantOpKind kind) {
+  switch (kind) {
+    case QuantOpKind::Conv: return makeConvStep;
+    case QuantOpKind::Gemm:
+    case QuantOpKind::MatMulConst: return makeLinearStep;
+    case QuantOpKind::MatMulActivation: return makeBatchMatMulStep;
+    case QuantOpKind::Add: return makeAddStep;
+    case QuantOpKind::Mul: return makeMulStep;
+    case QuantOpKind::Concat: return makeConcatStep;
+    case QuantOpKind::SharedScale: return makeSharedScaleStep;
+    case QuantOpKind::ClampActivation: return makeClampStep;
+    case QuantOpKind::GlobalAveragePool: return makeGlobalAveragePoolStep;
+    case QuantOpKind::Lut: return makeLutStep;
+    case QuantOpKind::NonFloat: return makePlainStep;
+    case QuantOpKind::Float16: return makeFloat16Step;
+  }
+  return makeFloat16Step;
+}
+
+// Inputs of an int8 node read as int8 activations (all others are weights, biases or
+// parameters read as float/int constants).
+bool readsAsActivation(QuantOpKind kind, size_t input) {
+  switch (kind) {
+    case QuantOpKind::Add:
+    case QuantOpKind::Mul:
+    case QuantOpKind::Concat:
+    case QuantOpKind::MatMulActivation: return true;
+    case QuantOpKind::NonFloat:
+    case QuantOpKind::Float16: return false;
+    default: return input == 0;
+  }
+}
+
+}  // namespace
+
+QuantizedExecutor::QuantizedExecutor(const Graph& graph, const QuantPlan& plan, SimOptions options)
+    : graph_(graph.clone()), plan_(plan), options_(options) {
+  compile();
+}
+
+QuantizedExecutor::QuantizedExecutor(const Graph& graph) : graph_(graph.clone()) {
+  options_.mode = SimMode::Float16;
+  compile();
+}
+
+QuantizedExecutor::~QuantizedExecutor() = default;
+
+void QuantizedExecutor::compile() {
+  const bool int8 = options_.mode == SimMode::Int8;
+  std::unordered_map<const Value*, int> slot_of;
+  auto slotFor = [&](const Value* v) {
+    auto it = slot_of.find(v);
+    if (it != slot_of.end()) return it->second;
+    const int id = static_cast<int>(initial_.size());
+    slot_of[v] = id;
+    SimValue sv;
+    if (v->isConstant()) {
+      const bool round = !int8 && v->dtype() == DType::Float32;  // FP16 mode: weights in half
+      sv.tensor = round ? roundToHalf(v->constant()) : v->constant();
+    }
+    initial_.push_back(std::move(sv));
+    return id;
+  };
+  for (const Value* v : graph_->inputs()) input_slots_.push_back(slotFor(v));
+
+  for (const Node* n : graph_->nodes()) {
+    const QuantOpKind kind = classifyForInt8(*n);
+    const bool as_int8 =
+        int8 && kind != QuantOpKind::NonFloat && plan_.precisionOf(n->name()) == NodePrecision::Int8;
+    StepContext ctx{*n, {}, {}, int8 ? &plan_ : nullptr, options_.path};
+    for (size_t i = 0; i < n->numInputs(); ++i) {
+      const Value* v = n->input(i);
+      if (!v) {
+        ctx.inputs.push_back(-1);
+        continue;
+      }
+      int slot = slotFor(v);
+      if (as_int8 && v->isConstant() && v->dtype() == DType::Float32 && readsAsActivation(kind, i)) {
+        // A float constant read as an activation (Mul by a constant, ...): its own int8 copy.
+        slot = static_cast<int>(initial_.size());
+        initial_.push_back(quantizeFloat(v->constant(), ctx.paramsOf(v)));
+      }
+      ctx.inputs.push_back(slot);
+    }
+    for (const Value* v : n->outputs()) ctx.outputs.push_back(slotFor(v));
+    const QuantOpKind effective =
+        as_int8 ? kind : (kind == QuantOpKind::NonFloat ? kind : QuantOpKind::Float16);
+    steps_.push_back(int8Factory(effective)(ctx));
+    step_kinds_.push_back(n->name() + ": " + n->opType() + " -> " +
+                          (effective == QuantOpKind::Float16 || effective == QuantOpKind::NonFloat
+                               ? std::string(quantOpKindName(effective))
+                               : std::string("int8 ") + quantOpKindName(effective)));
+  }
+  for (const Value* v : graph_->outputs()) output_slots_.push_back(slotFor(v));
+}
+
+void QuantizedExecutor::checkInputs(const std::vector<Tensor>& inputs) const {
+  const auto& declared = graph_->inputs();
+  if (inputs.size() != declared.size()) {
+    throw InputError("the model has " + std::to_string(declared.size()) + " input(s), got " +
+                     std::to_string(inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = declared[i];
+    if (inputs[i].dtype() != v->dtype() || inputs[i].shape() != v->shape()) {
+      throw InputError("input '" + v->name() + "' expects " + dtypeName(v->dtype()) + shapeStr(v->shape()) +
+                       ", got " + dtypeName(inputs[i].dtype()) + shapeStr(inputs[i].shape()));
+    }
+  }
+}
+
+std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs) const {
+  checkInputs(inputs);
+  SimSlots slots = initial_;  // shallow: constant tensors share storage
+  const bool int8 = options_.mode == SimMode::Int8;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = graph_->inputs()[i];
+    SimValue& s = slots[static_cast<size_t>(input_slots_[i])];
+    if (v->dtype() != DType::Float32) {
+      s = SimValue{inputs[i], false, {}};
+    } else if (int8 && plan_.has(v->name())) {
+      s = quantizeFloat(inputs[i], plan_.at(v->name()).params(v->name()));
+    } else {
+      s = SimValue{roundToHalf(inputs[i]), false, {}};
+    }
+  }
+  for (const auto& step : steps_) step->run(slots);
+  std::vector<Tensor> outputs;
+  for (int slot : output_slots_) outputs.push_back(dequantize(slots[static_cast<size_t>(slot)]));
+  return outputs;
+}
+
+std::string QuantizedExecutor::describe() const {
+  std::ostringstream os;
+  for (const std::string& s : step_kinds_) os << s << "\n";
+  return os.str();
+}
+
+}  // namespace npuc::quant

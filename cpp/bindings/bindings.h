@@ -14,6 +14,9 @@ namespace py = pybind11;
 
 void bindModel(py::module_& m);    // model.cpp: Model (import, info, export)
 void bindRuntime(py::module_& m);  // runtime.cpp: Runtime (planned FP32 executor)
+void bindQuant(py::module_& m);    // bind_quant.cpp: Calibrator, QuantizedModel (INT8/FP16 simulator)
+void bindPerf(py::module_& m);     // bind_perf.cpp: eval_perf (simulated per-layer cycles)
+void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer)
 
 // The numpy dtype holding `dtype` elements (native byte order).
 py::dtype toNumpyDType(DType dtype);

@@ -50,6 +50,9 @@ PYBIND11_MODULE(_npuc, m) {
 
   npuc::bindings::bindModel(m);
   npuc::bindings::bindRuntime(m);
+  npuc::bindings::bindQuant(m);
+  npuc::bindings::bindPerf(m);
+  npuc::bindings::bindPasses(m);
   m.def(
       "supported_ops", [] { return npuc::OpRegistry::instance().opTypes(); },
       "Sorted list of the ops npuc can run: ONNX op types, and 'domain.Op' for other domains.");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "opset/macs.h"
 
 namespace npuc {
 
@@ -25,8 +26,5 @@ struct ModelStats {
 
 // Nodes whose shapes are not static contribute no MACs (the figure is then a lower bound).
 ModelStats computeModelStats(const Graph& graph);
-
-// MACs of one node; 0 for ops that are not counted or whose shapes are unknown.
-int64_t nodeMacs(const Node& node);
 
 }  // namespace npuc

@@ -81,25 +81,4 @@ int64_t gemmReductionLength(const Node& node) {
   return a.empty() ? 1 : a.back();  // MatMul; a 1-D A is [K]
 }
 
-int64_t nodeMacs(const Node& node) {
-  const std::string& op = node.opType();
-  if (op == "Conv" || op == "ConvTranspose") {
-    const Shape& w = staticShape(node, 1);
-    int64_t kernel_volume = 1;
-    for (size_t d = 2; d < w.size(); ++d) kernel_volume *= w[d];
-    if (op == "Conv") {
-      // Every output element reduces over (Cin / group) * kernel volume = w[1] * kernel volume.
-      return shapeNumel(node.output(0)->shape()) * w[1] * kernel_volume;
-    }
-    // ConvTranspose scatters every input element into (Cout / group) * kernel volume outputs.
-    return shapeNumel(staticShape(node, 0)) * w[1] * kernel_volume;
-  }
-  if (op == "Gemm" || op == "MatMul") {
-    if (!node.output(0)->shapeIsStatic())
-      throw ShapeError(op + " '" + node.name() + "': output shape unknown");
-    return shapeNumel(node.output(0)->shape()) * gemmReductionLength(node);
-  }
-  return 0;
-}
-
 }  // namespace npuc

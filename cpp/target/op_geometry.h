@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "opset/macs.h"  // nodeMacs
 
 namespace npuc {
 
@@ -30,8 +31,5 @@ bool isDepthwiseConv(const Node& node);
 // The reduction length K of a MatMul ([..., M, K] x [..., K, N]) or Gemm (honouring transA).
 int64_t gemmReductionLength(const Node& node);
 
-// Multiply-accumulates of one run of the node, for Conv, ConvTranspose, Gemm and MatMul; 0 for
-// every other op (their cost is not MAC-bound). Needs static shapes.
-int64_t nodeMacs(const Node& node);
 
 }  // namespace npuc

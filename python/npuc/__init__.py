@@ -5,7 +5,7 @@ through :class:`Toolkit`; :class:`Model` and :class:`Runtime` are the lower-leve
 built on (an imported graph, and that graph compiled for the FP32 host executor).
 """
 
-from npuc._npuc import Model, Runtime, __version__, supported_ops
+from npuc._npuc import Model, Runtime, __version__, optimize, pass_names, supported_ops
 from npuc.errors import (
     BlobError,
     ConfigError,
@@ -16,6 +16,7 @@ from npuc.errors import (
     ResourceError,
     ShapeError,
     UnsupportedOpError,
+    VerificationError,
 )
 from npuc.toolkit import Toolkit
 
@@ -24,6 +25,8 @@ __all__ = [
     "Model",
     "Runtime",
     "supported_ops",
+    "optimize",
+    "pass_names",
     "__version__",
     "NpucError",
     "ModelLoadError",
@@ -34,4 +37,5 @@ __all__ = [
     "ConfigError",
     "BlobError",
     "ResourceError",
+    "VerificationError",
 ]

@@ -17,8 +17,15 @@ from npuc._npuc import (  # noqa: F401  (re-exported)
     UnsupportedOpError,
 )
 
+
+
+class VerificationError(NpucError):
+    """``build(verify=True)`` found the optimized graph's outputs too far from the original's."""
+
+
 __all__ = [
     "NpucError",
+    "VerificationError",
     "ModelLoadError",
     "UnsupportedOpError",
     "ShapeError",

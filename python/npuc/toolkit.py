@@ -19,9 +19,10 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from npuc._npuc import Model, Runtime
+from npuc._npuc import Model, Runtime, optimize
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
 from npuc.preprocess import InputPreprocessor
+from npuc.verify import verify_optimization
 
 __all__ = ["Toolkit", "TARGET_PLATFORMS", "CONFIG_KEYS"]
 
@@ -55,6 +56,9 @@ CONFIG_KEYS = (
     "enable_flash_attention",
     "auto_hybrid_cos_thresh",
     "auto_hybrid_euc_thresh",
+    # npuc's own: graph passes to skip by name (see npuc.pass_names()).
+    "disable_passes",
+    "hybrid_layers",
 )
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]
@@ -84,6 +88,10 @@ class Toolkit:
         self._model: Optional[Model] = None
         self._runtime: Optional[Runtime] = None
         self._preprocessor = InputPreprocessor(None, None)
+        # The model as imported, kept after build() so verify and rebuilds start from it.
+        self._float_model: Optional[Model] = None
+        #: The last build()'s optimization report (a dict; ``["text"]`` is the printable form).
+        self.optimization_report: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------------ context manager
 
@@ -176,13 +184,70 @@ class Toolkit:
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model '{path}': no such file")
             loaded = Model.load(path, names, sizes, outs)
-        self._model, self._runtime = loaded, None
+        self._model, self._runtime, self._float_model = loaded, None, None
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
 
-    def build(self, do_quantization: bool = True, dataset: Optional[str] = None, **kwargs: Any) -> int:
-        """Optimizes and (optionally) quantizes the model for the configured NPU. Not implemented yet."""
-        raise NpucError("Toolkit.build is not implemented yet (a later milestone: passes and INT8 quantization)")
+    def build(
+        self,
+        do_quantization: bool = True,
+        dataset: Optional[Any] = None,
+        rknn_batch_size: Optional[int] = None,
+        auto_hybrid: bool = False,
+        verify: bool = False,
+        dump_dir: Optional[str] = None,
+    ) -> int:
+        """Optimizes the loaded graph for the NPU and, optionally, quantizes it (RKNN ``build``).
+
+        The graph optimizer runs first, at ``config(optimization_level=...)`` (default 3; 0 runs
+        nothing, 1-2 only passes that cannot change numerics) minus ``config(disable_passes=[...])``.
+        Its report (passes that fired, node counts, why fusions did not apply) is printed and kept
+        in :attr:`optimization_report`.
+
+        Args:
+            do_quantization: quantize to INT8 from ``dataset`` (False keeps the float model).
+            dataset: RKNN ``dataset.txt`` path, or an iterable of numpy samples.
+            rknn_batch_size: accepted for RKNN compatibility; must be None or 1.
+            auto_hybrid: move layers whose isolated cosine is below
+                ``config(auto_hybrid_cos_thresh)`` to FP16 (quantization only).
+            verify: run the original and the optimized graph on the same random inputs, print the
+                max absolute and relative error per output, and fail if beyond tolerance.
+            dump_dir: write ``check<N>_<stage>.onnx`` after each optimizer stage into this folder.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            NpucError: no model loaded; VerificationError when ``verify`` finds a mismatch.
+            ConfigError: an invalid option (unknown pass name, bad optimization level, ...).
+        """
+        if self._model is None:
+            raise NpucError("no model loaded: call load_onnx() before build()")
+        if rknn_batch_size not in (None, 1):
+            raise ConfigError(f"rknn_batch_size={rknn_batch_size!r}: only batch size 1 is supported")
+        level = self._config.get("optimization_level")
+        level = 3 if level is None else level
+        if level not in (0, 1, 2, 3):
+            raise ConfigError(f"optimization_level={level!r}: must be 0, 1, 2 or 3")
+        disabled = list(self._config.get("disable_passes") or [])
+        source = self._float_model or self._model
+        optimized, report = optimize(source, level, disabled, os.fspath(dump_dir) if dump_dir else "")
+        self.optimization_report = report
+        self._emit(report["text"])
+        if verify:
+            verify_optimization(source, optimized, self._emit)
+        self._float_model = source
+        self._model, self._runtime = optimized, None
+        if do_quantization:
+            self._quantize(dataset, auto_hybrid)
+        return 0
+
+    def _quantize(self, dataset: Optional[Any], auto_hybrid: bool) -> None:
+        """INT8 quantization of the optimized graph (the quantization milestone plugs in here)."""
+        raise NpucError(
+            "INT8 quantization is not implemented yet; use build(do_quantization=False) for the "
+            "optimized float model"
+        )
 
     def export_npub(self, export_path: str) -> int:
         """Writes the compiled ``.npub`` blob. Not implemented yet."""
@@ -246,6 +311,26 @@ class Toolkit:
         """Frees the model and runtime. The toolkit can load another model afterwards."""
         self._model = None
         self._runtime = None
+        self._float_model = None
+
+    def export_onnx(self, export_path: Union[str, os.PathLike]) -> int:
+        """Writes the graph as it stands as ONNX (after ``build()``, the optimized one).
+
+        The file passes ``onnx.checker`` and opens in Netron / ONNX Runtime; npuc's own fused ops
+        (GLU, Gelu, ...) use the ``ai.npuc`` domain.
+
+        Returns:
+            0 on success.
+        """
+        if self._model is None:
+            raise NpucError("no model loaded: call load_onnx() first")
+        self._model.export_onnx(os.fspath(export_path))
+        return 0
+
+    def _emit(self, text: str) -> None:
+        """Prints a report block (RKNN prints its build reports too) and logs it."""
+        print(text, flush=True)
+        self._log.info("%s", text)
 
     # ------------------------------------------------------------------ introspection
 

@@ -1,0 +1,80 @@
+// optimize(): the graph optimizer for Python. The input Model stays untouched (Toolkit.build keeps
+// it to verify the optimized graph against), the optimized graph comes back as a new Model.
+#include <pybind11/stl.h>
+
+#include <filesystem>
+
+#include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "frontend/onnx_export.h"
+#include "passes/core/pass_registry.h"
+#include "passes/optimize.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+py::dict reportToDict(const OptimizationReport& r) {
+  py::dict d;
+  d["optimization_level"] = r.optimization_level;
+  d["nodes_before"] = r.nodes_before;
+  d["nodes_after"] = r.nodes_after;
+  d["rounds"] = r.rounds;
+  py::list fired;
+  for (const PassFiring& f : r.fired) fired.append(py::make_tuple(f.pass, f.changes));
+  d["fired"] = fired;
+  d["disabled"] = r.disabled;
+  d["skipped_for_level"] = r.skipped_for_level;
+  py::list failures;
+  for (const MatchFailure& f : r.match_failures) {
+    py::dict fd;
+    fd["pass"] = f.pass;
+    fd["pattern"] = f.pattern;
+    fd["node"] = f.node;
+    fd["op_type"] = f.op_type;
+    fd["reason"] = f.reason;
+    failures.append(fd);
+  }
+  d["match_failures"] = failures;
+  d["warnings"] = r.warnings;
+  d["text"] = r.toText();
+  return d;
+}
+
+// Writes check<index>_<stage>.onnx into `dir` after each pipeline stage (RKNN's debug dumps).
+StageCallback stageDumper(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  return [dir](const std::string& stage, int index, const Graph& graph) {
+    const std::string path =
+        (std::filesystem::path(dir) / ("check" + std::to_string(index) + "_" + stage + ".onnx")).string();
+    exportOnnxFile(graph, path);
+  };
+}
+
+}  // namespace
+
+void bindPasses(py::module_& m) {
+  m.def(
+      "optimize",
+      [](const Model& model, int optimization_level, const std::vector<std::string>& disable_passes,
+         const std::string& dump_dir) {
+        auto graph = model.graph().clone();
+        OptimizeOptions opts;
+        opts.optimization_level = optimization_level;
+        opts.disable_passes = disable_passes;
+        if (!dump_dir.empty()) opts.on_stage = stageDumper(dump_dir);
+        OptimizationReport report;
+        {
+          py::gil_scoped_release release;
+          report = optimize(*graph, opts);
+        }
+        return py::make_tuple(Model(std::shared_ptr<const Graph>(std::move(graph))), reportToDict(report));
+      },
+      py::arg("model"), py::arg("optimization_level") = 3,
+      py::arg("disable_passes") = std::vector<std::string>{}, py::arg("dump_dir") = std::string(),
+      "Runs the graph optimization pipeline on a copy of `model`; returns (optimized Model, report dict). "
+      "dump_dir, if given, receives check<N>_<stage>.onnx after each stage.");
+  m.def("pass_names", &registeredPassNames, "Names of every registered graph pass (for disable_passes).");
+}
+
+}  // namespace npuc::bindings

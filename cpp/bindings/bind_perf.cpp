@@ -1,0 +1,118 @@
+// eval_perf: the simulated per-layer performance report of a Model on a SoC (cpp/perf), as plain
+// Python dicts for python/npuc/perf.py to wrap.
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "common/error.h"
+#include "passes/optimize.h"
+#include "perf/perf_eval.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+py::dict rowDict(const perf::PerfRow& r) {
+  py::dict d;
+  d["ID"] = r.id;
+  d["OpType"] = r.op_type;
+  d["DataType"] = r.data_type;
+  d["Target"] = deviceName(r.target);
+  d["InputShape"] = py::tuple(py::cast(r.input_shape));
+  d["OutputShape"] = py::tuple(py::cast(r.output_shape));
+  d["DDRCycles"] = r.ddr_cycles;
+  d["NPUCycles"] = r.npu_cycles;
+  d["TotalCycles"] = r.total_cycles;
+  d["Time(us)"] = r.time_us;
+  d["MacUsage(%)"] = r.mac_usage_pct;
+  d["RW(KB)"] = r.rw_kb;
+  d["TaskNumber"] = r.task_number;
+  d["Tiles"] = r.tiles;
+  d["MACs"] = r.macs;
+  d["Handover(us)"] = r.handover_us;
+  d["Handovers"] = r.handovers;
+  d["Bottleneck"] = r.bottleneck;
+  d["FullName"] = r.full_name;
+  return d;
+}
+
+py::dict summaryDict(const perf::PerfReport& rep, const perf::CostModel& model) {
+  const perf::PerfSummary& s = rep.summary;
+  py::dict d;
+  d["soc"] = rep.soc;
+  d["dtype"] = rep.dtype;
+  d["cores"] = rep.cores;
+  d["clock_mhz"] = rep.clock_mhz;
+  d["total_time_us"] = s.total_time_us;
+  d["fps"] = s.fps;
+  d["ddr_bytes_per_frame"] = s.ddr_bytes_per_frame;
+  d["npu_time_us"] = s.npu_time_us;
+  d["cpu_time_us"] = s.cpu_time_us;
+  d["handover_time_us"] = s.handover_time_us;
+  d["handovers"] = s.handovers;
+  d["npu_tasks"] = s.npu_tasks;
+  d["cpu_ops"] = s.cpu_ops;
+  d["total_macs"] = s.total_macs;
+  d["tiling_cache_hits"] = rep.tiling_cache_hits;
+  d["tiling_cache_misses"] = rep.tiling_cache_misses;
+  // The roofline's two roofs: the MAC array's peak and the sustained DDR bandwidth.
+  d["peak_macs_per_s"] = model.macsPerCycle(model.dtype()) * model.clockHz();
+  d["ddr_bytes_per_s"] = model.sustainedDdrBytesPerCycle() * model.clockHz();
+  return d;
+}
+
+py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap& op_target,
+                  bool single_core_mode, const std::string& dtype, bool run_optimize,
+                  const std::string& tuning_cache) {
+  const SocProfile& soc = socProfile(soc_name);
+  std::optional<NpuDType> t = npuDTypeFromName(dtype);
+  if (!t) throw ConfigError("eval_perf: dtype '" + dtype + "' is not one of int8, int16, fp16, bf16, tf32");
+  perf::PerfOptions options;
+  options.op_target = op_target;
+  options.single_core_mode = single_core_mode;
+  options.dtype = *t;
+  perf::CostModel model(soc, *t, single_core_mode ? 1 : soc.npu.cores);
+  perf::TilingCache cache;
+  perf::PerfReport report;
+  {
+    py::gil_scoped_release release;
+    if (!tuning_cache.empty()) cache.load(tuning_cache);
+    std::unique_ptr<Graph> g = m.graph().clone();
+    if (run_optimize) optimize(*g);
+    report = perf::evaluatePerf(*g, soc, options, &cache);
+    if (!tuning_cache.empty()) cache.save(tuning_cache);
+  }
+  py::list rows, ranking;
+  for (const perf::PerfRow& r : report.rows) rows.append(rowDict(r));
+  for (const perf::OpTypeRank& k : report.ranking) {
+    py::dict d;
+    d["OpType"] = k.op_type;
+    d["CallNumber"] = k.count;
+    d["Time(us)"] = k.time_us;
+    d["Share(%)"] = k.share_pct;
+    ranking.append(d);
+  }
+  py::dict out;
+  out["rows"] = rows;
+  out["summary"] = summaryDict(report, model);
+  out["ranking"] = ranking;
+  out["warnings"] = report.warnings;
+  out["text"] = report.toText();
+  return out;
+}
+
+}  // namespace
+
+void bindPerf(py::module_& m) {
+  m.def("eval_perf", &evalPerf, py::arg("model"), py::arg("soc"), py::arg("op_target") = OpTargetMap{},
+        py::arg("single_core_mode") = false, py::arg("dtype") = "int8", py::arg("optimize") = true,
+        py::arg("tuning_cache") = "",
+        "Simulated per-layer performance of `model` on SoC `soc`: {'rows', 'summary', 'ranking', 'warnings', "
+        "'text'}. optimize runs the graph passes (BatchNorm folding, ...) on a copy first; tuning_cache "
+        "names a "
+        "file of tiling decisions read before and written after.");
+}
+
+}  // namespace npuc::bindings

@@ -105,11 +105,57 @@ def test_bad_data_format(conv_relu_path: Path, x: np.ndarray) -> None:
 def test_later_milestones_say_not_implemented(conv_relu_path: Path) -> None:
     with npuc.Toolkit() as tk:
         tk.load_onnx(model=str(conv_relu_path))
-        for call in (lambda: tk.build(do_quantization=False), lambda: tk.export_npub("m.npub"), tk.eval_perf):
+        for call in (lambda: tk.export_npub("m.npub"),):
             with pytest.raises(npuc.NpucError, match="not implemented yet"):
                 call()
         with pytest.raises(npuc.ConfigError, match="host runtime"):
             tk.init_runtime(target="rk3588")
+
+
+def test_build_optimizes_and_reports(conv_relu_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(conv_relu_path))
+        x = np.random.default_rng(0).standard_normal(tuple(tk.model.inputs[0]["shape"])).astype(np.float32)
+        before = tk.inference(inputs=[x])[0]
+        assert tk.build(do_quantization=False, verify=True) == 0
+        printed = capsys.readouterr().out
+        assert "graph optimization (level 3)" in printed
+        assert "verify: original vs optimized graph" in printed
+        report = tk.optimization_report
+        assert report is not None and report["nodes_after"] <= report["nodes_before"]
+        np.testing.assert_allclose(tk.inference(inputs=[x])[0], before, rtol=1e-5, atol=1e-6)
+
+
+def test_build_rejects_bad_options(conv_relu_path: Path) -> None:
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(conv_relu_path))
+        tk.config(optimization_level=7)
+        with pytest.raises(npuc.ConfigError, match="optimization_level"):
+            tk.build(do_quantization=False)
+        tk.config(optimization_level=3, disable_passes=["no_such_pass"])
+        with pytest.raises(npuc.ConfigError, match="no_such_pass"):
+            tk.build(do_quantization=False)
+    with pytest.raises(npuc.NpucError, match="load_onnx"):
+        npuc.Toolkit().build(do_quantization=False)
+
+
+def test_build_dumps_stages_and_exports_onnx(conv_relu_path: Path, tmp_path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(conv_relu_path))
+        tk.build(do_quantization=False, dump_dir=str(tmp_path / "dumps"))
+        dumps = sorted(p.name for p in (tmp_path / "dumps").iterdir())
+        assert dumps and dumps[0].startswith("check0_"), dumps
+        tk.export_onnx(tmp_path / "optimized.onnx")
+        onnx.checker.check_model(onnx.load(str(tmp_path / "optimized.onnx")), full_check=True)
+
+
+def test_verification_error_names_the_output(conv_relu_path: Path) -> None:
+    from npuc.verify import compare_outputs
+
+    errors = compare_outputs([np.ones(4, np.float32)], [np.ones(4, np.float32) * 1.5])
+    assert errors == [(0.5, 0.5)]
+    assert issubclass(npuc.VerificationError, npuc.NpucError)
 
 
 def test_verbose_file_logs_steps(conv_relu_path: Path, tmp_path: Path) -> None:

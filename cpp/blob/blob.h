@@ -1,0 +1,84 @@
+// The .npub container: write a compiled model to a versioned, checksummed blob, and load it back
+// with everything verified before any of it is used. Layout: docs/blob_format.md.
+//
+// Loading refuses (BlobError naming what is wrong and its file offset): a file that is not a blob,
+// a truncated or padded file, a flipped byte (checksum), a newer major format version, a required
+// section this npuc does not know, any out-of-range size / offset / index / enum, and a blob for a
+// SoC other than the expected one. Writing is deterministic: identical inputs and options give
+// byte-identical blobs (no timestamps, no pointer-ordered containers).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace npuc::blob {
+
+// Quantization parameters of one value (per tensor: one scale; per channel: one per index of `axis`).
+struct QuantParams {
+  int32_t axis = -1;  // -1: per tensor
+  std::vector<float> scales;
+  std::vector<int32_t> zero_points;  // same length as scales
+  bool operator==(const QuantParams& o) const {
+    return axis == o.axis && scales == o.scales && zero_points == o.zero_points;
+  }
+};
+
+// A section another component encodes itself (tasks, pipelines, memory plan, ...). The container
+// stores it verbatim; `required` tells readers that do not know the kind to refuse the blob.
+struct ExtraSection {
+  uint32_t kind = 0;  // fourcc(), see blob_format.h; must not be META/GRPH/WGHT
+  bool required = false;
+  std::string bytes;
+};
+
+struct BlobWriteOptions {
+  std::string soc;                             // target SoC (name or alias; stored canonical)
+  std::map<std::string, std::string> options;  // build options as given to the compiler
+  std::map<std::string, QuantParams> quant;    // by value name; optional
+  std::vector<ExtraSection> extra_sections;
+};
+
+using Digest = std::array<uint8_t, 16>;
+std::string digestHex(const Digest& d);
+
+struct BlobMeta {
+  uint16_t format_major = 0;
+  uint16_t format_minor = 0;
+  std::string producer;  // "npuc <version>" of the writer
+  std::string soc;
+  std::map<std::string, std::string> options;
+  Digest model_digest{};  // XXH3-128 of the source graph's canonical encoding (GRAPH + weights)
+};
+
+struct LoadedBlob {
+  BlobMeta meta;
+  std::unique_ptr<Graph> graph;  // constants share the blob's buffer (zero copy)
+  std::map<std::string, QuantParams> quant;
+  // Sections this reader does not decode itself, verbatim (the reserved kinds, and unknown
+  // optional kinds from newer minor versions), in file order.
+  std::vector<ExtraSection> extra_sections;
+};
+
+// Serializes `graph` (which must verify()) into blob bytes.
+std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options);
+// Writes the blob to `path` (BlobError if the file cannot be written).
+void writeBlob(const Graph& graph, const std::string& path, const BlobWriteOptions& options);
+
+// Verifies and decodes blob bytes. With `expected_soc`, a blob for another SoC is refused.
+// `origin` names the bytes in messages (a path).
+LoadedBlob readBlobBytes(const std::string& bytes,
+                         const std::optional<std::string>& expected_soc = std::nullopt,
+                         const std::string& origin = "<memory>");
+LoadedBlob loadBlob(const std::string& path, const std::optional<std::string>& expected_soc = std::nullopt);
+
+// The digest META records for `graph`: equal for graphs that encode identically.
+Digest modelDigest(const Graph& graph);
+
+}  // namespace npuc::blob

@@ -1,0 +1,93 @@
+// The on-disk layout constants of the .npub container (docs/blob_format.md describes every field).
+//
+// A blob is: a fixed 128-byte header, a section table (one 32-byte entry per section), then the
+// sections, each starting at a multiple of kBlobAlignment. All integers are little-endian. The
+// checksum (XXH3-128) covers every byte of the file except the 16-byte checksum field itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace npuc::blob {
+
+// The blob stores tensor bytes in host order and maps them in place; npuc only targets
+// little-endian hosts (x86-64, AArch64), so refuse to build anywhere else rather than misread.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .npub format is little-endian");
+
+constexpr char kMagic[4] = {'N', 'P', 'U', 'B'};
+
+// Major: bumped on any change an older reader would misread (it refuses a newer major).
+// Minor: bumped for additive changes (new optional sections); an older reader of the same major
+// reads the blob and ignores what it does not know.
+constexpr uint16_t kFormatMajor = 1;
+constexpr uint16_t kFormatMinor = 0;
+
+// Sections and every weight inside WEIGHTS start at multiples of this, so a memory-mapped blob
+// hands out cache-line-aligned tensors (the same promise as kTensorAlignment in ir/tensor.h).
+constexpr uint64_t kBlobAlignment = 64;
+
+// ---- fixed header (offsets in bytes from the start of the file)
+constexpr size_t kHeaderSize = 128;
+constexpr size_t kOffMagic = 0;     // char[4]
+constexpr size_t kOffMajor = 4;     // u16
+constexpr size_t kOffMinor = 6;     // u16
+constexpr size_t kOffChecksum = 8;  // u64 low, u64 high of XXH3-128
+constexpr size_t kChecksumSize = 16;
+constexpr size_t kOffFileSize = 24;      // u64
+constexpr size_t kOffHeaderSize = 32;    // u32
+constexpr size_t kOffSectionCount = 36;  // u32
+constexpr size_t kOffSectionTable = 40;  // u64
+constexpr size_t kOffProducer = 48;      // char[64], NUL-padded
+constexpr size_t kProducerSize = 64;
+// Bytes 112..127 are reserved and must be zero.
+constexpr size_t kOffReserved = 112;
+
+// ---- section table entry: u32 kind, u32 flags, u64 offset, u64 size, u64 reserved (zero)
+constexpr size_t kSectionEntrySize = 32;
+// A reader that does not know a section's kind refuses the blob if this flag is set and skips the
+// section otherwise.
+constexpr uint32_t kSectionRequired = 1u << 0;
+constexpr uint32_t kKnownSectionFlags = kSectionRequired;
+// More sections than this is not a blob npuc wrote; bounds the table before reading it.
+constexpr uint32_t kMaxSections = 64;
+
+// Section kinds are four ASCII characters read as a little-endian u32, so a hex dump shows them.
+constexpr uint32_t fourcc(const char (&s)[5]) {
+  return uint32_t(uint8_t(s[0])) | uint32_t(uint8_t(s[1])) << 8 | uint32_t(uint8_t(s[2])) << 16 |
+         uint32_t(uint8_t(s[3])) << 24;
+}
+std::string fourccName(uint32_t kind);  // "META"; non-printable bytes as \xNN
+
+// Sections this version reads.
+constexpr uint32_t kSectionMeta = fourcc("META");
+constexpr uint32_t kSectionGraph = fourcc("GRPH");
+constexpr uint32_t kSectionWeights = fourcc("WGHT");
+// Reserved for the NPU lowering (written by later producers; a 1.0 reader keeps them as raw
+// bytes in LoadedBlob::extra_sections when optional, refuses them when required).
+constexpr uint32_t kSectionTasks = fourcc("TASK");
+constexpr uint32_t kSectionPipelines = fourcc("PIPE");
+constexpr uint32_t kSectionMemoryPlan = fourcc("MPLN");
+constexpr uint32_t kSectionQuant = fourcc("QUNT");
+constexpr uint32_t kSectionCpuOps = fourcc("CPUO");
+
+// ---- GRAPH section encodings
+// Value flags.
+constexpr uint8_t kValueHasShape = 1u << 0;
+constexpr uint8_t kValueConstant = 1u << 1;
+constexpr uint8_t kValueHasQuant = 1u << 2;
+constexpr uint8_t kKnownValueFlags = kValueHasShape | kValueConstant | kValueHasQuant;
+
+// How a value's elements are laid out in memory. 1.0 writes only Plain (row-major, the IR's
+// layout); NPU-packed layouts get new tags with the lowering, together with a minor version bump.
+enum class Layout : uint8_t { Plain = 0 };
+constexpr uint8_t kMaxLayoutTag = 0;
+
+// A node input slot left empty (an omitted optional input).
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+// Largest rank a shape may declare (ONNX has no limit; real models stay far below).
+constexpr uint32_t kMaxRank = 32;
+// Unknown dims are stored as -1; anything below is corrupt.
+constexpr int64_t kUnknownDim = -1;
+
+}  // namespace npuc::blob

@@ -1,0 +1,222 @@
+// Verifies a .npub file before anything in it is used: magic, version, sizes, checksum, section
+// table, META, then GRAPH + WEIGHTS (graph_decode.cpp). Checks run in the order that gives the most
+// useful message: a future-version blob is reported as such, not as a checksum mismatch.
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <set>
+
+#include "blob/blob.h"
+#include "blob/blob_format.h"
+#include "blob/byte_io.h"
+#include "blob/checksum.h"
+#include "blob/graph_section.h"
+#include "blob/soc_name.h"
+#include "common/error.h"
+
+namespace npuc::blob {
+
+namespace {
+
+// Strings inside META (SoC name, option keys and values) longer than this are corrupt.
+constexpr size_t kMaxMetaString = size_t{1} << 16;
+
+struct Section {
+  uint32_t kind;
+  uint32_t flags;
+  uint64_t offset;
+  uint64_t size;
+};
+
+// The file's bytes in a 64-byte-aligned buffer, so constants can point into it.
+struct AlignedBuffer {
+  std::shared_ptr<uint8_t> data;
+  size_t size = 0;
+};
+
+AlignedBuffer allocateAligned(size_t size) {
+  const std::align_val_t align{kBlobAlignment};
+  uint8_t* p = static_cast<uint8_t*>(::operator new(size ? size : 1, align));
+  return {std::shared_ptr<uint8_t>(p, [align](uint8_t* q) { ::operator delete(q, align); }), size};
+}
+
+[[noreturn]] void fail(const std::string& origin, const std::string& msg) {
+  throw BlobError("cannot load blob '" + origin + "': " + msg);
+}
+
+uint64_t le(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+void checkHeader(const uint8_t* f, size_t size, const std::string& origin, BlobMeta& meta) {
+  if (size < sizeof kMagic || std::memcmp(f + kOffMagic, kMagic, sizeof kMagic) != 0)
+    fail(origin, "not an npuc blob (the file does not start with \"NPUB\")");
+  if (size < kOffChecksum)
+    fail(origin, "truncated: " + std::to_string(size) + " bytes, less than the " +
+                     std::to_string(kHeaderSize) + "-byte header");
+  meta.format_major = static_cast<uint16_t>(le(f + kOffMajor, 2));
+  meta.format_minor = static_cast<uint16_t>(le(f + kOffMinor, 2));
+  const std::string version = std::to_string(meta.format_major) + "." + std::to_string(meta.format_minor);
+  if (meta.format_major > kFormatMajor)
+    fail(origin, "blob format " + version + " is newer than this npuc (" + std::to_string(kFormatMajor) +
+                     ".x); upgrade npuc");
+  if (meta.format_major < kFormatMajor)
+    fail(origin, "blob format " + version + " is older than this npuc supports (" +
+                     std::to_string(kFormatMajor) + ".x); recompile the model");
+  if (size < kHeaderSize)
+    fail(origin, "truncated: " + std::to_string(size) + " bytes, less than the " +
+                     std::to_string(kHeaderSize) + "-byte header");
+  const uint64_t file_size = le(f + kOffFileSize, 8);
+  if (file_size != size)
+    fail(origin, (file_size > size ? "truncated: the header says " : "size mismatch: the header says ") +
+                     std::to_string(file_size) + " bytes, the file has " + std::to_string(size));
+  const Digest stored = [&] {
+    Digest d{};
+    std::memcpy(d.data(), f + kOffChecksum, d.size());
+    return d;
+  }();
+  const Digest actual = blobChecksum(f, size);
+  if (stored != actual)
+    fail(origin, "checksum mismatch (stored " + digestHex(stored) + ", computed " + digestHex(actual) +
+                     "): the file is corrupt");
+  // Past the checksum the bytes are as written; the checks below guard against a buggy or hostile
+  // writer, which the checksum cannot.
+  if (le(f + kOffHeaderSize, 4) < kHeaderSize) fail(origin, "header size field at offset 32 is too small");
+  for (size_t i = kOffReserved; i < kHeaderSize; ++i)
+    if (f[i]) fail(origin, "reserved header byte at offset " + std::to_string(i) + " is not zero");
+  const char* producer = reinterpret_cast<const char*>(f + kOffProducer);
+  const size_t len = strnlen(producer, kProducerSize);
+  if (len == kProducerSize) fail(origin, "producer string at offset 48 is not NUL-terminated");
+  meta.producer.assign(producer, len);
+}
+
+std::vector<Section> readSectionTable(const uint8_t* f, size_t size, const std::string& origin) {
+  const uint64_t header_size = le(f + kOffHeaderSize, 4);
+  const uint64_t count = le(f + kOffSectionCount, 4);
+  const uint64_t table = le(f + kOffSectionTable, 8);
+  if (count > kMaxSections)
+    fail(origin, "section count " + std::to_string(count) + " at offset 36 is implausible");
+  if (table < header_size || table > size || count * kSectionEntrySize > size - table)
+    fail(origin, "section table at offset " + std::to_string(table) + " (" + std::to_string(count) +
+                     " entries) lies outside the file or overlaps the header");
+  std::vector<Section> sections;
+  uint64_t prev_end = table + count * kSectionEntrySize;
+  std::set<uint32_t> kinds;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint8_t* e = f + table + i * kSectionEntrySize;
+    const std::string where = "section table entry " + std::to_string(i) + " at offset " +
+                              std::to_string(table + i * kSectionEntrySize);
+    Section s{static_cast<uint32_t>(le(e, 4)), static_cast<uint32_t>(le(e + 4, 4)), le(e + 8, 8),
+              le(e + 16, 8)};
+    const std::string name = "'" + fourccName(s.kind) + "'";
+    if (le(e + 24, 8) != 0) fail(origin, where + ": reserved field is not zero");
+    if (s.flags & ~kKnownSectionFlags) fail(origin, where + ": section " + name + " has unknown flags");
+    if (!kinds.insert(s.kind).second) fail(origin, where + ": section " + name + " appears twice");
+    if (s.offset % kBlobAlignment)
+      fail(origin, where + ": section " + name + " offset " + std::to_string(s.offset) + " is not " +
+                       std::to_string(kBlobAlignment) + "-byte aligned");
+    if (s.offset < prev_end || s.offset > size || s.size > size - s.offset)
+      fail(origin, where + ": section " + name + " [" + std::to_string(s.offset) + ", +" +
+                       std::to_string(s.size) + ") overlaps the previous one or lies outside the " +
+                       std::to_string(size) + "-byte file");
+    prev_end = s.offset + s.size;
+    sections.push_back(s);
+  }
+  return sections;
+}
+
+const Section& requireSection(const std::vector<Section>& sections, uint32_t kind,
+                              const std::string& origin) {
+  for (const Section& s : sections)
+    if (s.kind == kind) return s;
+  fail(origin, "the required section '" + fourccName(kind) + "' is missing");
+}
+
+void readMeta(const uint8_t* f, const Section& s, BlobMeta& meta) {
+  ByteReader r(f + s.offset, s.size, s.offset, "META section");
+  meta.soc = r.str("SoC name", kMaxMetaString);
+  if (meta.soc.empty()) r.fail("empty SoC name");
+  const uint32_t n = r.count("build option count", 8);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string key = r.str("option key", kMaxMetaString);
+    if (!meta.options.empty() && !(meta.options.rbegin()->first < key))
+      r.fail("build option '" + key + "' is duplicated or out of order");
+    meta.options[key] = r.str("option value", kMaxMetaString);
+  }
+  for (uint8_t& b : meta.model_digest) b = r.u8("model digest");
+  r.expectEnd();
+}
+
+bool isDecodedHere(uint32_t kind) {
+  return kind == kSectionMeta || kind == kSectionGraph || kind == kSectionWeights;
+}
+
+bool isReserved(uint32_t kind) {
+  return kind == kSectionTasks || kind == kSectionPipelines || kind == kSectionMemoryPlan ||
+         kind == kSectionQuant || kind == kSectionCpuOps;
+}
+
+LoadedBlob decodeBlob(const AlignedBuffer& buf, const std::optional<std::string>& expected_soc,
+                      const std::string& origin) {
+  const uint8_t* f = buf.data.get();
+  LoadedBlob out;
+  checkHeader(f, buf.size, origin, out.meta);
+  const std::vector<Section> sections = readSectionTable(f, buf.size, origin);
+  for (const Section& s : sections) {
+    if (isDecodedHere(s.kind)) continue;
+    // The reserved kinds are not decoded by this npuc either: a required one means the blob needs
+    // a runtime that executes it, so it is refused like any unknown required section.
+    if (s.flags & kSectionRequired)
+      fail(origin, "section '" + fourccName(s.kind) + "' at offset " + std::to_string(s.offset) +
+                       " is required but " + (isReserved(s.kind) ? "not yet supported by" : "unknown to") +
+                       " this npuc (format " + std::to_string(kFormatMajor) + "." +
+                       std::to_string(kFormatMinor) + "); upgrade npuc");
+    out.extra_sections.push_back(
+        {s.kind, false, std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});
+  }
+  const Section& meta = requireSection(sections, kSectionMeta, origin);
+  const Section& graph = requireSection(sections, kSectionGraph, origin);
+  const Section& weights = requireSection(sections, kSectionWeights, origin);
+  try {
+    readMeta(f, meta, out.meta);
+    if (expected_soc) {
+      const std::string want = canonicalSocName(*expected_soc);
+      if (want != out.meta.soc)
+        fail(origin, "the blob was compiled for SoC '" + out.meta.soc + "', not for '" + want + "'");
+    }
+    DecodedGraph g = decodeGraph(ByteReader(f + graph.offset, graph.size, graph.offset, "GRAPH section"),
+                                 f + weights.offset, weights.size, weights.offset, buf.data);
+    out.graph = std::move(g.graph);
+    out.quant = std::move(g.quant);
+  } catch (const BlobError& e) {
+    const std::string msg = e.what();
+    if (msg.rfind("cannot load blob", 0) == 0) throw;
+    fail(origin, msg);
+  }
+  return out;
+}
+
+}  // namespace
+
+LoadedBlob readBlobBytes(const std::string& bytes, const std::optional<std::string>& expected_soc,
+                         const std::string& origin) {
+  AlignedBuffer buf = allocateAligned(bytes.size());
+  std::memcpy(buf.data.get(), bytes.data(), bytes.size());
+  return decodeBlob(buf, expected_soc, origin);
+}
+
+LoadedBlob loadBlob(const std::string& path, const std::optional<std::string>& expected_soc) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw BlobError("cannot open blob file '" + path + "'");
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw BlobError("cannot read blob file '" + path + "'");
+  AlignedBuffer buf = allocateAligned(static_cast<size_t>(size));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(buf.data.get()), size))
+    throw BlobError("cannot read blob file '" + path + "'");
+  return decodeBlob(buf, expected_soc, path);
+}
+
+}  // namespace npuc::blob

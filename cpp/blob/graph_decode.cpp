@@ -1,0 +1,401 @@
+// GRAPH + WEIGHTS decoding. Two phases: parse every record into plain structs while checking each
+// field against the bytes that remain and against the format's ranges, then check the records
+// against each other (indices, roles, topological order, weight extents) and only then build the
+// IR. Nothing is allocated from a length that was not first bounded by the remaining bytes.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <unordered_set>
+
+#include "blob/blob_format.h"
+#include "blob/graph_section.h"
+#include "common/error.h"
+
+namespace npuc::blob {
+
+namespace {
+
+// Names (values, nodes, ops, domains, attribute and metadata keys) longer than this are corrupt.
+constexpr size_t kMaxNameBytes = size_t{1} << 16;
+// String attribute and metadata values (doc strings, equations) may be longer, within reason.
+constexpr size_t kMaxTextBytes = size_t{1} << 24;
+// Bytes each element of a list takes at least, to bound counts before allocating.
+constexpr size_t kMinValueRecordBytes = 4 + 1 + 1 + 4 + 4;  // empty name, flags, layout, dtype, rank
+constexpr size_t kMinNodeRecordBytes = 4 * 3 + 4 * 3;       // three empty strings, three counts
+constexpr size_t kMinAttrRecordBytes = 4 + 1;               // empty name, kind
+
+struct TensorRef {
+  DType dtype = DType::Undefined;
+  Shape shape;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct RawValue {
+  std::string name;
+  uint8_t flags = 0;
+  DType dtype = DType::Undefined;
+  Shape shape;
+  TensorRef weight;  // constants only
+  std::optional<QuantParams> quant;
+  uint64_t record_offset = 0;
+};
+
+struct RawNode {
+  std::string op_type, domain, name;
+  std::vector<uint32_t> inputs, outputs;
+  std::vector<std::pair<std::string, AttrValue>> attrs;
+  uint64_t record_offset = 0;
+};
+
+class GraphDecoder {
+ public:
+  GraphDecoder(ByteReader r, const uint8_t* weights, size_t weights_size, uint64_t weights_offset,
+               std::shared_ptr<void> owner)
+      : r_(std::move(r)),
+        weights_(weights),
+        weights_size_(weights_size),
+        weights_offset_(weights_offset),
+        owner_(std::move(owner)) {}
+
+  DecodedGraph decode();
+
+ private:
+  void parseHeader();
+  DType readDType(const char* what, bool storable);
+  Shape readShape(bool known_dims_only);
+  TensorRef readTensorRef(const char* what);
+  Tensor wrapTensor(const TensorRef& t) const;
+  RawValue readValue();
+  QuantParams readQuant(const RawValue& v);
+  RawNode readNode();
+  AttrValue readAttr(uint8_t kind);
+  std::vector<uint32_t> readIndices(const char* what, bool allow_missing);
+  void checkRoles();
+  DecodedGraph build();
+  [[noreturn]] void failAt(uint64_t offset, const std::string& msg) const;
+
+  ByteReader r_;
+  const uint8_t* weights_;
+  size_t weights_size_;
+  uint64_t weights_offset_;
+  std::shared_ptr<void> owner_;
+
+  std::string name_;
+  std::map<std::string, int64_t> opsets_;
+  std::map<std::string, std::string> metadata_;
+  std::vector<RawValue> values_;
+  std::vector<uint32_t> inputs_, outputs_;
+  std::vector<RawNode> nodes_;
+};
+
+void GraphDecoder::failAt(uint64_t offset, const std::string& msg) const {
+  throw BlobError("corrupt blob: GRAPH section at offset " + std::to_string(offset) + ": " + msg);
+}
+
+// Reads `count` key/value pairs whose keys must be strictly ascending (the writer's map order), so
+// duplicates are refused and the encoding stays canonical.
+template <typename ReadValue>
+void readSortedMap(ByteReader& r, const char* what, size_t min_entry_bytes, ReadValue read_value) {
+  const uint32_t n = r.count(what, min_entry_bytes);
+  std::string prev;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string key = r.str("key", kMaxNameBytes);
+    if (i > 0 && !(prev < key))
+      r.fail(std::string(what) + ": key '" + key + "' is duplicated or out of order");
+    read_value(key);
+    prev = std::move(key);
+  }
+}
+
+void GraphDecoder::parseHeader() {
+  name_ = r_.str("graph name", kMaxNameBytes);
+  readSortedMap(r_, "opset imports", 4 + 8, [&](const std::string& domain) {
+    const int64_t v = r_.i64("opset version");
+    if (v < 1) r_.fail("opset version " + std::to_string(v) + " for domain '" + domain + "' is not positive");
+    opsets_[domain] = v;
+  });
+  readSortedMap(r_, "metadata entries", 4 + 4,
+                [&](const std::string& key) { metadata_[key] = r_.str("metadata value", kMaxTextBytes); });
+}
+
+DType GraphDecoder::readDType(const char* what, bool storable) {
+  const int32_t code = r_.i32(what);
+  const DType t = static_cast<DType>(code);
+  const bool known = code == 0 || dtypeFromOnnx(code) != DType::Undefined;
+  if (!known || (storable && !isStorable(t)))
+    r_.fail(std::string(what) + " " + std::to_string(code) + " is not a " + (storable ? "storable " : "") +
+            "npuc dtype");
+  return t;
+}
+
+Shape GraphDecoder::readShape(bool known_dims_only) {
+  const uint32_t rank = r_.count("rank", 8);
+  if (rank > kMaxRank) r_.fail("rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
+  Shape s(rank);
+  for (uint32_t i = 0; i < rank; ++i) {
+    s[i] = r_.i64("dim");
+    if (s[i] < (known_dims_only ? 0 : kUnknownDim))
+      r_.fail("dim " + std::to_string(i) + " is " + std::to_string(s[i]));
+  }
+  return s;
+}
+
+TensorRef GraphDecoder::readTensorRef(const char* what) {
+  TensorRef t;
+  t.dtype = readDType("tensor dtype", true);
+  t.shape = readShape(true);
+  const uint64_t at = r_.absolute();
+  t.offset = r_.u64("weight offset");
+  t.size = r_.u64("weight size");
+  // Element count with overflow checks (shapeNumel would throw ShapeError/ResourceError instead).
+  uint64_t bytes = dtypeSize(t.dtype);
+  for (int64_t d : t.shape) {
+    if (d != 0 && bytes > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d))
+      failAt(at, std::string(what) + " " + shapeStr(t.shape) + " overflows");
+    bytes *= static_cast<uint64_t>(d);
+  }
+  if (bytes != t.size)
+    failAt(at, std::string(what) + " " + dtypeName(t.dtype) + shapeStr(t.shape) + " needs " +
+                   std::to_string(bytes) + " bytes but its weight record says " + std::to_string(t.size));
+  if (t.offset % kBlobAlignment)
+    failAt(at, std::string(what) + " weight offset " + std::to_string(t.offset) + " is not " +
+                   std::to_string(kBlobAlignment) + "-byte aligned");
+  if (t.offset > weights_size_ || t.size > weights_size_ - t.offset)
+    failAt(at, std::string(what) + " weight bytes [" + std::to_string(t.offset) + ", +" +
+                   std::to_string(t.size) + ") lie outside the " + std::to_string(weights_size_) +
+                   "-byte WEIGHTS section at offset " + std::to_string(weights_offset_));
+  if (static_cast<int64_t>(t.size) > kMaxTensorBytes)
+    failAt(at, std::string(what) + " exceeds the tensor size limit");
+  return t;
+}
+
+Tensor GraphDecoder::wrapTensor(const TensorRef& t) const {
+  // Constants are immutable by convention (ir/graph.h), so sharing the blob's bytes is safe.
+  return Tensor::wrap(t.dtype, t.shape, const_cast<uint8_t*>(weights_ + t.offset), owner_);
+}
+
+QuantParams GraphDecoder::readQuant(const RawValue& v) {
+  QuantParams q;
+  q.axis = r_.i32("quantization axis");
+  const uint32_t n = r_.count("quantization scale count", 8);
+  if (n == 0) r_.fail("value '" + v.name + "' has quantization parameters with no scales");
+  if (q.axis < -1 || (v.flags & kValueHasShape && q.axis >= static_cast<int64_t>(v.shape.size())))
+    r_.fail("value '" + v.name + "': quantization axis " + std::to_string(q.axis) + " out of range");
+  if (q.axis == -1 && n != 1)
+    r_.fail("value '" + v.name + "': per-tensor quantization with " + std::to_string(n) + " scales");
+  q.scales.resize(n);
+  q.zero_points.resize(n);
+  for (float& s : q.scales) {
+    s = r_.f32("scale");
+    if (!std::isfinite(s) || s <= 0)
+      r_.fail("value '" + v.name + "': quantization scale " + std::to_string(s));
+  }
+  for (int32_t& z : q.zero_points) z = r_.i32("zero point");
+  return q;
+}
+
+RawValue GraphDecoder::readValue() {
+  RawValue v;
+  v.record_offset = r_.absolute();
+  v.name = r_.str("value name", kMaxNameBytes);
+  v.flags = r_.u8("value flags");
+  if (v.flags & ~kKnownValueFlags)
+    r_.fail("value '" + v.name + "' has unknown flags " + std::to_string(v.flags));
+  const uint8_t layout = r_.u8("layout tag");
+  if (layout > kMaxLayoutTag)
+    r_.fail("value '" + v.name + "' has unknown layout tag " + std::to_string(layout));
+  const bool constant = v.flags & kValueConstant;
+  if (constant) {
+    if (!(v.flags & kValueHasShape)) r_.fail("constant '" + v.name + "' without a shape");
+    v.weight = readTensorRef("constant");
+    v.dtype = v.weight.dtype;
+    v.shape = v.weight.shape;
+  } else {
+    v.dtype = readDType("value dtype", false);
+    v.shape = readShape(false);
+    if (!(v.flags & kValueHasShape) && !v.shape.empty())
+      r_.fail("value '" + v.name + "' has dims but no shape flag");
+  }
+  if (v.flags & kValueHasQuant) v.quant = readQuant(v);
+  return v;
+}
+
+std::vector<uint32_t> GraphDecoder::readIndices(const char* what, bool allow_missing) {
+  const uint32_t n = r_.count(what, 4);
+  std::vector<uint32_t> out(n);
+  for (uint32_t& i : out) {
+    i = r_.u32("value index");
+    if (i >= values_.size() && !(allow_missing && i == kNoValue))
+      r_.fail(std::string(what) + ": value index " + std::to_string(i) + " out of range (" +
+              std::to_string(values_.size()) + " values)");
+  }
+  return out;
+}
+
+AttrValue GraphDecoder::readAttr(uint8_t kind) {
+  switch (static_cast<AttrKind>(kind)) {
+    case AttrKind::Int: return r_.i64("int attribute");
+    case AttrKind::Float: return r_.f32("float attribute");
+    case AttrKind::String: return r_.str("string attribute", kMaxTextBytes);
+    case AttrKind::Ints: {
+      std::vector<int64_t> v(r_.count("ints attribute length", 8));
+      for (int64_t& x : v) x = r_.i64("ints element");
+      return v;
+    }
+    case AttrKind::Floats: {
+      std::vector<float> v(r_.count("floats attribute length", 4));
+      for (float& x : v) x = r_.f32("floats element");
+      return v;
+    }
+    case AttrKind::Strings: {
+      std::vector<std::string> v(r_.count("strings attribute length", 4));
+      for (std::string& x : v) x = r_.str("strings element", kMaxTextBytes);
+      return v;
+    }
+    case AttrKind::Tensor: return wrapTensor(readTensorRef("tensor attribute"));
+  }
+  r_.fail("unknown attribute kind " + std::to_string(kind));
+}
+
+RawNode GraphDecoder::readNode() {
+  RawNode n;
+  n.record_offset = r_.absolute();
+  n.op_type = r_.str("op type", kMaxNameBytes);
+  n.domain = r_.str("domain", kMaxNameBytes);
+  n.name = r_.str("node name", kMaxNameBytes);
+  n.inputs = readIndices("node inputs", true);
+  n.outputs = readIndices("node outputs", false);
+  const uint32_t num_attrs = r_.count("attribute count", kMinAttrRecordBytes);
+  for (uint32_t i = 0; i < num_attrs; ++i) {
+    std::string name = r_.str("attribute name", kMaxNameBytes);
+    if (i > 0 && !(n.attrs.back().first < name))
+      r_.fail("node '" + n.name + "': attribute '" + name + "' is duplicated or out of order");
+    const uint8_t kind = r_.u8("attribute kind");
+    n.attrs.emplace_back(std::move(name), readAttr(kind));
+  }
+  return n;
+}
+
+// Every value must have exactly one origin (graph input, constant, or one node output), and a node
+// may read only values defined before it (the IR keeps nodes in topological order).
+void GraphDecoder::checkRoles() {
+  constexpr int64_t kUndefined = -2, kInputOrConstant = -1;
+  std::vector<int64_t> defined_by(values_.size(), kUndefined);
+  std::unordered_set<std::string> names;
+  for (const RawValue& v : values_) {
+    if (!names.insert(v.name).second) failAt(v.record_offset, "duplicate value name '" + v.name + "'");
+    if (v.flags & kValueConstant) defined_by[&v - values_.data()] = kInputOrConstant;
+  }
+  for (uint32_t i : inputs_) {
+    if (defined_by[i] == kInputOrConstant && !(values_[i].flags & kValueConstant))
+      failAt(values_[i].record_offset, "value '" + values_[i].name + "' is listed twice as a graph input");
+    defined_by[i] = kInputOrConstant;
+  }
+  std::set<uint32_t> input_set(inputs_.begin(), inputs_.end());
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const RawNode& n = nodes_[k];
+    for (uint32_t i : n.inputs) {
+      if (i == kNoValue) continue;
+      if (defined_by[i] == kUndefined || defined_by[i] >= static_cast<int64_t>(k))
+        failAt(n.record_offset, "node '" + n.name + "' (" + n.op_type + ") reads value '" + values_[i].name +
+                                    "' before it is defined");
+    }
+    for (uint32_t o : n.outputs) {
+      if (defined_by[o] != kUndefined)
+        failAt(n.record_offset, "node '" + n.name + "' output '" + values_[o].name +
+                                    "' is already a graph input, constant or another node's output");
+      defined_by[o] = static_cast<int64_t>(k);
+    }
+  }
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (defined_by[i] == kUndefined)
+      failAt(values_[i].record_offset,
+             "value '" + values_[i].name + "' is no graph input, constant or node output");
+}
+
+DecodedGraph GraphDecoder::decode() {
+  parseHeader();
+  const uint32_t num_values = r_.count("value count", kMinValueRecordBytes);
+  values_.reserve(num_values);
+  for (uint32_t i = 0; i < num_values; ++i) values_.push_back(readValue());
+  inputs_ = readIndices("graph inputs", false);
+  outputs_ = readIndices("graph outputs", false);
+  const uint32_t num_nodes = r_.count("node count", kMinNodeRecordBytes);
+  nodes_.reserve(num_nodes);
+  for (uint32_t i = 0; i < num_nodes; ++i) nodes_.push_back(readNode());
+  r_.expectEnd();
+  checkRoles();
+  return build();
+}
+
+// Builds the IR from validated records. Values are first created under temporary names (the IR
+// names node outputs itself, and those names could collide with names read later), then renamed.
+DecodedGraph GraphDecoder::build() {
+  std::string tmp = "__npub_tmp";
+  auto clashes = [&](const std::string& p) {
+    for (const RawValue& v : values_)
+      if (v.name.compare(0, p.size(), p) == 0) return true;
+    return false;
+  };
+  while (clashes(tmp)) tmp += '_';
+
+  DecodedGraph out;
+  out.graph = std::make_unique<Graph>();
+  Graph& g = *out.graph;
+  g.name = name_;
+  g.opset_imports = opsets_;
+  g.metadata = metadata_;
+  std::vector<Value*> made(values_.size(), nullptr);
+  auto tmpName = [&](size_t i) { return tmp + std::to_string(i); };
+  try {
+    for (uint32_t i : inputs_) {
+      const RawValue& v = values_[i];
+      made[i] = g.addInput(tmpName(i), v.dtype, v.shape, v.flags & kValueHasShape);
+      if (v.flags & kValueConstant) made[i]->setConstant(wrapTensor(v.weight));
+    }
+    for (size_t i = 0; i < values_.size(); ++i)
+      if (!made[i] && (values_[i].flags & kValueConstant))
+        made[i] = g.addConstant(wrapTensor(values_[i].weight), tmpName(i));
+    for (const RawNode& rn : nodes_) {
+      std::vector<Value*> ins;
+      for (uint32_t i : rn.inputs) ins.push_back(i == kNoValue ? nullptr : made[i]);
+      Node* n = g.appendNode(rn.op_type, ins, rn.outputs.size(), rn.name);
+      n->setName(rn.name);
+      n->setDomain(rn.domain);
+      for (const auto& [k, a] : rn.attrs) n->attrs().set(k, a);
+      for (size_t j = 0; j < rn.outputs.size(); ++j) {
+        const RawValue& v = values_[rn.outputs[j]];
+        Value* val = n->output(j);
+        val->setName(tmpName(rn.outputs[j]));
+        if (v.flags & kValueHasShape) {
+          val->setType(v.dtype, v.shape);
+        } else {
+          val->setDType(v.dtype);
+          val->clearShape();
+        }
+        made[rn.outputs[j]] = val;
+      }
+    }
+    for (size_t i = 0; i < values_.size(); ++i) made[i]->setName(values_[i].name);
+    for (uint32_t o : outputs_) g.addOutput(made[o]);
+    g.verify();
+  } catch (const BlobError&) {
+    throw;
+  } catch (const Error& e) {
+    throw BlobError(std::string("corrupt blob: GRAPH section does not form a valid graph: ") + e.what());
+  }
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (values_[i].quant) out.quant[values_[i].name] = *values_[i].quant;
+  return out;
+}
+
+}  // namespace
+
+DecodedGraph decodeGraph(ByteReader graph, const uint8_t* weights, size_t weights_size,
+                         uint64_t weights_offset, const std::shared_ptr<void>& owner) {
+  return GraphDecoder(std::move(graph), weights, weights_size, weights_offset, owner).decode();
+}
+
+}  // namespace npuc::blob

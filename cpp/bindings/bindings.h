@@ -17,6 +17,7 @@ void bindRuntime(py::module_& m);  // runtime.cpp: Runtime (planned FP32 executo
 void bindQuant(py::module_& m);    // bind_quant.cpp: Calibrator, QuantizedModel (INT8/FP16 simulator)
 void bindPerf(py::module_& m);     // bind_perf.cpp: eval_perf (simulated per-layer cycles)
 void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer)
+void bindBlob(py::module_& m);     // bind_blob.cpp: write_blob / load_blob (.npub container)
 
 // The numpy dtype holding `dtype` elements (native byte order).
 py::dtype toNumpyDType(DType dtype);

@@ -1,0 +1,64 @@
+// write_blob / load_blob: the .npub container (cpp/blob) for Python. Toolkit.export_npub and
+// Toolkit.load_blob (python/npuc/toolkit.py) are built on these.
+#include <pybind11/stl.h>
+
+#include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "blob/blob.h"
+#include "blob/blob_format.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+py::dict metaDict(const blob::LoadedBlob& b) {
+  py::dict d;
+  d["format_version"] = std::to_string(b.meta.format_major) + "." + std::to_string(b.meta.format_minor);
+  d["producer"] = b.meta.producer;
+  d["soc"] = b.meta.soc;
+  d["options"] = b.meta.options;
+  d["model_digest"] = blob::digestHex(b.meta.model_digest);
+  py::list extra;
+  for (const blob::ExtraSection& s : b.extra_sections) extra.append(blob::fourccName(s.kind));
+  d["extra_sections"] = extra;
+  return d;
+}
+
+}  // namespace
+
+void bindBlob(py::module_& m) {
+  m.def(
+      "write_blob",
+      [](const Model& model, const std::string& path, const std::string& soc,
+         const std::map<std::string, std::string>& options) {
+        blob::BlobWriteOptions opts;
+        opts.soc = soc;
+        opts.options = options;
+        py::gil_scoped_release release;
+        blob::writeBlob(model.graph(), path, opts);
+      },
+      py::arg("model"), py::arg("path"), py::arg("soc"),
+      py::arg("options") = std::map<std::string, std::string>{},
+      "Writes `model` as a .npub blob for `soc`, recording the build options (str -> str). Identical inputs "
+      "give byte-identical files.");
+  m.def(
+      "load_blob",
+      [](const std::string& path, const std::optional<std::string>& expected_soc) {
+        blob::LoadedBlob b;
+        {
+          py::gil_scoped_release release;
+          b = blob::loadBlob(path, expected_soc);
+        }
+        py::dict meta = metaDict(b);
+        return py::make_tuple(Model(std::shared_ptr<const Graph>(std::move(b.graph))), meta);
+      },
+      py::arg("path"), py::arg("expected_soc") = py::none(),
+      "Verifies and loads a .npub blob; returns (Model, meta dict with format_version, producer, soc, "
+      "options, "
+      "model_digest, extra_sections). Raises BlobError for a corrupt, truncated, newer-format or (with "
+      "expected_soc) foreign-SoC blob.");
+  m.attr("BLOB_FORMAT_VERSION") =
+      std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);
+}
+
+}  // namespace npuc::bindings

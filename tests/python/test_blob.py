@@ -1,0 +1,52 @@
+"""The .npub container from Python: npuc._npuc.write_blob / load_blob round trip, determinism,
+and refusals (corrupt file, wrong SoC), each a BlobError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npuc
+from npuc import _npuc
+
+
+def test_round_trip_runs_identically(conv_relu_path: Path, tmp_path: Path) -> None:
+    model = npuc.Model.load(str(conv_relu_path))
+    blob = tmp_path / "m.npub"
+    _npuc.write_blob(model, str(blob), "rk3588", {"optimization_level": "3"})
+    loaded, meta = _npuc.load_blob(str(blob), expected_soc="RK3588")
+    assert meta["soc"] == "rk3588"
+    assert meta["options"] == {"optimization_level": "3"}
+    assert meta["format_version"] == _npuc.BLOB_FORMAT_VERSION
+    assert len(meta["model_digest"]) == 32
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    want = npuc.Runtime(model).run([x])
+    got = npuc.Runtime(loaded).run([x])
+    for w, g in zip(want, got):
+        assert np.array_equal(w, g)
+
+
+def test_identical_inputs_give_identical_bytes(conv_relu_path: Path, tmp_path: Path) -> None:
+    model = npuc.Model.load(str(conv_relu_path))
+    a, b = tmp_path / "a.npub", tmp_path / "b.npub"
+    _npuc.write_blob(model, str(a), "rk3566", {"k": "v"})
+    _npuc.write_blob(npuc.Model.load(str(conv_relu_path)), str(b), "rk3566", {"k": "v"})
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_corrupt_and_foreign_blobs_are_refused(conv_relu_path: Path, tmp_path: Path) -> None:
+    model = npuc.Model.load(str(conv_relu_path))
+    blob = tmp_path / "m.npub"
+    _npuc.write_blob(model, str(blob), "rk3566")
+    with pytest.raises(npuc.BlobError, match="compiled for SoC 'rk3566', not for 'rk3588'"):
+        _npuc.load_blob(str(blob), expected_soc="rk3588")
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    blob.write_bytes(bytes(data))
+    with pytest.raises(npuc.BlobError, match="checksum mismatch"):
+        _npuc.load_blob(str(blob))
+    blob.write_bytes(bytes(data[:100]))
+    with pytest.raises(npuc.BlobError, match="truncated"):
+        _npuc.load_blob(str(blob))

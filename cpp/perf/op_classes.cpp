@@ -12,7 +12,7 @@ bool isLowEfficiencyOp(const std::string& op_type) {
       // size change
       "Resize", "Tile", "Pad", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       // non-Relu activations
-      "Sigmoid", "Tanh", "Softplus", "HardSwish", "HardSigmoid", "Elu", "Silu", "Gelu", "Exp", "Log"};
+      "Sigmoid", "Tanh", "Softplus", "HardSwish", "HardSigmoid", "Elu", "SiLU", "Gelu", "Exp", "Log"};
   return kOps.count(op_type) > 0;
 }
 
@@ -24,7 +24,7 @@ bool runsInFloat(const std::string& op_type) {
 
 bool isTranscendental(const std::string& op_type) {
   static const std::set<std::string> kOps = {"Exp",      "Log",        "Sigmoid", "Tanh",     "Softmax",
-                                             "Softplus", "Gelu",       "Erf",     "Silu",     "Elu",
+                                             "Softplus", "Gelu",       "Erf",     "SiLU",     "Elu",
                                              "Pow",      "LogSoftmax", "Sqrt",    "HardSwish"};
   return kOps.count(op_type) > 0;
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from npuc._npuc import Model, Runtime, optimize
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
 from npuc.preprocess import InputPreprocessor
 from npuc.verify import verify_optimization
+
+if TYPE_CHECKING:  # pragma: no cover
+    from npuc.perf import PerfReport
 
 __all__ = ["Toolkit", "TARGET_PLATFORMS", "CONFIG_KEYS"]
 
@@ -92,6 +95,8 @@ class Toolkit:
         self._float_model: Optional[Model] = None
         #: The last build()'s optimization report (a dict; ``["text"]`` is the printable form).
         self.optimization_report: Optional[Dict[str, Any]] = None
+        # build(do_quantization=False) leaves a float model, which the NPU runs in fp16.
+        self._built_float = False
 
     # ------------------------------------------------------------------ context manager
 
@@ -238,6 +243,7 @@ class Toolkit:
             verify_optimization(source, optimized, self._emit)
         self._float_model = source
         self._model, self._runtime = optimized, None
+        self._built_float = not do_quantization
         if do_quantization:
             self._quantize(dataset, auto_hybrid)
         return 0
@@ -303,9 +309,56 @@ class Toolkit:
             feeds.append(self._preprocessor.apply(i, x, info))
         return runtime.run(feeds)
 
-    def eval_perf(self, **kwargs: Any) -> Dict[str, Any]:
-        """Simulated per-layer NPU performance report. Not implemented yet."""
-        raise NpucError("Toolkit.eval_perf is not implemented yet (a later milestone: the NPU simulator)")
+    def eval_perf(
+        self,
+        is_print: bool = True,
+        fix_freq: bool = True,
+        plot_path: Optional[Union[str, os.PathLike]] = None,
+        tuning_cache: Optional[Union[str, os.PathLike]] = None,
+    ) -> "PerfReport":
+        """Simulated per-layer NPU performance of the model on ``config(target_platform)``.
+
+        What RKNN-Toolkit2 can only measure on a board: per fused layer the DDR / NPU / total
+        cycles, time, MAC utilization, bytes moved and the bottleneck, then a summary (time, FPS,
+        DDR traffic, NPU/CPU split, hand-over cost) and an op-type ranking. Uses
+        ``config(op_target, single_core_mode)``; the NPU data type is int8 when the model was
+        built with quantization (or not built yet), fp16 when built with ``do_quantization=False``.
+
+        Args:
+            is_print: print the table (RKNN's default).
+            fix_freq: accepted for RKNN compatibility (the model is always at the profile clock).
+            plot_path: also write a PNG (per-layer DDR vs NPU cycles and a roofline).
+            tuning_cache: file of tiling decisions reused across runs.
+
+        Returns:
+            A :class:`npuc.perf.PerfReport` (``.rows``, ``.summary``, ``to_csv()``, ``to_json()``,
+            ``plot()``).
+
+        Raises:
+            NpucError: no model loaded. ConfigError: no target_platform configured.
+        """
+        from npuc.perf import eval_perf
+
+        if self._model is None:
+            raise NpucError("no model loaded: call load_onnx() first")
+        soc = self._config.get("target_platform")
+        if not soc:
+            raise ConfigError("eval_perf needs config(target_platform=...), e.g. 'rk3588'")
+        dtype = "fp16" if self._built_float else "int8"
+        report = eval_perf(
+            self._model,
+            soc,
+            op_target=self._config.get("op_target"),
+            single_core_mode=bool(self._config.get("single_core_mode")),
+            dtype=dtype,
+            optimize=self._float_model is None,  # build() already optimized the graph
+            tuning_cache=tuning_cache,
+        )
+        if is_print:
+            self._emit(str(report))
+        if plot_path is not None:
+            report.plot(plot_path)
+        return report
 
     def release(self) -> None:
         """Frees the model and runtime. The toolkit can load another model afterwards."""

@@ -31,7 +31,10 @@ Shape reshapeTarget(const Shape& in, const std::vector<int64_t>& spec, bool allo
     }
     if (d < 0) throw ShapeError("shape " + dm::dimsStr(spec) + " has invalid dim " + std::to_string(d));
     out[i] = d;
-    known *= d;
+    // Checked: a wrapped product could equal the input's element count and accept a bogus shape.
+    if (__builtin_mul_overflow(known, d, &known)) {
+      throw ShapeError("shape " + dm::dimsStr(spec) + " has more elements than int64 can count");
+    }
   }
   const int64_t numel = shapeNumel(in);
   if (infer_at >= 0) {

@@ -256,6 +256,14 @@ def _reshape_bad_count() -> bytes:
     )
 
 
+def _reshape_wrapping_shape() -> bytes:
+    """Found by fuzz_onnx_import: (2**62 + 1) * 4 wraps int64 to exactly 4, the input's element count."""
+    shape = numpy_helper.from_array(np.array([(1 << 62) + 1, 4], np.int64), "shape")
+    return model_bytes(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_wrap")], [float_info("x", [1, 4])], [float_info("y", [1, 4])], [shape]
+    )
+
+
 def _constant_without_value() -> bytes:
     return model_bytes(
         [helper.make_node("Constant", [], ["c"], name="empty_const"), helper.make_node("Add", ["x", "c"], ["y"], name="add")],
@@ -367,6 +375,8 @@ CASES: List[BadInput] = [
     BadInput("add_shape_mismatch", "Add of [1,4] and [1,3]", _shape_mismatch, "ShapeError", r"add_mismatch.*\[1,4\].*\[1,3\]"),
     BadInput("gemm_inner_mismatch", "Gemm of [1,4] and [5,2]", _gemm_inner_mismatch, "ShapeError", r"gemm_mismatch"),
     BadInput("reshape_bad_count", "Reshape of 4 elements to [3,3]", _reshape_bad_count, "ShapeError", r"reshape_bad"),
+    BadInput("reshape_wrapping_shape", "Reshape to [2**62+1, 4], whose element count wraps to 4", _reshape_wrapping_shape,
+             "ShapeError", r"node 'reshape_wrap' \(Reshape\): shape \[4611686018427387905,4\] has more elements than int64 can count"),
     # --- sizes no buffer can have: refused at load, before the executor plans or allocates anything
     BadInput("input_huge", "graph input of 1<<40 floats", _input_huge, "ResourceError",
              r"tensor 'x' \(graph input\) is float32\[1048576,1048576\], which exceeds the 16 GiB tensor limit"),

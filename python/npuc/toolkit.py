@@ -5,9 +5,9 @@ success" convention are the same. Unlike RKNN-Toolkit2, failures raise an :class
 subclass naming the problem (a script that checks ``ret != 0`` still works, it just never sees a
 non-zero code).
 
-This milestone runs models on the FP32 host executor. ``build``, ``export_npub`` and ``eval_perf``
-(quantization, the NPU blob and the simulator's performance report) are the extension points of
-later milestones and raise :class:`NpucError` ("not implemented yet") for now.
+``build`` runs the graph optimizer (and INT8 quantization where available), ``eval_perf`` reports
+simulated per-layer NPU cycles, ``export_blob`` / ``load_blob`` write and verify ``.npub`` files,
+and ``inference`` runs on the host.
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ class Toolkit:
         self._preprocessor = InputPreprocessor(None, None)
         # The model as imported, kept after build() so verify and rebuilds start from it.
         self._float_model: Optional[Model] = None
+        #: Metadata of the last loaded blob (format version, producer, SoC, options, digest).
+        self.blob_meta: Optional[Dict[str, Any]] = None
         #: The last build()'s optimization report (a dict; ``["text"]`` is the printable form).
         self.optimization_report: Optional[Dict[str, Any]] = None
         # build(do_quantization=False) leaves a float model, which the NPU runs in fp16.
@@ -255,9 +257,64 @@ class Toolkit:
             "optimized float model"
         )
 
-    def export_npub(self, export_path: str) -> int:
-        """Writes the compiled ``.npub`` blob. Not implemented yet."""
-        raise NpucError("Toolkit.export_npub is not implemented yet (a later milestone: the NPU blob)")
+    def export_blob(self, export_path: Union[str, os.PathLike]) -> int:
+        """Writes the built model as a ``.npub`` blob (RKNN ``export_rknn``).
+
+        The blob is versioned and checksummed, records the target SoC and the build options, and
+        is byte-identical for identical inputs and options. Load it back with :meth:`load_blob`.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            NpucError: nothing built yet. ConfigError: no target_platform configured.
+        """
+        from npuc._npuc import write_blob
+
+        if self._model is None or self._float_model is None:
+            raise NpucError("nothing to export: call load_onnx() and build() first")
+        soc = self._config.get("target_platform")
+        if not soc:
+            raise ConfigError("export_blob needs config(target_platform=...), e.g. 'rk3588'")
+        write_blob(self._model, os.fspath(export_path), soc, self._blob_options())
+        return 0
+
+    #: RKNN-Toolkit2 spelling.
+    export_rknn = export_blob
+    export_npub = export_blob
+
+    def load_blob(self, path: Union[str, os.PathLike]) -> int:
+        """Loads a ``.npub`` blob written by :meth:`export_blob` (RKNN ``load_rknn``).
+
+        The file is verified (structure, checksum, format version) before use; with
+        ``config(target_platform=...)`` set, a blob for another SoC is refused.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            BlobError: corrupt, truncated, newer-format or foreign-SoC blob (named).
+        """
+        from npuc._npuc import load_blob
+
+        model, meta = load_blob(os.fspath(path), self._config.get("target_platform") or None)
+        self._model, self._runtime, self._float_model = model, None, model
+        if not self._config.get("target_platform"):
+            self._config["target_platform"] = meta["soc"]
+        self._built_float = meta["options"].get("quantized") == "False"
+        self.blob_meta = meta
+        self._log.info("load_blob: %s for %s, format %s", os.fspath(path), meta["soc"], meta["format_version"])
+        return 0
+
+    load_rknn = load_blob
+
+    def _blob_options(self) -> Dict[str, str]:
+        """The build options recorded in a blob, as sorted strings (deterministic bytes)."""
+        keys = ("optimization_level", "quantized_dtype", "quantized_algorithm", "quantized_method",
+                "single_core_mode", "disable_passes", "hybrid_layers", "mean_values", "std_values")
+        options = {k: repr(self._config[k]) for k in keys if self._config.get(k) is not None}
+        options["quantized"] = repr(not self._built_float)
+        return options
 
     def init_runtime(self, target: Optional[str] = None, **kwargs: Any) -> int:
         """Prepares inference (RKNN-Toolkit2 ``init_runtime``).

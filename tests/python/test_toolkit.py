@@ -102,14 +102,36 @@ def test_bad_data_format(conv_relu_path: Path, x: np.ndarray) -> None:
             tk.inference(inputs=[x], data_format="nwch")
 
 
-def test_later_milestones_say_not_implemented(conv_relu_path: Path) -> None:
+def test_export_needs_a_build_and_a_target(conv_relu_path: Path, tmp_path: Path) -> None:
     with npuc.Toolkit() as tk:
         tk.load_onnx(model=str(conv_relu_path))
-        for call in (lambda: tk.export_npub("m.npub"),):
-            with pytest.raises(npuc.NpucError, match="not implemented yet"):
-                call()
+        with pytest.raises(npuc.NpucError, match="build"):
+            tk.export_blob(tmp_path / "m.npub")
+        tk.build(do_quantization=False)
+        with pytest.raises(npuc.ConfigError, match="target_platform"):
+            tk.export_blob(tmp_path / "m.npub")
         with pytest.raises(npuc.ConfigError, match="host runtime"):
             tk.init_runtime(target="rk3588")
+
+
+def test_blob_round_trip_through_the_toolkit(conv_relu_path: Path, tmp_path: Path) -> None:
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588")
+        tk.load_onnx(model=str(conv_relu_path))
+        tk.build(do_quantization=False)
+        x = np.random.default_rng(1).standard_normal(tuple(tk.model.inputs[0]["shape"])).astype(np.float32)
+        expected = tk.inference(inputs=[x])[0]
+        assert tk.export_blob(tmp_path / "a.npub") == 0
+        tk.export_rknn(tmp_path / "b.npub")
+        assert (tmp_path / "a.npub").read_bytes() == (tmp_path / "b.npub").read_bytes()
+    with npuc.Toolkit() as tk:
+        assert tk.load_blob(tmp_path / "a.npub") == 0
+        assert tk.blob_meta["soc"] == "rk3588"
+        np.testing.assert_array_equal(tk.inference(inputs=[x])[0], expected)
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3566")
+        with pytest.raises(npuc.BlobError, match="rk3588"):
+            tk.load_blob(tmp_path / "a.npub")
 
 
 def test_build_optimizes_and_reports(conv_relu_path: Path, capsys: pytest.CaptureFixture) -> None:

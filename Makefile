@@ -28,7 +28,7 @@ build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
 demo: build
-	$(PYTHON) -m npuc demo
+	$(PYTHON) -m npuc demo --out npuc-demo
 
 test: test-deps build test-cpp test-python test-conformance
 

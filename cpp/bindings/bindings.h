@@ -16,6 +16,7 @@ void bindModel(py::module_& m);    // model.cpp: Model (import, info, export)
 void bindRuntime(py::module_& m);  // runtime.cpp: Runtime (planned FP32 executor)
 void bindQuant(py::module_& m);    // bind_quant.cpp: Calibrator, QuantizedModel (INT8/FP16 simulator)
 void bindPerf(py::module_& m);     // bind_perf.cpp: eval_perf (simulated per-layer cycles)
+void bindTarget(py::module_& m);   // bind_target.cpp: SoC profiles
 void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer)
 void bindBlob(py::module_& m);     // bind_blob.cpp: write_blob / load_blob (.npub container)
 

@@ -53,6 +53,7 @@ PYBIND11_MODULE(_npuc, m) {
   npuc::bindings::bindQuant(m);
   npuc::bindings::bindPerf(m);
   npuc::bindings::bindPasses(m);
+  npuc::bindings::bindTarget(m);
   npuc::bindings::bindBlob(m);
   m.def(
       "supported_ops", [] { return npuc::OpRegistry::instance().opTypes(); },

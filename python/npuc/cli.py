@@ -199,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-quantize", action="store_true", help="build without INT8 quantization (fp16 NPU)")
     p.set_defaults(func=cmd_demo)
 
+    from npuc.cli_compile import add_commands
+
+    add_commands(sub, _add_model_args)
+
     p = sub.add_parser("ops", help="list the ops npuc supports",
                        description="Prints every op npuc can import and run, one per line.")
     p.set_defaults(func=cmd_ops)
@@ -208,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the ``npuc`` program; returns its exit code."""
     try:
+        from npuc.cli_compile import ConfigFileError
         from npuc.errors import NpucError
     except ImportError as e:  # the extension is not built or does not load
         print(f"npuc: error: cannot load the npuc extension module ({e}); build it first", file=sys.stderr)
@@ -217,7 +222,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command: Callable[[argparse.Namespace], int] = args.func
     try:
         return command(args)
-    except (NpucError, UserError) as e:
+    except (NpucError, UserError, ConfigFileError) as e:
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except FileNotFoundError as e:

@@ -309,11 +309,24 @@ class Toolkit:
     load_rknn = load_blob
 
     def _blob_options(self) -> Dict[str, str]:
-        """The build options recorded in a blob, as sorted strings (deterministic bytes)."""
-        keys = ("optimization_level", "quantized_dtype", "quantized_algorithm", "quantized_method",
-                "single_core_mode", "disable_passes", "hybrid_layers", "mean_values", "std_values")
-        options = {k: repr(self._config[k]) for k in keys if self._config.get(k) is not None}
-        options["quantized"] = repr(not self._built_float)
+        """The effective build options recorded in a blob, as strings.
+
+        Defaults are written out, so two builds with the same effective settings (one spelling a
+        default, one leaving it out) record the same options and give byte-identical blobs.
+        """
+        level = self._config.get("optimization_level")
+        options = {
+            "optimization_level": repr(3 if level is None else level),
+            "quantized": repr(not self._built_float),
+            "single_core_mode": repr(bool(self._config.get("single_core_mode"))),
+        }
+        if not self._built_float:
+            options["quantized_dtype"] = repr(self._config.get("quantized_dtype") or "w8a8")
+            options["quantized_algorithm"] = repr(self._config.get("quantized_algorithm") or "normal")
+            options["quantized_method"] = repr(self._config.get("quantized_method") or "channel")
+        for key in ("disable_passes", "hybrid_layers", "mean_values", "std_values", "op_target"):
+            if self._config.get(key):
+                options[key] = repr(self._config[key])
         return options
 
     def init_runtime(self, target: Optional[str] = None, **kwargs: Any) -> int:

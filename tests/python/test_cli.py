@@ -47,7 +47,7 @@ def test_run_writes_npy(conv_relu_path: Path, tmp_path: Path) -> None:
     np.testing.assert_allclose(y, conv_relu_reference(conv_relu_model(), x), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("command", [[], ["info"], ["run"], ["ops"], ["demo"]])
+@pytest.mark.parametrize("command", [[], ["info"], ["run"], ["ops"], ["demo"], ["convert"], ["perf"], ["socs"]])
 def test_help_everywhere(command: List[str]) -> None:
     r = npuc_cli(*command, "--help")
     assert r.returncode == 0

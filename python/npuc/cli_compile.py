@@ -1,0 +1,281 @@
+"""The compile-side commands of ``npuc``: ``convert``, ``perf`` and ``socs``.
+
+``npuc convert`` has two forms that produce byte-identical blobs for the same settings:
+flags (``npuc convert model.onnx -t rk3588 -o out.npub --quantize --dataset ds.txt``) and
+RKNN ``rknn_convert``'s YAML (``npuc convert -i model_config.yml -t rk3588 -o OUTDIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ["ConvertJob", "add_commands", "run_convert"]
+
+
+class ConfigFileError(Exception):
+    """A problem in a YAML config file, reported as a user error."""
+
+
+@dataclass
+class ConvertJob:
+    """Everything one conversion needs; both command-line forms are parsed into this."""
+
+    model: str
+    soc: str
+    output: str
+    quantize: bool = False
+    dataset: Optional[str] = None
+    inputs: List[str] = field(default_factory=list)
+    input_size_list: List[List[int]] = field(default_factory=list)
+    outputs: List[str] = field(default_factory=list)
+    config: Dict[str, Any] = field(default_factory=dict)
+    verify: bool = False
+
+
+def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
+    """Loads, builds and exports `job`; returns the summary (passes fired, split, FPS, blob size)."""
+    import npuc
+
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+        with npuc.Toolkit() as tk:
+            tk.config(target_platform=job.soc, **job.config)
+            tk.load_onnx(model=job.model, inputs=job.inputs or None, input_size_list=job.input_size_list or None,
+                         outputs=job.outputs or None)
+            tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify)
+            perf = tk.eval_perf(is_print=False)
+            Path(job.output).parent.mkdir(parents=True, exist_ok=True)
+            tk.export_blob(job.output)
+            report = tk.optimization_report or {}
+    return {
+        "blob": job.output,
+        "blob_bytes": os.path.getsize(job.output),
+        "fired": report.get("fired", []),
+        "nodes": (report.get("nodes_before"), report.get("nodes_after")),
+        "perf": perf,
+    }
+
+
+def _print_summary(summary: Dict[str, Any]) -> None:
+    perf = summary["perf"]
+    s = perf.summary
+    before, after = summary["nodes"]
+    fired = ", ".join(f"{name} x{count}" for name, count in summary["fired"]) or "none"
+    cpu_rows = [r for r in perf.rows if r.get("Target") == "CPU"]
+    print("== npuc convert summary")
+    print(f"graph:      {before} -> {after} nodes; passes fired: {fired}")
+    print(f"placement:  {s['npu_tasks']} NPU tasks, {s['cpu_ops']} CPU ops, {s['handovers']} NPU<->CPU hand-overs")
+    for r in cpu_rows:
+        print(f"  CPU: {r.get('FullName')} ({r.get('OpType')}): {r.get('Reason', 'not supported by the NPU')}")
+    print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
+    print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
+
+
+def _parse_floats(text: str) -> List[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid list '{text}': expected comma-separated numbers like 0,0,0")
+
+
+def _parse_op_target(items: Sequence[str]) -> Dict[str, str]:
+    targets = {}
+    for item in items:
+        name, sep, where = item.partition("=")
+        if not sep or where not in ("cpu", "npu") or not name:
+            raise ConfigFileError(f"--op-target '{item}': expected NAME_OR_OPTYPE=cpu or =npu")
+        targets[name] = where
+    return targets
+
+
+def _job_from_flags(args: argparse.Namespace) -> ConvertJob:
+    if not args.output:
+        raise ConfigFileError("-o/--output is required (the .npub file to write)")
+    config: Dict[str, Any] = {}
+    if args.algorithm:
+        config["quantized_algorithm"] = args.algorithm
+    if args.method:
+        config["quantized_method"] = args.method
+    if args.mean:
+        config["mean_values"] = [args.mean]
+    if args.std:
+        config["std_values"] = [args.std]
+    if args.op_target:
+        config["op_target"] = _parse_op_target(args.op_target)
+    if args.optimization_level is not None:
+        config["optimization_level"] = args.optimization_level
+    if args.quantize and not args.dataset:
+        raise ConfigFileError("--quantize needs --dataset (a dataset.txt listing calibration samples)")
+    return ConvertJob(model=args.model, soc=args.target, output=args.output, quantize=args.quantize,
+                      dataset=args.dataset, inputs=args.input_name, input_size_list=args.input_size,
+                      outputs=args.output_name, config=config, verify=args.verify)
+
+
+#: Keys of an rknn_convert-style YAML ``models`` entry, and of its ``subgraphs``.
+YAML_MODEL_KEYS = ("name", "platform", "model_file_path", "subgraphs", "quantize", "dataset", "configs")
+YAML_SUBGRAPH_KEYS = ("input_size_list", "inputs", "outputs")
+
+
+def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
+    import yaml
+
+    from npuc.toolkit import CONFIG_KEYS
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise ConfigFileError(f"cannot read config '{path}': {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigFileError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(doc, dict) or "models" not in doc:
+        raise ConfigFileError(f"{path}: expected a top-level 'models' entry")
+    entries = doc["models"] if isinstance(doc["models"], list) else [doc["models"]]
+    base = Path(path).resolve().parent
+    jobs = []
+    for i, entry in enumerate(entries):
+        where = f"{path}: models[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigFileError(f"{where}: expected a mapping")
+        unknown = sorted(set(entry) - set(YAML_MODEL_KEYS))
+        if unknown:
+            raise ConfigFileError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(YAML_MODEL_KEYS)}")
+        for required in ("name", "model_file_path"):
+            if required not in entry:
+                raise ConfigFileError(f"{where}: missing '{required}'")
+        if entry.get("platform", "onnx") != "onnx":
+            raise ConfigFileError(f"{where}: platform '{entry['platform']}' is not supported (only onnx)")
+        sub = entry.get("subgraphs") or {}
+        unknown = sorted(set(sub) - set(YAML_SUBGRAPH_KEYS))
+        if unknown:
+            raise ConfigFileError(f"{where}.subgraphs: unknown key(s) {', '.join(unknown)}; "
+                                  f"valid keys: {', '.join(YAML_SUBGRAPH_KEYS)}")
+        configs = dict(entry.get("configs") or {})
+        unknown = sorted(set(configs) - set(CONFIG_KEYS))
+        if unknown:
+            raise ConfigFileError(f"{where}.configs: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(CONFIG_KEYS)}")
+        for key in ("mean_values", "std_values"):  # rknn_convert writes one list for a one-input model
+            if key in configs and configs[key] and not isinstance(configs[key][0], (list, tuple)):
+                configs[key] = [configs[key]]
+        configs.pop("target_platform", None)
+        dataset = entry.get("dataset")
+        jobs.append(ConvertJob(
+            model=str(base / entry["model_file_path"]), soc=soc,
+            output=str(Path(out_dir) / f"{entry['name']}.npub"), quantize=bool(entry.get("quantize", False)),
+            dataset=str(base / dataset) if dataset else None, inputs=list(sub.get("inputs") or []),
+            input_size_list=[list(map(int, s)) for s in sub.get("input_size_list") or []],
+            outputs=list(sub.get("outputs") or []), config=configs))
+    return jobs
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    if bool(args.model) == bool(args.config_file):
+        raise ConfigFileError("give either MODEL.onnx or -i CONFIG.yml")
+    jobs = (_jobs_from_yaml(args.config_file, args.target, args.output or ".") if args.config_file
+            else [_job_from_flags(args)])
+    for job in jobs:
+        if not os.path.isfile(job.model):
+            raise ConfigFileError(f"model file '{job.model}' does not exist")
+        _print_summary(run_convert(job, quiet=not args.verbose))
+    return 0
+
+
+def cmd_perf(args: argparse.Namespace) -> int:
+    import npuc
+    from npuc.perf import eval_perf
+
+    if not os.path.isfile(args.model):
+        raise ConfigFileError(f"model file '{args.model}' does not exist")
+    if args.model.endswith(".npub"):
+        model, meta = npuc._npuc.load_blob(args.model)
+        soc = args.soc or meta["soc"]
+        dtype = "fp16" if meta["options"].get("quantized") == "False" else "int8"
+        optimize = False
+    else:
+        model, soc, dtype, optimize = npuc.Model.load(args.model), args.soc or "rk3588", args.dtype, True
+    if args.compare_socs:
+        print(f"{'SoC':<10}{'time (us)':>12}{'FPS':>10}{'NPU tasks':>11}{'CPU ops':>9}{'DDR KB':>10}")
+        for name in npuc._npuc.soc_names():
+            try:
+                s = eval_perf(model, name, dtype=dtype, optimize=optimize).summary
+            except npuc.NpucError as e:  # e.g. an SoC without fp16: say so, keep comparing
+                print(f"{name:<10}  n/a: {e}")
+                continue
+            print(f"{name:<10}{s['total_time_us']:>12.1f}{s['fps']:>10.1f}{s['npu_tasks']:>11}{s['cpu_ops']:>9}"
+                  f"{s['ddr_bytes_per_frame'] / 1024:>10.1f}")
+        return 0
+    report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
+    print(report)
+    if args.csv:
+        report.to_csv(args.csv)
+    if args.json:
+        report.to_json(args.json)
+    if args.plot:
+        report.plot(args.plot)
+    return 0
+
+
+def cmd_socs(args: argparse.Namespace) -> int:
+    import npuc
+
+    print(f"{'SoC':<10}{'aliases':<12}{'NPU cores':>10}{'clock MHz':>11}{'INT8 TOPS':>11}{'buffer KiB':>12}  dtypes")
+    for name in npuc._npuc.soc_names():
+        p = npuc._npuc.soc_profile(name)
+        print(f"{p['name']:<10}{','.join(p['aliases']) or '-':<12}{p['npu_cores']:>10}{p['clock_mhz']:>11}"
+              f"{p['peak_tops'].get('int8', 0):>11.2f}{p['onchip_buffer_bytes'] // 1024:>12}  {', '.join(p['dtypes'])}")
+    return 0
+
+
+def add_commands(sub: Any, add_model_args: Any) -> None:
+    """Adds convert, perf and socs to the ``npuc`` sub-command parser."""
+    p = sub.add_parser("convert", help="compile an ONNX model into a .npub blob",
+                       description="Optimizes, (optionally) quantizes and compiles an ONNX model for an SoC "
+                       "and writes the .npub blob, then prints a one-screen summary. Either "
+                       "`npuc convert MODEL.onnx -t SOC -o OUT.npub [options]` or "
+                       "`npuc convert -i model_config.yml -t SOC -o OUTDIR` (rknn_convert's YAML).")
+    p.add_argument("model", nargs="?", help="the .onnx model (omit with -i)")
+    p.add_argument("-i", "--config-file", metavar="YAML", help="rknn_convert-style YAML config")
+    p.add_argument("-t", "--target", required=True, metavar="SOC", help="target SoC, e.g. rk3588 (see `npuc socs`)")
+    p.add_argument("-o", "--output", metavar="PATH", help="the .npub to write (a folder with -i)")
+    p.add_argument("--quantize", action="store_true", help="INT8 quantization (needs --dataset)")
+    p.add_argument("--dataset", metavar="TXT", help="dataset.txt: one calibration sample per line")
+    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
+    p.add_argument("--method", choices=["channel", "layer"])
+    p.add_argument("--mean", type=_parse_floats, metavar="M,M,M", help="per-channel mean of the input")
+    p.add_argument("--std", type=_parse_floats, metavar="S,S,S", help="per-channel std of the input")
+    p.add_argument("--op-target", action="append", default=[], metavar="NAME=cpu|npu",
+                   help="force a node (by name or op type) onto the CPU or the NPU; repeatable")
+    p.add_argument("--optimization-level", type=int, choices=[0, 1, 2, 3])
+    p.add_argument("--verify", action="store_true", help="check the optimized graph against the original")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
+    p.add_argument("--input-size", type=_shape, action="append", default=[], metavar="SHAPE",
+                   help="full shape of one input (e.g. 1,3,224,224); repeat per input")
+    p.add_argument("--input-name", action="append", default=[], metavar="NAME")
+    p.add_argument("--output-name", action="append", default=[], metavar="NAME")
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("perf", help="simulated per-layer NPU performance (eval_perf)",
+                       description="Prints eval_perf's per-layer table, summary and op ranking for an ONNX "
+                       "model or a .npub blob; --compare-socs estimates it on every SoC side by side.")
+    p.add_argument("model", help="an .onnx model or a .npub blob")
+    p.add_argument("--soc", help="SoC to cost on (default: the blob's, or rk3588 for ONNX)")
+    p.add_argument("--dtype", default="int8", choices=["int8", "fp16"], help="NPU data type for an ONNX model")
+    p.add_argument("--csv", metavar="FILE")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--plot", metavar="PNG")
+    p.add_argument("--compare-socs", action="store_true")
+    p.set_defaults(func=cmd_perf)
+
+    p = sub.add_parser("socs", help="list the SoC profiles", description="Lists every SoC profile npuc knows.")
+    p.set_defaults(func=cmd_socs)
+
+
+def _shape(text: str) -> List[int]:
+    from npuc.cli import _parse_shape
+
+    return _parse_shape(text)

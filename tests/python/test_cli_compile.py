@@ -1,0 +1,87 @@
+"""npuc convert / perf / socs: good and bad arguments, and the YAML and flag forms agreeing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cli import npuc_cli, user_error
+
+
+def write_yaml(path: Path, model: Path, extra_configs: str = "", extra_model_keys: str = "") -> Path:
+    path.write_text(
+        "models:\n"
+        "  name: conv_relu\n"
+        "  platform: onnx\n"
+        f"  model_file_path: {model.name}\n"
+        "  subgraphs:\n"
+        "    input_size_list:\n"
+        "      - [1, 3, 8, 8]\n"
+        "    inputs: [x]\n"
+        "  quantize: false\n"
+        f"{extra_model_keys}"
+        "  configs:\n"
+        "    optimization_level: 3\n"
+        f"{extra_configs}"
+    )
+    return path
+
+
+def test_socs_lists_every_profile() -> None:
+    r = npuc_cli("socs")
+    assert r.returncode == 0, r.stderr
+    for name in ("rk3588", "rk3576", "rk3566", "rk3562", "rv1106"):
+        assert name in r.stdout
+    assert "rk3568" in r.stdout and "rv1103" in r.stdout  # aliases
+
+
+def test_convert_flag_and_yaml_forms_give_identical_blobs(conv_relu_path: Path, tmp_path: Path) -> None:
+    flag_blob = tmp_path / "flags.npub"
+    r = npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(flag_blob))
+    assert r.returncode == 0, r.stderr
+    for text in ("npuc convert summary", "passes fired", "NPU tasks", "FPS on rk3588", "bytes"):
+        assert text in r.stdout
+    config = write_yaml(tmp_path / "model_config.yml", conv_relu_path)
+    r = npuc_cli("convert", "-i", str(config), "-t", "rk3588", "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "conv_relu.npub").read_bytes() == flag_blob.read_bytes()
+
+
+def test_perf_on_a_blob_and_across_socs(conv_relu_path: Path, tmp_path: Path) -> None:
+    blob = tmp_path / "m.npub"
+    assert npuc_cli("convert", str(conv_relu_path), "-t", "rk3566", "-o", str(blob)).returncode == 0
+    csv = tmp_path / "perf.csv"
+    r = npuc_cli("perf", str(blob), "--csv", str(csv))
+    assert r.returncode == 0, r.stderr
+    assert "rk3566" in r.stdout and "Operator Time Consuming Ranking Table" in r.stdout
+    assert csv.read_text().splitlines()[0].startswith("ID,")
+    r = npuc_cli("perf", str(conv_relu_path), "--compare-socs")
+    assert r.returncode == 0, r.stderr
+    assert all(name in r.stdout for name in ("rk3588", "rk3562", "rv1106"))
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["convert", "missing.onnx", "-t", "rk3588", "-o", "x.npub"], "does not exist"),
+        (["convert", "{model}", "-t", "rk9999", "-o", "x.npub"], "rk9999"),
+        (["convert", "{model}", "-t", "rk3588", "-o", "x.npub", "--quantize"], "--dataset"),
+        (["convert", "{model}", "-t", "rk3588"], "-o/--output"),
+        (["convert", "{model}", "-t", "rk3588", "-o", "x.npub", "--op-target", "conv"], "NAME_OR_OPTYPE"),
+        (["perf", "missing.npub"], "does not exist"),
+    ],
+)
+def test_bad_arguments_are_user_errors(conv_relu_path: Path, tmp_path: Path, args: list, needle: str) -> None:
+    args = [a.replace("{model}", str(conv_relu_path)) for a in args]
+    args = [str(tmp_path / a) if a.endswith(".npub") else a for a in args]
+    user_error(npuc_cli(*args), needle)
+
+
+def test_bad_yaml_keys_are_named(conv_relu_path: Path, tmp_path: Path) -> None:
+    bad_config = write_yaml(tmp_path / "a.yml", conv_relu_path, extra_configs="    quantised_algo: normal\n")
+    user_error(npuc_cli("convert", "-i", str(bad_config), "-t", "rk3588", "-o", str(tmp_path)), "quantised_algo")
+    bad_model_key = write_yaml(tmp_path / "b.yml", conv_relu_path, extra_model_keys="  modle_path: x\n")
+    user_error(npuc_cli("convert", "-i", str(bad_model_key), "-t", "rk3588", "-o", str(tmp_path)), "modle_path")
+    (tmp_path / "c.yml").write_text("models: [unclosed\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "c.yml"), "-t", "rk3588", "-o", str(tmp_path)), "YAML")

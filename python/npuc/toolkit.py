@@ -251,11 +251,19 @@ class Toolkit:
         return 0
 
     def _quantize(self, dataset: Optional[Any], auto_hybrid: bool) -> None:
-        """INT8 quantization of the optimized graph (the quantization milestone plugs in here)."""
-        raise NpucError(
-            "INT8 quantization is not implemented yet; use build(do_quantization=False) for the "
-            "optimized float model"
-        )
+        """INT8 quantization of the optimized graph; inference() then runs the INT8 simulator."""
+        from npuc.quantize import build_for_toolkit
+
+        if auto_hybrid:
+            self._log.warning("build(auto_hybrid=True) is not implemented yet: quantizing every layer to INT8")
+        quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log)
+        # Tied to the model it was built from, so a later load/build/release makes it stale.
+        self._quantized = (self._model, quantized)
+
+    def _simulator(self) -> Optional[Any]:
+        """The INT8 simulator of the current model when build() quantized it, else None."""
+        built = getattr(self, "_quantized", None)
+        return built[1] if built is not None and built[0] is self._model else None
 
     def export_blob(self, export_path: Union[str, os.PathLike]) -> int:
         """Writes the built model as a ``.npub`` blob (RKNN ``export_rknn``).
@@ -365,7 +373,7 @@ class Toolkit:
             InputError: wrong number of inputs, or an input of the wrong shape or dtype (named).
             NpucError: no model loaded.
         """
-        runtime = self._ensure_runtime()
+        runtime = self._simulator() or self._ensure_runtime()  # INT8 simulator after a quantized build
         expected = runtime.inputs
         arrays = _as_input_list(inputs, len(expected))
         formats = _per_input("data_format", data_format, len(arrays), "nchw")

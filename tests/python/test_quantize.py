@@ -154,3 +154,24 @@ def test_quantize_from_dataset_txt(tmp_path: Path) -> None:
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     fp32 = npuc.Runtime(model).run([x])[0]
     assert cosine_similarity(fp32, quantized.run([x])[0]) > 0.99
+
+
+def test_toolkit_build_quantizes_and_inference_runs_the_simulator(tmp_path: Path) -> None:
+    model_path = tmp_path / "conv_relu.onnx"
+    model_path.write_bytes(conv_relu_model().SerializeToString())
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(4):
+        np.save(tmp_path / f"s{i}.npy", rng.uniform(0, 255, (1, 3, 8, 8)).astype(np.float32))
+        lines.append(f"s{i}.npy")
+    dataset = _write_dataset(tmp_path, lines)
+    x = rng.uniform(0, 255, (1, 3, 8, 8)).astype(np.float32)
+    with npuc.Toolkit() as tk:
+        tk.config(mean_values=[[128, 128, 128]], std_values=[[64, 64, 64]], quantized_algorithm="mmse")
+        tk.load_onnx(model=str(model_path))
+        fp32 = tk.inference(inputs=[x])[0]
+        assert tk.build(do_quantization=True, dataset=str(dataset)) == 0
+        int8 = tk.inference(inputs=[x])[0]
+    # The simulator's outputs are on the int8 grid: far fewer distinct values than FP32 has.
+    assert len(np.unique(int8)) < len(np.unique(fp32))
+    assert cosine_similarity(fp32, int8) > 0.99

@@ -18,6 +18,7 @@ std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseActivationsPass();
 std::unique_ptr<Pass> createFuseGluPass();
 std::unique_ptr<Pass> createTransposeReorderPass();
+std::unique_ptr<Pass> createAlignChannelsPass();  // target-specific: rk3588 int8 (align_channels.h)
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -35,6 +36,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fuse_activations", createFuseActivationsPass},
       {"fuse_glu", createFuseGluPass},
       {"transpose_reorder", createTransposeReorderPass},
+      {"align_channels", createAlignChannelsPass},
   };
   return kPasses;
 }

@@ -134,7 +134,8 @@ TEST_P(PassAlignChannelsChain, ForcedPaddingKeepsResults) {
 TEST_P(PassAlignChannelsChain, CostDrivenPaddingKeepsResults) {
   const ChainCase c = GetParam();
   auto g = randomChain(c.seed, 5);
-  alignChecked(*g, c.soc);
+  // Every inner Conv -> act -> Conv link gains two aligned layers for at most one Slice.
+  EXPECT_GT(alignChecked(*g, c.soc), 0u);
   expectSlicesOnlyAtBoundaries(*g, {"Flatten"});
 }
 

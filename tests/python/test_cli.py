@@ -17,10 +17,6 @@ from conftest import conv_relu_model, conv_relu_reference
 PACKAGE_PARENT = str(Path(npuc.__file__).resolve().parent.parent)
 
 
-# The demo's flags while INT8 quantization is not wired into build() yet.
-DEMO_FLAGS = ["--no-quantize"]
-
-
 def npuc_cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "npuc", *args], capture_output=True, text=True, env=env, timeout=120)
@@ -94,9 +90,10 @@ def test_wrong_input_shape_is_a_user_error(conv_relu_path: Path, tmp_path: Path)
 
 
 def test_demo_runs_the_main_job(tmp_path: Path) -> None:
-    r = npuc_cli("demo", "--out", str(tmp_path), *DEMO_FLAGS)
+    r = npuc_cli("demo", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-    for text in ("graph optimization (level 3)", "Operator Time Consuming Ranking Table", "cosine vs FP32"):
+    for text in ("graph optimization (level 3)", "INT8 quantization", "Operator Time Consuming Ranking Table",
+                 "cosine vs FP32"):
         assert text in r.stdout
     for name in ("demo_shufflenet.onnx", "demo_shufflenet.npub", "perf.png", "calibration/dataset.txt"):
         assert (tmp_path / name).is_file(), name

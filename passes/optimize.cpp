@@ -9,7 +9,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
       {"rewrite",
        {"fold_batchnorm", "merge_reshapes", "compose_transposes", "merge_slices",
         "common_subexpression_elimination", "extract_common_factor", "canonicalize"}},
-      {"fuse", {"fuse_layernorm", "fuse_activations", "fuse_glu", "transpose_reorder"}},
+      {"fuse",
+       {"fuse_layernorm", "fuse_activations", "fuse_glu", "transpose_reorder", "channel_shuffle_to_conv",
+        "fold_focus"}},
       {"cleanup", {"dead_code_elimination"}},
   };
   return kPipeline;

@@ -19,6 +19,8 @@ std::unique_ptr<Pass> createFuseActivationsPass();
 std::unique_ptr<Pass> createFuseGluPass();
 std::unique_ptr<Pass> createTransposeReorderPass();
 std::unique_ptr<Pass> createAlignChannelsPass();  // target-specific: rk3588 int8 (align_channels.h)
+std::unique_ptr<Pass> createChannelShuffleToConvPass();
+std::unique_ptr<Pass> createFoldFocusPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -37,6 +39,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fuse_glu", createFuseGluPass},
       {"transpose_reorder", createTransposeReorderPass},
       {"align_channels", createAlignChannelsPass},
+      {"channel_shuffle_to_conv", createChannelShuffleToConvPass},
+      {"fold_focus", createFoldFocusPass},
   };
   return kPasses;
 }

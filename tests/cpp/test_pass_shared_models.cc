@@ -1,6 +1,8 @@
 // The fusion passes on real exporter output (shared/models): after import + optimize() every
 // decomposed LayerNorm / GELU / SiLU / GLU is one op, and the optimized graph still matches ONNX
 // Runtime's reference output within 1e-3 relative. Skipped when the shared folder is absent.
+#include <iostream>
+#include <map>
 #include <memory>
 
 #include "frontend/onnx_import.h"
@@ -81,6 +83,39 @@ TEST_F(PassSharedModels, ConvTransposeClipHasTheClipRightAfterTheConv) {
   ASSERT_TRUE(clip->input(0)->producer());
   EXPECT_EQ(clip->input(0)->producer()->opType(), "Conv");
   EXPECT_EQ(countOps(*g, "Transpose"), 1u);
+}
+
+// "Op: count" per op type, for the before/after histograms the shuffle test prints.
+std::string opHistogram(const Graph& g) {
+  std::map<std::string, size_t> counts;
+  for (const Node* n : g.nodes()) ++counts[n->opType()];
+  std::string text;
+  for (const auto& [op, n] : counts) text += op + ":" + std::to_string(n) + " ";
+  return text;
+}
+
+TEST_F(PassSharedModels, ShuffleNetHasNoChannelShuffleLeft) {
+  auto imported = importOnnxFile((dir_ / "shufflenet_v2_x0_5.onnx").string());
+  auto g = optimizedAndChecked("shufflenet_v2_x0_5");
+  ASSERT_TRUE(g);
+  std::cout << "shufflenet_v2_x0_5 imported:  " << opHistogram(*imported) << "\n"
+            << "shufflenet_v2_x0_5 optimized: " << opHistogram(*g) << "\n";
+  EXPECT_EQ(report_.changesBy("channel_shuffle_to_conv"), 16u) << report_.toText();
+  for (const Node* n : g->nodes()) {
+    EXPECT_FALSE(n->opType() == "Transpose" && n->output()->rank() == 5) << "5-D Transpose " << n->name();
+    EXPECT_FALSE(n->opType() == "Reshape" && n->output()->rank() == 5) << "5-D Reshape " << n->name();
+  }
+}
+
+TEST_F(PassSharedModels, YoloFocusBecomesOneStrideTwoConv) {
+  auto g = optimizedAndChecked("yolo_focus");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(report_.changesBy("fold_focus"), 1u) << report_.toText();
+  for (const char* op : {"Slice", "Concat", "SpaceToDepth"}) EXPECT_EQ(countOps(*g, op), 0u) << op;
+  const Node* first = g->firstNode();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->opType(), "Conv");
+  EXPECT_EQ(first->attrs().ints("strides"), (std::vector<int64_t>{2, 2}));
 }
 
 TEST_F(PassSharedModels, EveryModelStillMatchesItsReference) {

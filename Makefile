@@ -41,8 +41,11 @@ test-python:
 test-conformance:
 	$(PYTHON) tests/conformance/run_conformance.py
 
+# Each benchmark prints ratios against a peer (or a published figure) measured in the same run.
 bench: bench-deps build
-	$(PYTHON) bench/host_fp32.py
+	cd bench && OMP_NUM_THREADS=1 $(PYTHON) host_fp32.py
+	cd bench && $(PYTHON) passes.py
+	cd bench && $(PYTHON) perf_calibration.py
 
 clean:
 	rm -rf $(BUILD)

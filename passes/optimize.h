@@ -3,6 +3,8 @@
 //   fold       constant_folding                   (everything computable at compile time)
 //   rewrite    fold_batchnorm, merge_reshapes, compose_transposes, merge_slices,
 //              common_subexpression_elimination, extract_common_factor, canonicalize
+//   fuse       fuse_layernorm, fuse_activations, fuse_glu, transpose_reorder, channel_shuffle_to_conv,
+//              fold_focus (NPU-oriented fusions; numerics-changing ones run at level 3 only)
 //   cleanup    dead_code_elimination
 // each stage to its own fixed point, and the whole list again until nothing changes.
 #pragma once

@@ -243,6 +243,30 @@ TEST(QuantSimOps, ConcatAndDataMovementMoveBytes) {
   EXPECT_LE(errorInSteps(b.graph(), q, samples[0]), 1.5);
 }
 
+TEST(QuantSimOps, ActivationMatMulSplitAndNearestResize) {
+  GraphBuilder b;
+  Value* x = b.input("x", {2, 4, 6});
+  Node* split = b.node("Split", {x, b.int64s({3, 3})}, attrs({{"axis", int64_t{2}}}), "split", 2);
+  Value* a = split->output(0);  // [2,4,3]
+  Value* t =
+      b.op("Transpose", {split->output(1)}, attrs({{"perm", std::vector<int64_t>{0, 2, 1}}}));  // [2,3,4]
+  Value* mm = b.op("MatMul", {a, t});                                                           // [2,4,4]
+  Value* up = b.op("Resize",
+                   {b.op("Unsqueeze", {mm, b.int64s({0})}), nullptr,
+                    b.constant(Tensor::fromVector<float>({1, 1, 2, 2}))},
+                   attrs({{"mode", std::string("nearest")}}));
+  b.output(up);
+  const std::vector<Tensor> samples = samplesOf({2, 4, 6}, 8, 51);
+  const Quantized q = quantizeGraph(b.graph(), samples);
+  const std::string plan = q.sim->describe();
+  EXPECT_NE(plan.find("MatMul -> int8 matmul(activations)"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("Resize -> int8 shared-scale"), std::string::npos) << plan;
+  EXPECT_EQ(q.plan.at(a->name()).scales, q.plan.at("x").scales);
+  EXPECT_EQ(q.plan.at(up->name()).scales, q.plan.at(mm->name()).scales);
+  // Two rounded inputs of K = 3 products: each term errs by up to half a step of either factor.
+  EXPECT_LE(errorInSteps(b.graph(), q, samples[2]), 3.0) << plan;
+}
+
 TEST(QuantSimOps, ConvReluFusedClampsAndReferencePathMatchesFast) {
   GraphBuilder b;
   Value* x = b.input("x", {1, 3, 8, 8});

@@ -26,7 +26,8 @@
 //
 // Numerics: a folded Conv sums its input channels in a different order, and a permutation Conv
 // multiplies the other channels by 0 (an inf or NaN in one of them would poison the result), so
-// the rewrite may change the last bits: level 3.
+// the rewrite may change the last bits: level 3. When every consumer becomes a strided Slice the
+// rewrite is pure data movement and runs at every level.
 #include <algorithm>
 #include <numeric>
 
@@ -305,6 +306,7 @@ class ChannelShuffleRewriter {
   Value* permuted_ = nullptr;
 };
 
+// The general rewrite: every consumer takes its cheapest form (file header). Level 3.
 class ChannelShuffleToConv : public RewritePattern {
  public:
   ChannelShuffleToConv()
@@ -328,6 +330,31 @@ class ChannelShuffleToConv : public RewritePattern {
   }
 };
 
+// The bit-exact special case, so it runs at every level: each consumer is a channel Slice that
+// becomes a strided Slice of the unshuffled tensor. Quiet: the general pattern reports refusals.
+class ChannelShuffleToStridedSlices : public RewritePattern {
+ public:
+  ChannelShuffleToStridedSlices() : RewritePattern("channel_shuffle_to_strided_slices", {"Reshape"}) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Node* transpose = fusion::producerIs(root.input(0), "Transpose");
+    Node* split = transpose ? fusion::producerIs(transpose->input(0), "Reshape") : nullptr;
+    Value* y = root.output();
+    if (!split || !m::interiorUseProblem(*transpose->output()).empty() ||
+        !m::interiorUseProblem(*split->output()).empty() || y->isGraphOutput() || !y->hasUses())
+      return failure();
+    Shuffle s;
+    if (!describeShuffle(root, *split, *transpose, s).empty()) return failure();
+    std::vector<ConsumerPlan> plans;
+    for (const Use& u : y->uses()) {
+      plans.push_back(planFor(u, *y, s));
+      if (plans.back().plan != Plan::kStridedSlice) return failure();
+    }
+    ChannelShuffleRewriter(root, s, rw).apply(plans);
+    return success();
+  }
+};
+
 class ChannelShuffleToConvPass : public PatternPass {
  public:
   const char* name() const override { return "channel_shuffle_to_conv"; }
@@ -335,10 +362,12 @@ class ChannelShuffleToConvPass : public PatternPass {
     return "Reshape-Transpose-Reshape channel shuffle -> folded into Conv weights, strided Slices or a 1x1 "
            "Conv";
   }
-  bool changesNumerics() const override { return true; }
 
  protected:
-  void populate(PatternSet& p) const override { p.add<ChannelShuffleToConv>(); }
+  void populate(PatternSet& p) const override {
+    p.add<ChannelShuffleToStridedSlices>();
+    p.add<ChannelShuffleToConv>();
+  }
 };
 
 }  // namespace

@@ -84,6 +84,7 @@ const char* quantOpKindName(QuantOpKind k) {
     case QuantOpKind::SharedScale: return "shared-scale";
     case QuantOpKind::ClampActivation: return "clamp";
     case QuantOpKind::GlobalAveragePool: return "global-average-pool";
+    case QuantOpKind::AveragePool: return "average-pool";
     case QuantOpKind::Lut: return "lut";
     case QuantOpKind::Float16: return "fp16";
   }
@@ -122,6 +123,12 @@ QuantOpKind classifyForInt8(const Node& n) {
     return QuantOpKind::ClampActivation;
   }
   if (op == "GlobalAveragePool") return QuantOpKind::GlobalAveragePool;
+  if (op == "AveragePool") {
+    const Attributes& a = n.attrs();
+    const bool simple = a.i("ceil_mode", 0) == 0 && a.s("auto_pad", "NOTSET") == "NOTSET" &&
+                        a.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
+    return simple && hasStaticRank(n.input(0), 4) ? QuantOpKind::AveragePool : QuantOpKind::Float16;
+  }
   return QuantOpKind::Float16;
 }
 

@@ -18,8 +18,9 @@ enum class QuantOpKind {
   SharedScale,      // data movement and MaxPool: output keeps input 0's parameters, bytes move
   ClampActivation,  // Relu / Clip with constant bounds: keeps its input's parameters, clamps
   GlobalAveragePool,
-  Lut,      // Sigmoid, Tanh, SiLU, HardSwish, Gelu, Exp: a 256-entry table
-  Float16,  // no int8 kernel: dequantize, compute in FP16, quantize
+  AveragePool,  // 2-D, explicit pads, floor mode
+  Lut,          // Sigmoid, Tanh, SiLU, HardSwish, Gelu, Exp: a 256-entry table
+  Float16,      // no int8 kernel: dequantize, compute in FP16, quantize
 };
 
 const char* quantOpKindName(QuantOpKind k);

@@ -24,6 +24,7 @@ StepFactory int8Factory(QuantOpKind kind) {
     case QuantOpKind::SharedScale: return makeSharedScaleStep;
     case QuantOpKind::ClampActivation: return makeClampStep;
     case QuantOpKind::GlobalAveragePool: return makeGlobalAveragePoolStep;
+    case QuantOpKind::AveragePool: return makeAveragePoolStep;
     case QuantOpKind::Lut: return makeLutStep;
     case QuantOpKind::NonFloat: return makePlainStep;
     case QuantOpKind::Float16: return makeFloat16Step;

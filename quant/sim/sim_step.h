@@ -70,6 +70,7 @@ std::unique_ptr<SimStep> makeMulStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeConcatStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeClampStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeGlobalAveragePoolStep(const StepContext& ctx);
+std::unique_ptr<SimStep> makeAveragePoolStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx);
 
 }  // namespace npuc::quant

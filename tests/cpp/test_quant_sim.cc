@@ -195,6 +195,17 @@ TEST(QuantSimOps, SingleMacOpsWithinTwoSteps) {
     b.output(b.op("GlobalAveragePool", {x}));
     expectWithinSteps(b.graph(), {1, 4, 6, 6}, 1.0);
   }
+  for (int64_t include_pad : {0, 1}) {
+    GraphBuilder b;
+    Value* x = b.input("x", {1, 2, 7, 7});
+    b.output(b.op("AveragePool", {x},
+                  attrs({{"kernel_shape", std::vector<int64_t>{3, 3}},
+                         {"strides", std::vector<int64_t>{2, 2}},
+                         {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                         {"count_include_pad", include_pad}})));
+    SCOPED_TRACE(include_pad);
+    expectWithinSteps(b.graph(), {1, 2, 7, 7}, 1.0);
+  }
 }
 
 TEST(QuantSimOps, ElementwiseAndTablesWithinTheirRoundingBound) {
@@ -251,10 +262,10 @@ TEST(QuantSimOps, ActivationMatMulSplitAndNearestResize) {
   Value* t =
       b.op("Transpose", {split->output(1)}, attrs({{"perm", std::vector<int64_t>{0, 2, 1}}}));  // [2,3,4]
   Value* mm = b.op("MatMul", {a, t});                                                           // [2,4,4]
-  Value* up = b.op("Resize",
-                   {b.op("Unsqueeze", {mm, b.int64s({0})}), nullptr,
-                    b.constant(Tensor::fromVector<float>({1, 1, 2, 2}))},
-                   attrs({{"mode", std::string("nearest")}}));
+  Value* up = b.op(
+      "Resize",
+      {b.op("Unsqueeze", {mm, b.int64s({0})}), nullptr, b.constant(Tensor::fromVector<float>({1, 1, 2, 2}))},
+      attrs({{"mode", std::string("nearest")}}));
   b.output(up);
   const std::vector<Tensor> samples = samplesOf({2, 4, 6}, 8, 51);
   const Quantized q = quantizeGraph(b.graph(), samples);

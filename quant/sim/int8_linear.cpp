@@ -89,4 +89,57 @@ void int8BatchMatMulReference(const Int8BatchMatMulParams& p, const int8_t* a, c
   }
 }
 
+void validateInt8BatchMatMul(const Int8BatchMatMulParams& p, const std::string& what) {
+  // The centred products are at most 255^2; the int32 accumulator holds K of them.
+  constexpr int64_t kMaxCentredProduct = 255 * 255;
+  if (p.k * kMaxCentredProduct > kInt32Max) {
+    throw ConfigError(what + ": reduction of " + std::to_string(p.k) +
+                      " terms could overflow the int32 accumulator; split the MatMul");
+  }
+}
+
+size_t int8BatchMatMulWorkspaceBytes(const Int8BatchMatMulParams& p) {
+  // B transposed [N, K] as int16, one A row as int16, column sums of B and one accumulator row.
+  return static_cast<size_t>(p.n * p.k + p.k) * sizeof(int16_t) +
+         static_cast<size_t>(2 * p.n) * sizeof(int32_t);
+}
+
+void int8BatchMatMulFast(const Int8BatchMatMulParams& p, const int8_t* a, const int8_t* b, int8_t* y,
+                         void* workspace) {
+  int16_t* bt = static_cast<int16_t*>(workspace);
+  int16_t* row = bt + p.n * p.k;
+  int32_t* col_sums = reinterpret_cast<int32_t*>(row + p.k);
+  int32_t* acc = col_sums + p.n;
+  const int64_t constant = p.k * int64_t{p.zero_point_a} * p.zero_point_b;
+  for (int64_t bi = 0; bi < p.batch; ++bi) {
+    const int8_t* bb = b + bi * p.k * p.n;
+    for (int64_t j = 0; j < p.n; ++j) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < p.k; ++k) {
+        bt[j * p.k + k] = bb[k * p.n + j];
+        sum += bb[k * p.n + j];
+      }
+      col_sums[j] = sum;
+    }
+    for (int64_t i = 0; i < p.m; ++i) {
+      const int8_t* ar = a + (bi * p.m + i) * p.k;
+      int32_t row_sum = 0;
+      for (int64_t k = 0; k < p.k; ++k) {
+        row[k] = ar[k];
+        row_sum += ar[k];
+      }
+      for (int64_t j = 0; j < p.n; ++j) {
+        const int16_t* br = bt + j * p.k;
+        int32_t partial = 0;  // |q_a q_b| <= 2^14 per term: exact for K < 2^17 (checked by validate)
+        for (int64_t k = 0; k < p.k; ++k) partial += int32_t{row[k]} * br[k];
+        // In int64: the expanded terms are individually larger than the centred result.
+        const int64_t dot = int64_t{partial} - int64_t{p.zero_point_b} * row_sum -
+                            int64_t{p.zero_point_a} * col_sums[j] + constant;
+        acc[j] = saturateToInt32(dot);
+      }
+      requantizeToInt8Batch(acc, p.n, p.multiplier, p.output_zero_point, y + (bi * p.m + i) * p.n);
+    }
+  }
+}
+
 }  // namespace npuc::quant

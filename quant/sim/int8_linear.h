@@ -49,5 +49,14 @@ struct Int8BatchMatMulParams {
   int32_t output_zero_point = 0;
 };
 void int8BatchMatMulReference(const Int8BatchMatMulParams& p, const int8_t* a, const int8_t* b, int8_t* y);
+// Fast form, bit-identical: the zero points are expanded,
+//   sum (q_a - z_a)(q_b - z_b) = sum q_a q_b - z_b sum_k q_a - z_a sum_k q_b + K z_a z_b,
+// B is transposed once per batch so every dot product runs over contiguous int16 rows.
+// Needs int8BatchMatMulWorkspaceBytes(p) bytes of scratch.
+// Throws ConfigError naming `what` when K centred products could overflow int32.
+void validateInt8BatchMatMul(const Int8BatchMatMulParams& p, const std::string& what);
+size_t int8BatchMatMulWorkspaceBytes(const Int8BatchMatMulParams& p);
+void int8BatchMatMulFast(const Int8BatchMatMulParams& p, const int8_t* a, const int8_t* b, int8_t* y,
+                         void* workspace);
 
 }  // namespace npuc::quant

@@ -167,7 +167,7 @@ class LinearStep : public SimStep {
 
 class BatchMatMulStep : public SimStep {
  public:
-  explicit BatchMatMulStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+  explicit BatchMatMulStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), path_(ctx.path) {
     const Node& n = ctx.node;
     const Shape& a = n.input(0)->shape();
     const Shape& b = n.input(1)->shape();
@@ -182,17 +182,25 @@ class BatchMatMulStep : public SimStep {
     p_.zero_point_b = pb.zero_point;
     p_.multiplier = quantizeMultiplier(double{pa.scale} * pb.scale / py.scale, nodeLabel(n).c_str());
     p_.output_zero_point = py.zero_point;
+    validateInt8BatchMatMul(p_, nodeLabel(n));
     output_shape_ = n.output(0)->shape();
     output_params_ = py;
   }
   void run(SimSlots& slots) const override {
     SimValue y{Tensor(DType::Int8, output_shape_), true, output_params_};
-    int8BatchMatMulReference(p_, in(slots, 0).tensor.data<int8_t>(), in(slots, 1).tensor.data<int8_t>(),
-                             y.tensor.data<int8_t>());
+    const int8_t* a = in(slots, 0).tensor.data<int8_t>();
+    const int8_t* b = in(slots, 1).tensor.data<int8_t>();
+    if (path_ == SimPath::Reference) {
+      int8BatchMatMulReference(p_, a, b, y.tensor.data<int8_t>());
+    } else {
+      std::vector<uint8_t> workspace(int8BatchMatMulWorkspaceBytes(p_));
+      int8BatchMatMulFast(p_, a, b, y.tensor.data<int8_t>(), workspace.data());
+    }
     out(slots, 0) = std::move(y);
   }
 
  private:
+  SimPath path_;
   Int8BatchMatMulParams p_;
   Shape output_shape_;
   QuantParams output_params_;

@@ -129,6 +129,31 @@ TEST(QuantSimLinear, ReferenceAndFastAgreeToTheBit) {
   }
 }
 
+TEST(QuantSimBatchMatMul, ReferenceAndFastAgreeToTheBit) {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 100; ++trial) {
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
+    Int8BatchMatMulParams p;
+    p.batch = pick(1, 3);
+    p.m = pick(1, 9);
+    p.k = pick(1, 200);
+    p.n = pick(1, 17);
+    p.zero_point_a = pick(-128, 127);
+    p.zero_point_b = pick(-128, 127);
+    p.output_zero_point = pick(-128, 127);
+    p.multiplier = randomMultipliers(1, gen)[0];
+    validateInt8BatchMatMul(p, "test");
+    const std::vector<int8_t> a = randomInt8(static_cast<size_t>(p.batch * p.m * p.k), gen);
+    const std::vector<int8_t> b = randomInt8(static_cast<size_t>(p.batch * p.k * p.n), gen);
+    std::vector<int8_t> ref(static_cast<size_t>(p.batch * p.m * p.n)), fast(ref.size());
+    int8BatchMatMulReference(p, a.data(), b.data(), ref.data());
+    std::vector<uint8_t> ws(int8BatchMatMulWorkspaceBytes(p));
+    int8BatchMatMulFast(p, a.data(), b.data(), fast.data(), ws.data());
+    ASSERT_EQ(ref, fast) << "trial " << trial << " batch " << p.batch << " [" << p.m << "x" << p.k << "] x ["
+                         << p.k << "x" << p.n << "] za " << p.zero_point_a << " zb " << p.zero_point_b;
+  }
+}
+
 // ---- whole-op checks against the float model
 
 struct Quantized {

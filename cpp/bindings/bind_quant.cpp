@@ -10,6 +10,7 @@
 #include "bindings/model.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
+#include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/quantized_executor.h"
 
 namespace npuc::bindings {
@@ -98,6 +99,29 @@ py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs) {
   return result;
 }
 
+py::list accuracyAnalysis(const PyQuantizedModel& qm, const py::sequence& inputs) {
+  std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
+  std::vector<quant::LayerAccuracy> rows;
+  {
+    py::gil_scoped_release release;
+    rows = quant::analyzeAccuracy(qm.sim(), qm.plan(), tensors);
+  }
+  py::list out;
+  for (const quant::LayerAccuracy& r : rows) {
+    py::dict d;
+    d["value"] = r.value;
+    d["node"] = r.node;
+    d["op_type"] = r.op_type;
+    d["precision"] = r.precision;
+    d["cosine"] = r.metrics.cosine;
+    d["euclidean"] = r.metrics.euclidean;
+    d["sqnr_db"] = r.metrics.sqnr_db;
+    d["max_abs_error"] = r.metrics.max_abs_error;
+    out.append(d);
+  }
+  return out;
+}
+
 py::list ioDicts(const std::vector<Value*>& values) {
   py::list out;
   for (const Value* v : values) {
@@ -146,6 +170,9 @@ void bindQuant(py::module_& m) {
             return out;
           },
           "Value name -> (scale, zero_point) of every per-tensor int8 value.")
+      .def("accuracy_analysis", &accuracyAnalysis, py::arg("inputs"),
+           "Per activation, in graph order: {'value', 'node', 'op_type', 'precision', 'cosine', 'euclidean', "
+           "'sqnr_db', 'max_abs_error'} of the simulator vs the FP32 model on these inputs.")
       .def(
           "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
           "One line per node: the kernel it runs on (int8 ... or fp16).");

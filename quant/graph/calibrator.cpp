@@ -5,10 +5,6 @@
 
 namespace npuc::quant {
 
-namespace {
-
-// The graph with every float activation appended to the outputs (existing outputs first, so the
-// model's own outputs keep their positions).
 std::unique_ptr<Graph> exposeActivations(const Graph& graph) {
   std::unique_ptr<Graph> g = graph.clone();
   for (Node* n : g->nodes()) {
@@ -18,8 +14,6 @@ std::unique_ptr<Graph> exposeActivations(const Graph& graph) {
   }
   return g;
 }
-
-}  // namespace
 
 Calibrator::Calibrator(const Graph& graph) {
   std::unique_ptr<Graph> exposed = exposeActivations(graph);

@@ -18,6 +18,10 @@ class Executor;
 
 namespace npuc::quant {
 
+// A clone of `graph` whose every float node output is also a graph output (the original
+// outputs first, in place), so one FP32 run shows every activation.
+std::unique_ptr<Graph> exposeActivations(const Graph& graph);
+
 class Calibrator {
  public:
   // Compiles a copy of `graph` whose every float intermediate value is also an output.

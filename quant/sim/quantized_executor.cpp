@@ -76,7 +76,10 @@ void QuantizedExecutor::compile() {
     initial_.push_back(std::move(sv));
     return id;
   };
-  for (const Value* v : graph_->inputs()) input_slots_.push_back(slotFor(v));
+  for (const Value* v : graph_->inputs()) {
+    input_slots_.push_back(slotFor(v));
+    if (v->dtype() == DType::Float32) float_values_.emplace_back(v->name(), input_slots_.back());
+  }
 
   for (const Node* n : graph_->nodes()) {
     const QuantOpKind kind = classifyForInt8(*n);
@@ -97,7 +100,10 @@ void QuantizedExecutor::compile() {
       }
       ctx.inputs.push_back(slot);
     }
-    for (const Value* v : n->outputs()) ctx.outputs.push_back(slotFor(v));
+    for (const Value* v : n->outputs()) {
+      ctx.outputs.push_back(slotFor(v));
+      if (v->dtype() == DType::Float32) float_values_.emplace_back(v->name(), ctx.outputs.back());
+    }
     const QuantOpKind effective =
         as_int8 ? kind : (kind == QuantOpKind::NonFloat ? kind : QuantOpKind::Float16);
     steps_.push_back(int8Factory(effective)(ctx));
@@ -125,6 +131,20 @@ void QuantizedExecutor::checkInputs(const std::vector<Tensor>& inputs) const {
 }
 
 std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs) const {
+  const SimSlots slots = execute(inputs);
+  std::vector<Tensor> outputs;
+  for (int slot : output_slots_) outputs.push_back(dequantize(slots[static_cast<size_t>(slot)]));
+  return outputs;
+}
+
+std::map<std::string, Tensor> QuantizedExecutor::runAllValues(const std::vector<Tensor>& inputs) const {
+  const SimSlots slots = execute(inputs);
+  std::map<std::string, Tensor> values;
+  for (const auto& [name, slot] : float_values_) values[name] = dequantize(slots[static_cast<size_t>(slot)]);
+  return values;
+}
+
+SimSlots QuantizedExecutor::execute(const std::vector<Tensor>& inputs) const {
   checkInputs(inputs);
   SimSlots slots = initial_;  // shallow: constant tensors share storage
   const bool int8 = options_.mode == SimMode::Int8;
@@ -140,9 +160,7 @@ std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs) co
     }
   }
   for (const auto& step : steps_) step->run(slots);
-  std::vector<Tensor> outputs;
-  for (int slot : output_slots_) outputs.push_back(dequantize(slots[static_cast<size_t>(slot)]));
-  return outputs;
+  return slots;
 }
 
 std::string QuantizedExecutor::describe() const {

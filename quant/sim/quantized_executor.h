@@ -8,6 +8,7 @@
 //
 // Conv and Gemm/MatMul have a reference loop and a fast path (SimPath) that agree to the bit.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ class QuantizedExecutor {
   // dequantized to float32. Throws InputError naming the input on a count/dtype/shape mismatch.
   // Safe to call from several threads.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // Every float value of the run (graph inputs and node outputs), dequantized, by value name:
+  // what the accuracy analysis compares layer by layer.
+  std::map<std::string, Tensor> runAllValues(const std::vector<Tensor>& inputs) const;
 
   const Graph& graph() const { return *graph_; }
   SimMode mode() const { return options_.mode; }
@@ -46,6 +50,7 @@ class QuantizedExecutor {
  private:
   void compile();
   void checkInputs(const std::vector<Tensor>& inputs) const;
+  SimSlots execute(const std::vector<Tensor>& inputs) const;
 
   std::unique_ptr<Graph> graph_;
   QuantPlan plan_;
@@ -54,6 +59,7 @@ class QuantizedExecutor {
   std::vector<std::unique_ptr<SimStep>> steps_;
   std::vector<std::string> step_kinds_;
   std::vector<int> input_slots_, output_slots_;
+  std::vector<std::pair<std::string, int>> float_values_;  // inputs and node outputs of float type
 };
 
 }  // namespace npuc::quant

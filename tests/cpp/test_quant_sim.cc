@@ -10,6 +10,7 @@
 #include "pass_test_util.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
+#include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/int8_conv.h"
 #include "quant/sim/int8_linear.h"
 #include "quant/sim/quantized_executor.h"
@@ -364,6 +365,27 @@ TEST(QuantSimExecutor, WrongInputIsNamed) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("'image'"), std::string::npos) << e.what();
   }
+}
+
+TEST(QuantSimAccuracy, OneRowPerActivationWithDecreasingSqnrAlongAChain) {
+  GraphBuilder b;
+  Value* x = b.input("x", {1, 3, 8, 8});
+  Value* c1 = b.op("Conv", {x, b.randomConstant({4, 3, 3, 3}, 61), b.randomConstant({4}, 62)},
+                   attrs({{"pads", std::vector<int64_t>{1, 1, 1, 1}}}), "c1");
+  Value* s = b.op("Softmax", {c1}, attrs({{"axis", int64_t{1}}}), "soft");
+  b.output(s);
+  const std::vector<Tensor> samples = samplesOf({1, 3, 8, 8}, 4, 71);
+  const Quantized q = quantizeGraph(b.graph(), samples);
+  const std::vector<LayerAccuracy> rows = analyzeAccuracy(*q.sim, q.plan, {samples[0]});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].precision, "input");
+  EXPECT_EQ(rows[1].node, "c1");
+  EXPECT_EQ(rows[1].precision, "int8");
+  EXPECT_EQ(rows[2].precision, "fp16");
+  // Input rounding alone is ~40 dB for a uniform tensor over its own range (docs section 10).
+  EXPECT_GT(rows[0].metrics.sqnr_db, 35.0);
+  EXPECT_GT(rows[1].metrics.cosine, 0.99);
+  EXPECT_LT(rows[1].metrics.sqnr_db, rows[0].metrics.sqnr_db) << "a quantized conv adds noise to its input's";
 }
 
 }  // namespace

@@ -175,3 +175,13 @@ def test_toolkit_build_quantizes_and_inference_runs_the_simulator(tmp_path: Path
     # The simulator's outputs are on the int8 grid: far fewer distinct values than FP32 has.
     assert len(np.unique(int8)) < len(np.unique(fp32))
     assert cosine_similarity(fp32, int8) > 0.99
+
+
+def test_accuracy_analysis_rows_follow_the_graph() -> None:
+    model = npuc.Model.from_bytes(conv_relu_model().SerializeToString())
+    rng = np.random.default_rng(2)
+    samples = [rng.standard_normal((1, 3, 8, 8)).astype(np.float32) for _ in range(4)]
+    rows = quantize(model, samples).accuracy_analysis([samples[0]])
+    assert [r["precision"] for r in rows] == ["input", "int8 (fused with relu)", "int8"]
+    assert rows[-1]["value"] == "y"
+    assert all(r["cosine"] > 0.99 and np.isfinite(r["sqnr_db"]) for r in rows)

@@ -1,0 +1,70 @@
+#include "quant/sim/accuracy_analysis.h"
+
+#include <map>
+
+#include "quant/graph/calibrator.h"
+#include "quant/graph/op_quant_class.h"
+#include "runtime/executor.h"
+
+namespace npuc::quant {
+
+namespace {
+
+LayerAccuracy compare(const std::string& name, const Tensor& fp32, const Tensor& simulated) {
+  LayerAccuracy row;
+  row.value = name;
+  row.metrics = compareOutputs(fp32.data<float>(), simulated.data<float>(), fp32.numel());
+  return row;
+}
+
+// The Relu/Clip a node's output was fused into (the quantizer's fused-clamp rule): that value
+// then holds the activation's output, so it is compared with the activation's FP32 output.
+const Node* fusedClamp(const Node& producer, const QuantPlan& plan) {
+  const Value* out = producer.output(0);
+  if (!canFuseClamp(classifyForInt8(producer)) || plan.precisionOf(producer.name()) != NodePrecision::Int8 ||
+      out->isGraphOutput() || out->uses().size() != 1 || out->uses()[0].index != 0) {
+    return nullptr;
+  }
+  const Node* user = out->uses()[0].user;
+  const bool int8_clamp = classifyForInt8(*user) == QuantOpKind::ClampActivation &&
+                          plan.precisionOf(user->name()) == NodePrecision::Int8;
+  return int8_clamp ? user : nullptr;
+}
+
+}  // namespace
+
+std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const QuantPlan& plan,
+                                           const std::vector<Tensor>& inputs) {
+  const Graph& graph = sim.graph();
+  std::unique_ptr<Graph> exposed = exposeActivations(graph);
+  ExecutorOptions options;
+  options.host_fusion = false;  // every exposed value stays a plain node output
+  const std::vector<Tensor> fp32 = Executor(*exposed, options).run(inputs);
+  std::map<std::string, const Tensor*> reference;
+  for (size_t i = 0; i < fp32.size(); ++i) reference[exposed->outputs()[i]->name()] = &fp32[i];
+  const std::map<std::string, Tensor> simulated = sim.runAllValues(inputs);
+
+  std::vector<LayerAccuracy> rows;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value* v = graph.inputs()[i];
+    if (v->dtype() != DType::Float32) continue;
+    rows.push_back(compare(v->name(), inputs[i], simulated.at(v->name())));
+    rows.back().precision = "input";
+  }
+  for (const Node* n : graph.nodes()) {
+    for (const Value* v : n->outputs()) {
+      if (!v || v->dtype() != DType::Float32) continue;
+      const Node* clamp = sim.mode() == SimMode::Int8 ? fusedClamp(*n, plan) : nullptr;
+      const std::string& compared_with = clamp ? clamp->output(0)->name() : v->name();
+      rows.push_back(compare(v->name(), *reference.at(compared_with), simulated.at(v->name())));
+      rows.back().node = n->name();
+      rows.back().op_type = n->opType();
+      rows.back().precision =
+          sim.mode() == SimMode::Float16 ? "fp16" : nodePrecisionName(plan.precisionOf(n->name()));
+      if (clamp) rows.back().precision += " (fused with " + clamp->name() + ")";
+    }
+  }
+  return rows;
+}
+
+}  // namespace npuc::quant

@@ -28,7 +28,7 @@ QuantParams constantParams(const Value* v) {
 }
 
 // The only consumer of `v` when it is an int8 Relu/Clip, else null.
-const Node* soleClampConsumer(const Value* v, const QuantPlan& plan, const QuantizerOptions& options) {
+const Node* soleClampConsumer(const Value* v, const QuantizerOptions& options) {
   if (v->isGraphOutput() || v->uses().size() != 1) return nullptr;
   const Node* user = v->uses()[0].user;
   if (v->uses()[0].index != 0 || options.hybrid_layers.count(user->name())) return nullptr;
@@ -116,7 +116,7 @@ class PlanBuilder {
     }
     if (canFuseClamp(kind)) {
       const Value* out = n.output(0);
-      if (const Node* clamp = soleClampConsumer(out, plan_, options_)) {
+      if (const Node* clamp = soleClampConsumer(out, options_)) {
         setCalibrated(out->name(), clamp->output(0)->name());
       }
     }

@@ -13,8 +13,8 @@
 //
 // Per-run state. Primitives are created once in a kernel's constructor with
 // scratchpad_mode::user, so executing them touches no shared mutable state: scratch memory comes
-// from KernelIO::workspace and a fresh dnnl::stream (a cheap handle on the shared engine) is made
-// for each run. oneDNN still needs small dnnl::memory handle objects per execution; those are the
+// from KernelIO::workspace and each calling thread executes on its own dnnl::stream (created on
+// the thread's first execution, see execute()). oneDNN still needs small dnnl::memory handle objects per execution; those are the
 // only allocations a run makes.
 #pragma once
 

@@ -4,11 +4,15 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "bindings/bindings.h"
 #include "bindings/model.h"
+#include "blob/blob.h"
+#include "blob/blob_format.h"
 #include "quant/graph/calibrator.h"
+#include "quant/graph/quant_plan_codec.h"
 #include "quant/graph/quantizer.h"
 #include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/quantized_executor.h"
@@ -122,6 +126,32 @@ py::list accuracyAnalysis(const PyQuantizedModel& qm, const py::sequence& inputs
   return out;
 }
 
+// Writes the quantized model's graph with its plan as a required QUNT section: a reader that
+// cannot apply the plan must refuse the blob rather than run the float graph.
+void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, const std::string& soc,
+                         const std::map<std::string, std::string>& options) {
+  blob::BlobWriteOptions opts;
+  opts.soc = soc;
+  opts.options = options;
+  opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(qm.plan())});
+  py::gil_scoped_release release;
+  blob::writeBlob(qm.sim().graph(), path, opts);
+}
+
+// The simulator of a blob written by exportQuantizedBlob; None for a blob without a QUNT section.
+std::optional<PyQuantizedModel> loadQuantizedBlob(const std::string& path,
+                                                  const std::optional<std::string>& expected_soc) {
+  py::gil_scoped_release release;
+  blob::LoadedBlob b = blob::loadBlob(path, expected_soc);
+  for (const blob::ExtraSection& s : b.extra_sections) {
+    if (s.kind != blob::kSectionQuant) continue;
+    quant::QuantPlan plan = quant::decodeQuantPlan(s.bytes);
+    auto sim = std::make_shared<const QuantizedExecutor>(*b.graph, plan);
+    return PyQuantizedModel(std::move(sim), std::move(plan));
+  }
+  return std::nullopt;
+}
+
 py::list ioDicts(const std::vector<Value*>& values) {
   py::list out;
   for (const Value* v : values) {
@@ -170,6 +200,9 @@ void bindQuant(py::module_& m) {
             return out;
           },
           "Value name -> (scale, zero_point) of every per-tensor int8 value.")
+      .def("export_blob", &exportQuantizedBlob, py::arg("path"), py::arg("soc"),
+           py::arg("options") = std::map<std::string, std::string>{},
+           "Writes the quantized model as a .npub blob: its graph plus the quantization plan (QUNT section).")
       .def("accuracy_analysis", &accuracyAnalysis, py::arg("inputs"),
            "Per activation, in graph order: {'value', 'node', 'op_type', 'precision', 'cosine', 'euclidean', "
            "'sqnr_db', 'max_abs_error'} of the simulator vs the FP32 model on these inputs.")
@@ -177,6 +210,9 @@ void bindQuant(py::module_& m) {
           "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
           "One line per node: the kernel it runs on (int8 ... or fp16).");
 
+  m.def("load_quantized_blob", &loadQuantizedBlob, py::arg("path"), py::arg("expected_soc") = py::none(),
+        "The quantized model stored in a .npub blob (None if the blob holds a float model). Verifies the "
+        "blob like load_blob.");
   py::class_<PyCalibrator>(
       m, "Calibrator", "Streams calibration samples through the FP32 model into per-activation histograms.")
       .def(py::init<const Model&>(), py::arg("model"))

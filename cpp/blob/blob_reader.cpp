@@ -166,15 +166,17 @@ LoadedBlob decodeBlob(const AlignedBuffer& buf, const std::optional<std::string>
   const std::vector<Section> sections = readSectionTable(f, buf.size, origin);
   for (const Section& s : sections) {
     if (isDecodedHere(s.kind)) continue;
-    // The reserved kinds are not decoded by this npuc either: a required one means the blob needs
-    // a runtime that executes it, so it is refused like any unknown required section.
-    if (s.flags & kSectionRequired)
+    // The reserved kinds are not decoded here either: a required one means the blob needs a
+    // runtime that executes it, so it is refused like any unknown required section — except
+    // QUNT, which the quantization layer decodes (quant/graph/quant_plan_codec.h) from
+    // extra_sections; callers that run the graph must apply it (Toolkit.load_blob does).
+    if ((s.flags & kSectionRequired) && s.kind != kSectionQuant)
       fail(origin, "section '" + fourccName(s.kind) + "' at offset " + std::to_string(s.offset) +
                        " is required but " + (isReserved(s.kind) ? "not yet supported by" : "unknown to") +
                        " this npuc (format " + std::to_string(kFormatMajor) + "." +
                        std::to_string(kFormatMinor) + "); upgrade npuc");
-    out.extra_sections.push_back(
-        {s.kind, false, std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});
+    out.extra_sections.push_back({s.kind, (s.flags & kSectionRequired) != 0,
+                                  std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});
   }
   const Section& meta = requireSection(sections, kSectionMeta, origin);
   const Section& graph = requireSection(sections, kSectionGraph, origin);

@@ -284,7 +284,11 @@ class Toolkit:
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError("export_blob needs config(target_platform=...), e.g. 'rk3588'")
-        write_blob(self._model, os.fspath(export_path), soc, self._blob_options())
+        quantized = self._simulator()
+        if quantized is not None:  # the graph plus its quantization plan
+            quantized.export_blob(os.fspath(export_path), soc, self._blob_options())
+        else:
+            write_blob(self._model, os.fspath(export_path), soc, self._blob_options())
         return 0
 
     #: RKNN-Toolkit2 spelling.
@@ -303,10 +307,13 @@ class Toolkit:
         Raises:
             BlobError: corrupt, truncated, newer-format or foreign-SoC blob (named).
         """
-        from npuc._npuc import load_blob
+        from npuc._npuc import load_blob, load_quantized_blob
 
-        model, meta = load_blob(os.fspath(path), self._config.get("target_platform") or None)
+        expected_soc = self._config.get("target_platform") or None
+        model, meta = load_blob(os.fspath(path), expected_soc)
         self._model, self._runtime, self._float_model = model, None, model
+        if "QUNT" in meta["extra_sections"]:  # a quantized build: run it on the INT8 simulator
+            self._quantized = (model, load_quantized_blob(os.fspath(path), expected_soc))
         if not self._config.get("target_platform"):
             self._config["target_platform"] = meta["soc"]
         self._built_float = meta["options"].get("quantized") == "False"

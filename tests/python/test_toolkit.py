@@ -251,3 +251,22 @@ def test_runtime_threads_agree(conv_relu_path: Path) -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_quantized_blob_runs_bit_identically_after_loading(conv_relu_path: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588")
+        tk.load_onnx(model=str(conv_relu_path))
+        shape = tuple(tk.model.inputs[0]["shape"])
+        samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
+        tk.build(do_quantization=True, dataset=samples)
+        x = rng.standard_normal(shape).astype(np.float32)
+        expected = tk.inference(inputs=[x])[0]
+        float_out = npuc.Runtime(tk.model).run([x])[0]
+        assert not np.array_equal(expected, float_out), "the INT8 simulator should differ from FP32"
+        tk.export_blob(tmp_path / "q.npub")
+    with npuc.Toolkit() as tk:
+        tk.load_blob(tmp_path / "q.npub")
+        assert "QUNT" in tk.blob_meta["extra_sections"]
+        np.testing.assert_array_equal(tk.inference(inputs=[x])[0], expected)

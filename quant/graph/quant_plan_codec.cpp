@@ -1,0 +1,95 @@
+#include "quant/graph/quant_plan_codec.h"
+
+#include "blob/byte_io.h"
+
+namespace npuc::quant {
+
+namespace {
+
+// Longest value or node name accepted when decoding (ONNX names are far shorter in practice).
+constexpr size_t kMaxNameBytes = 1 << 16;
+
+uint8_t dtypeCode(QuantDType t) {
+  return static_cast<uint8_t>(t);
+}
+
+QuantDType dtypeFromCode(uint8_t code, const blob::ByteReader& r) {
+  if (code > static_cast<uint8_t>(QuantDType::Float16))
+    r.fail("unknown quantized dtype code " + std::to_string(code));
+  return static_cast<QuantDType>(code);
+}
+
+}  // namespace
+
+std::string encodeQuantPlan(const QuantPlan& plan) {
+  blob::ByteWriter w;
+  w.u32(kQuantPlanCodecVersion);
+  w.u8(plan.weight_granularity == WeightGranularity::PerChannel ? 1 : 0);
+  w.count(plan.tensors.size(), "quantized tensors");
+  for (const auto& [name, q] : plan.tensors) {
+    w.str(name);
+    w.u8(dtypeCode(q.dtype));
+    w.i64(q.axis);
+    w.count(q.scales.size(), "scales");
+    for (float s : q.scales) w.f32(s);
+    w.count(q.zero_points.size(), "zero points");
+    for (int32_t z : q.zero_points) w.i32(z);
+  }
+  w.count(plan.nodes.size(), "node precisions");
+  for (const auto& [name, p] : plan.nodes) {
+    w.str(name);
+    w.u8(p == NodePrecision::Int8 ? 0 : 1);
+  }
+  return w.take();
+}
+
+QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
+  blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
+                     "QUNT section");
+  const uint32_t version = r.u32("quantization plan version");
+  if (version != kQuantPlanCodecVersion) {
+    r.fail("quantization plan version " + std::to_string(version) + " is not supported (expected " +
+           std::to_string(kQuantPlanCodecVersion) + ")");
+  }
+  QuantPlan plan;
+  const uint8_t granularity = r.u8("weight granularity");
+  if (granularity > 1) r.fail("weight granularity code " + std::to_string(granularity) + " is invalid");
+  plan.weight_granularity = granularity ? WeightGranularity::PerChannel : WeightGranularity::PerTensor;
+  // Each tensor entry takes at least: name length (4) + dtype (1) + axis (8) + two counts (8).
+  const uint32_t n_tensors = r.count("quantized tensors", 21);
+  for (uint32_t i = 0; i < n_tensors; ++i) {
+    std::string name = r.str("tensor name", kMaxNameBytes);
+    TensorQuant q;
+    q.dtype = dtypeFromCode(r.u8("tensor dtype"), r);
+    q.axis = r.i64("quantization axis");
+    if (q.axis < -1) r.fail("tensor '" + name + "': axis " + std::to_string(q.axis) + " is invalid");
+    const uint32_t n_scales = r.count("scales", 4);
+    for (uint32_t k = 0; k < n_scales; ++k) {
+      const float s = r.f32("scale");
+      if (!(s > 0.0f) || s != s) r.fail("tensor '" + name + "': scale must be positive and finite");
+      q.scales.push_back(s);
+    }
+    const uint32_t n_zps = r.count("zero points", 4);
+    for (uint32_t k = 0; k < n_zps; ++k) q.zero_points.push_back(r.i32("zero point"));
+    if (q.scales.empty() || q.scales.size() != q.zero_points.size() || (q.axis < 0 && q.scales.size() != 1)) {
+      r.fail("tensor '" + name + "': " + std::to_string(q.scales.size()) + " scales and " +
+             std::to_string(q.zero_points.size()) + " zero points do not describe axis " +
+             std::to_string(q.axis));
+    }
+    if (!plan.tensors.emplace(std::move(name), std::move(q)).second) r.fail("a tensor is listed twice");
+  }
+  const uint32_t n_nodes = r.count("node precisions", 5);
+  for (uint32_t i = 0; i < n_nodes; ++i) {
+    std::string name = r.str("node name", kMaxNameBytes);
+    const uint8_t code = r.u8("node precision");
+    if (code > 1) r.fail("node '" + name + "': precision code " + std::to_string(code) + " is invalid");
+    if (!plan.nodes.emplace(std::move(name), code == 0 ? NodePrecision::Int8 : NodePrecision::Float16)
+             .second) {
+      r.fail("a node is listed twice");
+    }
+  }
+  r.expectEnd();
+  return plan;
+}
+
+}  // namespace npuc::quant

@@ -248,7 +248,15 @@ class Toolkit:
         self._built_float = not do_quantization
         if do_quantization:
             self._quantize(dataset, auto_hybrid)
+        else:
+            self._use_fp16()
         return 0
+
+    def _use_fp16(self) -> None:
+        """A float build runs as the NPU would: weights and every op output rounded to IEEE half."""
+        from npuc.quantize import fp16
+
+        self._quantized = (self._model, fp16(self._model))
 
     def _quantize(self, dataset: Optional[Any], auto_hybrid: bool) -> None:
         """INT8 quantization of the optimized graph; inference() then runs the INT8 simulator."""
@@ -284,7 +292,7 @@ class Toolkit:
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError("export_blob needs config(target_platform=...), e.g. 'rk3588'")
-        quantized = self._simulator()
+        quantized = None if self._built_float else self._simulator()
         if quantized is not None:  # the graph plus its quantization plan
             quantized.export_blob(os.fspath(export_path), soc, self._blob_options())
         else:
@@ -314,6 +322,8 @@ class Toolkit:
         self._model, self._runtime, self._float_model = model, None, model
         if "QUNT" in meta["extra_sections"]:  # a quantized build: run it on the INT8 simulator
             self._quantized = (model, load_quantized_blob(os.fspath(path), expected_soc))
+        elif meta["options"].get("quantized") == "False":  # a float build: the NPU's FP16
+            self._use_fp16()
         if not self._config.get("target_platform"):
             self._config["target_platform"] = meta["soc"]
         self._built_float = meta["options"].get("quantized") == "False"
@@ -363,7 +373,11 @@ class Toolkit:
         data_format: Optional[Union[str, Sequence[str]]] = None,
         inputs_pass_through: Optional[Sequence[int]] = None,
     ) -> List[np.ndarray]:
-        """Runs the model on the FP32 host path (RKNN-Toolkit2 ``inference``).
+        """Runs the model (RKNN-Toolkit2 ``inference``).
+
+        Before ``build()`` (or after ``load_onnx`` alone) it runs on the FP32 host runtime; after
+        ``build()`` or ``load_blob`` it runs on the bit-exact NPU simulator: INT8 for a quantized
+        build, FP16 (weights and every op output rounded to half) for ``do_quantization=False``.
 
         Args:
             inputs: one array per model input, in order (a single array for a one-input model).
@@ -380,7 +394,7 @@ class Toolkit:
             InputError: wrong number of inputs, or an input of the wrong shape or dtype (named).
             NpucError: no model loaded.
         """
-        runtime = self._simulator() or self._ensure_runtime()  # INT8 simulator after a quantized build
+        runtime = self._simulator() or self._ensure_runtime()  # the NPU simulator once built
         expected = runtime.inputs
         arrays = _as_input_list(inputs, len(expected))
         formats = _per_input("data_format", data_format, len(arrays), "nchw")

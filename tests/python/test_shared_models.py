@@ -27,7 +27,7 @@ def load_reference(model_path: Path) -> Tuple[List[np.ndarray], List[np.ndarray]
 
 
 @pytest.mark.skipif(not MODEL_PATHS, reason="shared models not found (set NPUC_SHARED_MODELS)")
-@pytest.mark.parametrize("model_path", MODEL_PATHS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("model_path", MODEL_PATHS, ids=lambda p: getattr(p, "stem", str(p)))
 def test_toolkit_matches_onnxruntime(model_path: Path) -> None:
     inputs, expected = load_reference(model_path)
     with npuc.Toolkit() as tk:
@@ -41,7 +41,7 @@ def test_toolkit_matches_onnxruntime(model_path: Path) -> None:
 
 
 @pytest.mark.skipif(not MODEL_PATHS, reason="shared models not found (set NPUC_SHARED_MODELS)")
-@pytest.mark.parametrize("model_path", MODEL_PATHS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("model_path", MODEL_PATHS, ids=lambda p: getattr(p, "stem", str(p)))
 def test_host_fusion_does_not_change_results(model_path: Path) -> None:
     inputs, _ = load_reference(model_path)
     model = npuc.Model.load(str(model_path))

@@ -89,8 +89,13 @@ class DepthwiseConvKernel : public Kernel {
     const int64_t first_even = pw_ % 2;  // the first input column that lands on an even column
     float* even = dst + pw_ / 2 + (pw_ % 2);
     float* odd = dst + odd_offset_ + pw_ / 2;
-    for (int64_t j = first_even; j < iw_; j += 2) even[j / 2] = src[j];
-    for (int64_t j = 1 - first_even; j < iw_; j += 2) odd[j / 2] = src[j];
+    // Loops over the destination so stores are contiguous and the stride-2 loads vectorize as
+    // load + permute (indexing by the source made GCC emit scatters, 8% of MobileNetV2's run).
+    const int64_t n_even = (iw_ - first_even + 1) / 2, n_odd = (iw_ - (1 - first_even) + 1) / 2;
+    const float* from_even = src + first_even;
+    const float* from_odd = src + (1 - first_even);
+    for (int64_t m = 0; m < n_even; ++m) even[m] = from_even[2 * m];
+    for (int64_t m = 0; m < n_odd; ++m) odd[m] = from_odd[2 * m];
   }
 
   // One output plane from a (padded) input plane of row length padded_w_.

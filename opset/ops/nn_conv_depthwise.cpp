@@ -18,6 +18,14 @@ namespace {
 
 // Kernel heights beyond this go to oneDNN (see isPlainDepthwise2d).
 constexpr int64_t kMaxRows = 16;
+// Stride-1 output rows shorter than this (two AVX-512 vectors) run whole-plane (planeFlat).
+constexpr int64_t kMinRowWidth = 32;
+
+// Floats rounded up so a following workspace area stays kTensorAlignment-aligned.
+int64_t alignedFloats(int64_t n) {
+  const int64_t per_line = static_cast<int64_t>(kTensorAlignment / sizeof(float));
+  return (n + per_line - 1) / per_line * per_line;
+}
 
 class DepthwiseConvKernel : public Kernel {
  public:
@@ -33,11 +41,15 @@ class DepthwiseConvKernel : public Kernel {
     split_columns_ = sw_ == 2 && dw_ == 1 && kh_ == kw_ && (kw_ == 3 || kw_ == 5);
     odd_offset_ = (padded_w_ + 1) / 2;
     reads_input_in_place_ = padded_h_ == ih_ && padded_w_ == iw_ && !split_columns_;
+    flat_ = sh_ == 1 && sw_ == 1 && ow_ < kMinRowWidth;
+    flat_offset_ = reads_input_in_place_ ? 0 : alignedFloats(padded_h_ * padded_w_);
     row_ = pickRowFn();
   }
 
+  // The padded input plane (unless read in place), then the flat output plane (planeFlat).
   size_t workspaceBytes() const override {
-    return reads_input_in_place_ ? 0 : sizeof(float) * static_cast<size_t>(padded_h_ * padded_w_);
+    const int64_t flat = flat_ ? oh_ * padded_w_ : 0;
+    return sizeof(float) * static_cast<size_t>(flat_offset_ + flat);
   }
 
   void run(const KernelIO& io) const override {
@@ -47,6 +59,7 @@ class DepthwiseConvKernel : public Kernel {
     const float* sum = spec_.has_sum ? io.inputs[kConvSum].as<float>() : nullptr;
     float* y = io.outputs[0].as<float>();
     float* padded = static_cast<float*>(io.workspace);
+    float* flat = padded + flat_offset_;
     // The padding stays zero across planes: each plane only overwrites the interior.
     if (!reads_input_in_place_) std::fill(padded, padded + padded_h_ * padded_w_, 0.f);
     const int64_t planes = spec_.x[0] * spec_.x[1], channels = spec_.x[1];
@@ -56,7 +69,7 @@ class DepthwiseConvKernel : public Kernel {
       const float* xp = x + p * ih_ * iw_;
       if (!reads_input_in_place_) xp = loadPadded(xp, padded);
       float* yp = y + p * out_plane;
-      plane(xp, w + c * kh_ * kw_, bias ? bias[c] : 0.f, yp);
+      plane(xp, w + c * kh_ * kw_, bias ? bias[c] : 0.f, yp, flat);
       if (sum) {
         const float* s = sum + p * out_plane;
         for (int64_t i = 0; i < out_plane; ++i) yp[i] += s[i];
@@ -99,21 +112,38 @@ class DepthwiseConvKernel : public Kernel {
   }
 
   // One output plane from a (padded) input plane of row length padded_w_.
-  void plane(const float* x, const float* w, float b, float* y) const {
+  void plane(const float* x, const float* w, float b, float* y, float* flat) const {
+    if (flat_) {
+      planeFlat(x, w, b, y, flat);
+      return;
+    }
     const float* rows[kMaxRows];
     for (int64_t oh = 0; oh < oh_; ++oh) {
       for (int64_t kh = 0; kh < kh_; ++kh) rows[kh] = x + (oh * sh_ + kh * dh_) * padded_w_;
-      row_(rows, w, b, y + oh * ow_, *this);
+      row_(rows, w, b, y + oh * ow_, ow_, *this);
+    }
+  }
+
+  // Stride 1 on short rows: the stencil runs once over the plane as one long row of
+  // (oh_ - 1) * padded_w_ + ow_ outputs (output (oh, ow) sits at oh * padded_w_ + ow; the columns in
+  // between are computed and dropped), then the valid columns are copied out. Row by row, the 7- and
+  // 14-wide rows of late CNN layers ran mostly in the vector loop's scalar remainder.
+  void planeFlat(const float* x, const float* w, float b, float* y, float* flat) const {
+    const float* rows[kMaxRows];
+    for (int64_t kh = 0; kh < kh_; ++kh) rows[kh] = x + kh * dh_ * padded_w_;
+    row_(rows, w, b, flat, (oh_ - 1) * padded_w_ + ow_, *this);
+    for (int64_t oh = 0; oh < oh_; ++oh) {
+      std::copy(flat + oh * padded_w_, flat + oh * padded_w_ + ow_, y + oh * ow_);
     }
   }
 
   // One output row with the kernel size and stride known at compile time, so the tap loops
   // unroll and the column loop vectorizes with the accumulator in registers.
   template <int K, int S>
-  static void rowFixed(const float* const* rows, const float* w, float b, float* __restrict out,
+  static void rowFixed(const float* const* rows, const float* w, float b, float* __restrict out, int64_t n,
                        const DepthwiseConvKernel& k) {
     const int64_t d = k.dw_;
-    for (int64_t ow = 0; ow < k.ow_; ++ow) {
+    for (int64_t ow = 0; ow < n; ++ow) {
       float acc = b;
       for (int kh = 0; kh < K; ++kh) {
         const float* r = rows[kh] + ow * S;
@@ -126,8 +156,8 @@ class DepthwiseConvKernel : public Kernel {
   // Stride 2 on rows stored by splitColumns(); same taps in the same order as rowFixed<K, 2>.
   template <int K>
   static void rowSplitStride2(const float* const* rows, const float* w, float b, float* __restrict out,
-                              const DepthwiseConvKernel& k) {
-    for (int64_t ow = 0; ow < k.ow_; ++ow) {
+                              int64_t n, const DepthwiseConvKernel& k) {
+    for (int64_t ow = 0; ow < n; ++ow) {
       float acc = b;
       for (int kh = 0; kh < K; ++kh) {
         const float* even = rows[kh] + ow;
@@ -138,9 +168,9 @@ class DepthwiseConvKernel : public Kernel {
     }
   }
 
-  static void rowGeneric(const float* const* rows, const float* w, float b, float* __restrict out,
+  static void rowGeneric(const float* const* rows, const float* w, float b, float* __restrict out, int64_t n,
                          const DepthwiseConvKernel& k) {
-    for (int64_t ow = 0; ow < k.ow_; ++ow) {
+    for (int64_t ow = 0; ow < n; ++ow) {
       float acc = b;
       for (int64_t kh = 0; kh < k.kh_; ++kh) {
         const float* r = rows[kh] + ow * k.sw_;
@@ -150,7 +180,8 @@ class DepthwiseConvKernel : public Kernel {
     }
   }
 
-  using RowFn = void (*)(const float* const*, const float*, float, float*, const DepthwiseConvKernel&);
+  using RowFn = void (*)(const float* const*, const float*, float, float*, int64_t,
+                         const DepthwiseConvKernel&);
   RowFn pickRowFn() const {
     if (split_columns_) return kw_ == 3 ? &rowSplitStride2<3> : &rowSplitStride2<5>;
     if (kh_ == 3 && kw_ == 3 && sw_ == 1) return &rowFixed<3, 1>;
@@ -166,6 +197,8 @@ class DepthwiseConvKernel : public Kernel {
   bool reads_input_in_place_ = false;  // no padding needed: the stencil reads the input directly
   bool split_columns_ = false;         // stride-2 rows stored even columns, then odd (splitColumns)
   int64_t odd_offset_ = 0;             // where a split row's odd columns start
+  bool flat_ = false;                  // stride-1 short rows run as one long row (planeFlat)
+  int64_t flat_offset_ = 0;            // floats before the flat output plane in the workspace
   RowFn row_;
 };
 

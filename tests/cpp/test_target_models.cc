@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "frontend/onnx_import.h"
+#include "passes/optimize.h"
 #include "target/fusion_groups.h"
 #include "target/partition.h"
 
@@ -54,6 +55,32 @@ TEST(PartitionModels, ReportsForAllSharedModels) {
       EXPECT_LE(r.npu_macs, r.total_macs);
       if (std::getenv("NPUC_PRINT_PARTITIONS")) std::cout << file << "\n" << r.toText() << "\n";
     }
+  }
+}
+
+// Issue acceptance: after the graph passes, the CNNs run every MAC on the RK3588 NPU, and every
+// CPU fallback of tiny_vit comes with a reason.
+TEST(PartitionModels, AfterPassesTheCnnsRunAllMacsOnTheNpu) {
+  for (const char* file : {"mobilenet_v2.onnx", "shufflenet_v2_x0_5.onnx"}) {
+    std::unique_ptr<Graph> g = loadModel(file);
+    if (!g) GTEST_SKIP() << "shared models not found at " << sharedModels();
+    optimize(*g);
+    PartitionReport r = partitionGraph(*g, socProfile("rk3588"));
+    EXPECT_DOUBLE_EQ(r.npuMacShare(), 1.0) << file << "\n" << r.toText();
+    EXPECT_EQ(r.count(Device::Cpu), 0u) << file << "\n" << r.toText();
+  }
+}
+
+TEST(PartitionModels, TinyVitCpuOpsCarryReasons) {
+  std::unique_ptr<Graph> g = loadModel("tiny_vit.onnx");
+  if (!g) GTEST_SKIP() << "shared models not found at " << sharedModels();
+  optimize(*g);
+  PartitionReport r = partitionGraph(*g, socProfile("rk3588"));
+  const std::string text = r.toText();
+  for (const NodePlacement& p : r.nodes) {
+    if (p.device != Device::Cpu) continue;
+    EXPECT_FALSE(p.detail.empty()) << p.label;
+    EXPECT_NE(text.find(p.label), std::string::npos) << p.label << " missing from the report:\n" << text;
   }
 }
 

@@ -2,6 +2,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "target/partition.h"
 #include "target/soc_profile.h"
 
 namespace npuc::bindings {
@@ -31,13 +33,44 @@ py::dict profileSummary(const SocProfile& p) {
   return d;
 }
 
+py::dict partitionSummary(const PartitionReport& r) {
+  py::dict d;
+  d["soc"] = r.soc;
+  d["handovers"] = r.handovers;
+  d["npu_mac_share"] = r.npuMacShare();
+  d["total_macs"] = r.total_macs;
+  py::list cpu;
+  for (const NodePlacement& p : r.nodes) {
+    if (p.device != Device::Cpu) continue;
+    py::dict n;
+    n["node"] = p.label;
+    n["op_type"] = p.node ? p.node->opType() : std::string();
+    n["reason"] = placementReasonName(p.reason);
+    n["detail"] = p.detail;
+    n["cpu_runtime_lacks"] = p.cpu_runtime_lacks;
+    cpu.append(n);
+  }
+  d["cpu_nodes"] = cpu;
+  d["text"] = r.toText();
+  return d;
+}
+
 }  // namespace
 
 void bindTarget(py::module_& m) {
   m.def("soc_names", &socNames, "Canonical names of every SoC profile (built-in and $NPUC_SOC_DIR).");
   m.def(
-      "soc_profile", [](const std::string& name) { return profileSummary(socProfile(name)); }, py::arg("name"),
+      "soc_profile", [](const std::string& name) { return profileSummary(socProfile(name)); },
+      py::arg("name"),
       "Summary of one SoC profile (name or alias); ConfigError listing the valid names if unknown.");
+  m.def(
+      "partition",
+      [](const Model& model, const std::string& soc, const OpTargetMap& op_target) {
+        return partitionSummary(partitionGraph(model.graph(), socProfile(soc), op_target));
+      },
+      py::arg("model"), py::arg("soc"), py::arg("op_target") = OpTargetMap{},
+      "NPU/CPU placement of every node on `soc`: hand-overs, NPU MAC share, and each CPU node with the "
+      "reason it fell back (unsupported op, which limit, forced by op_target).");
 }
 
 }  // namespace npuc::bindings

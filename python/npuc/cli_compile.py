@@ -53,12 +53,14 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
             Path(job.output).parent.mkdir(parents=True, exist_ok=True)
             tk.export_blob(job.output)
             report = tk.optimization_report or {}
+            partition = tk.partition_report
     return {
         "blob": job.output,
         "blob_bytes": os.path.getsize(job.output),
         "fired": report.get("fired", []),
         "nodes": (report.get("nodes_before"), report.get("nodes_after")),
         "perf": perf,
+        "partition": partition,
     }
 
 
@@ -67,12 +69,11 @@ def _print_summary(summary: Dict[str, Any]) -> None:
     s = perf.summary
     before, after = summary["nodes"]
     fired = ", ".join(f"{name} x{count}" for name, count in summary["fired"]) or "none"
-    cpu_rows = [r for r in perf.rows if r.get("Target") == "CPU"]
     print("== npuc convert summary")
     print(f"graph:      {before} -> {after} nodes; passes fired: {fired}")
     print(f"placement:  {s['npu_tasks']} NPU tasks, {s['cpu_ops']} CPU ops, {s['handovers']} NPU<->CPU hand-overs")
-    for r in cpu_rows:
-        print(f"  CPU: {r.get('FullName')} ({r.get('OpType')}): {r.get('Reason', 'not supported by the NPU')}")
+    for n in summary["partition"]["cpu_nodes"]:
+        print(f"  CPU: {n['node']} ({n['op_type']}): {n['reason']}: {n['detail']}")
     print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
     print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
 

@@ -93,6 +93,8 @@ class Toolkit:
         self._preprocessor = InputPreprocessor(None, None)
         # The model as imported, kept after build() so verify and rebuilds start from it.
         self._float_model: Optional[Model] = None
+        #: NPU/CPU placement on the target after the last build() (a dict; ``["text"]`` prints it).
+        self.partition_report: Optional[Dict[str, Any]] = None
         #: Metadata of the last loaded blob (format version, producer, SoC, options, digest).
         self.blob_meta: Optional[Dict[str, Any]] = None
         #: The last build()'s optimization report (a dict; ``["text"]`` is the printable form).
@@ -245,12 +247,24 @@ class Toolkit:
             verify_optimization(source, optimized, self._emit)
         self._float_model = source
         self._model, self._runtime = optimized, None
+        self._report_partition()
         self._built_float = not do_quantization
         if do_quantization:
             self._quantize(dataset, auto_hybrid)
         else:
             self._use_fp16()
         return 0
+
+    def _report_partition(self) -> None:
+        """Prints where each op runs on the target, with the reason for every CPU fallback."""
+        from npuc._npuc import partition
+
+        soc = self._config.get("target_platform")
+        if not soc or self._model is None:
+            self.partition_report = None
+            return
+        self.partition_report = partition(self._model, soc, dict(self._config.get("op_target") or {}))
+        self._emit(self.partition_report["text"])
 
     def _use_fp16(self) -> None:
         """A float build runs as the NPU would: weights and every op output rounded to IEEE half."""

@@ -272,3 +272,26 @@ def test_quantized_blob_runs_bit_identically_after_loading(conv_relu_path: Path,
         tk.load_blob(tmp_path / "q.npub")
         assert "QUNT" in tk.blob_meta["extra_sections"]
         np.testing.assert_array_equal(tk.inference(inputs=[x])[0], expected)
+
+
+def test_build_reports_cpu_fallbacks_with_reasons(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="wide_stride", strides=[8, 8]),
+         helper.make_node("Relu", ["y"], ["z"], name="relu")],
+        "fallback", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4, 4, 4])], [w])
+    path = tmp_path / "fallback.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588", op_target={"relu": "cpu"})
+        tk.load_onnx(model=str(path))
+        tk.build(do_quantization=False)
+        report = tk.partition_report
+        reasons = {n["node"]: n["detail"] for n in report["cpu_nodes"]}
+        assert "stride 8x8 exceeds 7x7" in reasons["wide_stride"]
+        assert "relu" in reasons and report["npu_mac_share"] == 0.0
+        assert "stride 8x8 exceeds 7x7" in capsys.readouterr().out

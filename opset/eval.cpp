@@ -4,27 +4,30 @@
 
 namespace npuc {
 
-namespace {
-std::string nodeTag(const Node& node) { return "node '" + node.name() + "' (" + node.opType() + "): "; }
+std::string nodeErrorPrefix(const Node& node) {
+  return "node '" + node.name() + "' (" + node.opType() + "): ";
+}
 
-// Re-throws `e` as the same npuc error type with the node named in front of its message.
-[[noreturn]] void rethrowWithNode(const Node& node) {
+void rethrowWithNodeContext(const Node& node) {
+  const std::string tag = nodeErrorPrefix(node);
   try {
     throw;
-  } catch (const UnsupportedOpError& e) {
+  } catch (const UnsupportedOpError&) {
     throw;  // already names the node
   } catch (const ShapeError& e) {
-    throw ShapeError(nodeTag(node) + e.what());
+    throw ShapeError(tag + e.what());
   } catch (const ResourceError& e) {
-    throw ResourceError(nodeTag(node) + e.what());
+    throw ResourceError(tag + e.what());
   } catch (const GraphError& e) {
-    throw GraphError(nodeTag(node) + e.what());
+    throw GraphError(tag + e.what());
   } catch (const InputError& e) {
-    throw InputError(nodeTag(node) + e.what());
+    throw InputError(tag + e.what());
   } catch (const Error& e) {
-    throw Error(nodeTag(node) + e.what());
+    throw Error(tag + e.what());
   }
 }
+
+namespace {
 
 void checkArity(const Node& node, const OpSchema& s) {
   const int n_in = static_cast<int>(node.numInputs());
@@ -48,7 +51,7 @@ void inferNode(Node& node) {
     InferContext ctx(node);
     s.infer(ctx);
   } catch (const Error&) {
-    rethrowWithNode(node);
+    rethrowWithNodeContext(node);
   }
 }
 
@@ -83,7 +86,7 @@ std::vector<Tensor> evalNode(const Node& node, const std::vector<const Tensor*>&
     k->run(KernelIO{in_views, out_views, wsp});
     return outs;
   } catch (const Error&) {
-    rethrowWithNode(node);
+    rethrowWithNodeContext(node);
   }
 }
 

@@ -19,6 +19,12 @@ std::vector<Tensor> evalNode(const Node& node, const std::vector<const Tensor*>&
 // Runs the whole graph. `feeds` maps graph input names to tensors; returns graph outputs in order.
 std::vector<Tensor> evalGraph(const Graph& graph, const std::map<std::string, Tensor>& feeds);
 
+// "node '<name>' (<op>): ", the prefix every per-node error carries.
+std::string nodeErrorPrefix(const Node& node);
+// Inside a catch block: re-throws the active npuc error as the same type with the node named in
+// front (UnsupportedOpError already names it and passes through unchanged).
+[[noreturn]] void rethrowWithNodeContext(const Node& node);
+
 // Runs the op's shape inference on one node and fills its output types. Errors are ShapeError
 // (or UnsupportedOpError) prefixed with "node '<name>' (<op>): ".
 void inferNode(Node& node);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "opset/eval.h"
 #include "runtime/host_fusion.h"
 #include "runtime/memory_planner.h"
 #include "runtime/object_pool.h"
@@ -55,27 +56,6 @@ struct CallerSlot {
   bool is_output;  // of the step
   Location from;   // Storage::Input or Storage::Output
 };
-
-std::string nodeTag(const Node& node) {
-  return "node '" + node.name() + "' (" + node.opType() + "): ";
-}
-
-// Re-throws the active npuc error as the same type with the node named in front.
-[[noreturn]] void rethrowWithNode(const Node& node) {
-  try {
-    throw;
-  } catch (const UnsupportedOpError&) {
-    throw;  // the registry already names the node
-  } catch (const ShapeError& e) {
-    throw ShapeError(nodeTag(node) + e.what());
-  } catch (const ResourceError& e) {
-    throw ResourceError(nodeTag(node) + e.what());
-  } catch (const GraphError& e) {
-    throw GraphError(nodeTag(node) + e.what());
-  } catch (const Error& e) {
-    throw Error(nodeTag(node) + e.what());
-  }
-}
 
 std::string typeStr(DType dtype, const Shape& shape) {
   return std::string(dtypeName(dtype)) + shapeStr(shape);
@@ -174,7 +154,7 @@ void Executor::Impl::compileKernels() {
     step.node = n;
     try {
       const OpSchema& schema = registry.require(*n);
-      if (!schema.make_kernel) throw UnsupportedOpError(nodeTag(*n) + "op has no host kernel");
+      if (!schema.make_kernel) throw UnsupportedOpError(nodeErrorPrefix(*n) + "op has no host kernel");
       KernelContext kctx{*n, {}, {}};
       for (Value* in : n->inputs()) {
         if (!in) {
@@ -190,11 +170,11 @@ void Executor::Impl::compileKernels() {
         kctx.output_types.emplace_back(nullptr, out->dtype(), out->shape());
       }
       step.kernel = schema.make_kernel(kctx);
-      if (!step.kernel) throw UnsupportedOpError(nodeTag(*n) + "the kernel factory refused the node");
+      if (!step.kernel) throw UnsupportedOpError(nodeErrorPrefix(*n) + "the kernel factory refused the node");
       step.input_types = std::move(kctx.input_types);
       step.output_types = std::move(kctx.output_types);
     } catch (const Error&) {
-      rethrowWithNode(*n);
+      rethrowWithNodeContext(*n);
     }
     stats.workspace_bytes = std::max(stats.workspace_bytes, step.kernel->workspaceBytes());
     steps.push_back(std::move(step));

@@ -208,7 +208,10 @@ class LayerNormKernel : public Kernel {
       if (mean_out) mean_out[r] = mean;
       if (inv_std_out) inv_std_out[r] = inv_std;
       if (s_.scalar_scale) {
-        affine(xr, yr, cols, scale[0] * inv_std, -mean * inv_std * scale[0]);
+        // Subtract the mean first: folding it into an affine x*a - mean*a cancels two large
+        // products and loses ulp(x)/std of precision on rows with a large mean and small spread.
+        const float a = inv_std * scale[0];
+        for (int64_t i = 0; i < cols; ++i) yr[i] = (xr[i] - mean) * a;
       } else {
         for (int64_t i = 0; i < cols; ++i) yr[i] = (xr[i] - mean) * inv_std * scale[i];
       }

@@ -1,6 +1,6 @@
 // Reads the shared models' reference files (<model>.ref.npz: 'input:<name>' / 'output:<name>'
 // arrays) through tests/models/npz_to_raw.py and the system Python's numpy, so the C++ tests need
-// no zip/npy parser of their own. Shared by the pass tests; the frontend tests have an older copy.
+// no zip/npy parser of their own. Shared by the frontend and pass tests.
 #pragma once
 
 #include <filesystem>

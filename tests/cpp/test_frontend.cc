@@ -9,6 +9,7 @@
 #include "frontend/onnx_import.h"
 #include "onnx_test_util.h"
 #include "opset/eval.h"
+#include "reference_npz.h"
 
 namespace npuc {
 namespace {
@@ -626,41 +627,6 @@ TEST(FrontendLegacy, TrainingOutputsAndAttributesDropped) {
 
 // ---------------------------------------------------------------- real models
 
-struct RefData {
-  std::map<std::string, Tensor> inputs;
-  std::vector<std::pair<std::string, Tensor>> outputs;
-};
-
-DType dtypeFromNumpy(const std::string& name) {
-  if (name == "float32") return DType::Float32;
-  if (name == "int64") return DType::Int64;
-  if (name == "int32") return DType::Int32;
-  return dtypeFromName(name);
-}
-
-RefData loadReference(const fs::path& npz, const fs::path& scratch) {
-  const std::string cmd = std::string(testing::kSystemPython) + " " +
-                          (testing::testsDir() / "models" / "npz_to_raw.py").string() + " " + npz.string() +
-                          " " + scratch.string();
-  auto [status, out] = testing::runCommand(cmd);
-  if (status != 0) throw std::runtime_error("npz_to_raw.py failed: " + out);
-  RefData ref;
-  std::ifstream manifest(scratch / "manifest.txt");
-  std::string line;
-  while (std::getline(manifest, line)) {
-    std::istringstream ls(line);
-    std::string kind, name, dtype, file;
-    ls >> kind >> name >> dtype >> file;
-    Shape shape;
-    for (int64_t d; ls >> d;) shape.push_back(d);
-    Tensor t(dtypeFromNumpy(dtype), shape);
-    std::ifstream(scratch / file, std::ios::binary).read(static_cast<char*>(t.raw()), t.nbytes());
-    if (kind == "input") ref.inputs[name] = t;
-    if (kind == "output") ref.outputs.emplace_back(name, t);
-  }
-  return ref;
-}
-
 class FrontendSharedModels : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -695,7 +661,7 @@ TEST_F(FrontendSharedModels, EveryModelImportsStaticAndMatchesReference) {
     npz.replace_extension(".ref.npz");
     if (!fs::exists(npz)) continue;
     TempDir scratch;
-    const RefData ref = loadReference(npz, scratch.path());
+    const testing::ReferenceData ref = testing::loadReferenceNpz(npz, scratch.path());
     ASSERT_FALSE(ref.inputs.empty());
     ASSERT_FALSE(ref.outputs.empty());
     const std::vector<Tensor> outs = evalGraph(*g, ref.inputs);

@@ -56,8 +56,8 @@ class BinaryStep : public SimStep {
         index_b_(ctx.node.input(1)->shape(), shape_),
         params_(ctx.paramsOf(ctx.node.output(0))) {}
   void run(SimSlots& slots) const override {
-    const int8_t* a = in(slots, 0).tensor.data<int8_t>();
-    const int8_t* b = in(slots, 1).tensor.data<int8_t>();
+    const int8_t* a = in(slots, 0).tensor.template data<int8_t>();
+    const int8_t* b = in(slots, 1).tensor.template data<int8_t>();
     SimValue y{Tensor(DType::Int8, shape_), true, params_};
     int8_t* dst = y.tensor.data<int8_t>();
     const int64_t n = y.tensor.numel();

@@ -152,18 +152,6 @@ std::optional<PyQuantizedModel> loadQuantizedBlob(const std::string& path,
   return std::nullopt;
 }
 
-py::list ioDicts(const std::vector<Value*>& values) {
-  py::list out;
-  for (const Value* v : values) {
-    py::dict d;
-    d["name"] = v->name();
-    d["dtype"] = dtypeName(v->dtype());
-    d["shape"] = py::tuple(py::cast(v->shape()));
-    out.append(d);
-  }
-  return out;
-}
-
 }  // namespace
 
 void bindQuant(py::module_& m) {
@@ -174,10 +162,10 @@ void bindQuant(py::module_& m) {
       .def_property_readonly(
           "mode",
           [](const PyQuantizedModel& q) { return q.sim().mode() == quant::SimMode::Int8 ? "int8" : "fp16"; })
-      .def_property_readonly("inputs",
-                             [](const PyQuantizedModel& q) { return ioDicts(q.sim().graph().inputs()); })
-      .def_property_readonly("outputs",
-                             [](const PyQuantizedModel& q) { return ioDicts(q.sim().graph().outputs()); })
+      .def_property_readonly(
+          "inputs", [](const PyQuantizedModel& q) { return valueInfoList(q.sim().graph().inputs()); })
+      .def_property_readonly(
+          "outputs", [](const PyQuantizedModel& q) { return valueInfoList(q.sim().graph().outputs()); })
       .def_property_readonly("warnings", [](const PyQuantizedModel& q) { return q.plan().warnings; })
       .def_property_readonly(
           "weight_outlier_table",

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include "ir/dtype.h"
+#include "ir/graph.h"
 #include "ir/tensor.h"
 
 namespace npuc::bindings {
@@ -27,6 +28,9 @@ py::dtype toNumpyDType(DType dtype);
 // The npuc element type of a numpy dtype; Undefined for types npuc cannot hold (complex, object,
 // strings, non-native byte order).
 DType fromNumpyDType(const py::dtype& dtype);
+
+// [{'name', 'dtype', 'shape'}] for graph inputs or outputs, as Model and QuantizedModel report them.
+py::list valueInfoList(const std::vector<Value*>& values);
 
 // A numpy array that owns a copy of `t`.
 py::array tensorToNumpy(const Tensor& t);

@@ -21,18 +21,6 @@ ImportOptions makeImportOptions(const std::vector<std::string>& input_names,
   return opts;
 }
 
-py::list ioList(const std::vector<Value*>& values) {
-  py::list out;
-  for (const Value* v : values) {
-    py::dict d;
-    d["name"] = v->name();
-    d["dtype"] = dtypeName(v->dtype());
-    d["shape"] = py::tuple(py::cast(v->shape()));
-    out.append(d);
-  }
-  return out;
-}
-
 }  // namespace
 
 Model Model::fromFile(const std::string& path, const ImportOptions& opts) {
@@ -79,10 +67,10 @@ void bindModel(py::module_& m) {
           py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
           py::arg("output_names") = std::vector<std::string>{}, "Imports a serialized ONNX ModelProto.")
       .def_property_readonly(
-          "inputs", [](const Model& mo) { return ioList(mo.graph().inputs()); },
+          "inputs", [](const Model& mo) { return valueInfoList(mo.graph().inputs()); },
           "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")
       .def_property_readonly(
-          "outputs", [](const Model& mo) { return ioList(mo.graph().outputs()); },
+          "outputs", [](const Model& mo) { return valueInfoList(mo.graph().outputs()); },
           "Graph outputs: list of {'name', 'dtype', 'shape'} dicts.")
       .def_property_readonly(
           "num_nodes", [](const Model& mo) { return mo.graph().numNodes(); }, "Number of nodes.")

@@ -1,4 +1,6 @@
 // numpy <-> npuc element types.
+#include <pybind11/stl.h>
+
 #include <cstring>
 
 #include "bindings/bindings.h"
@@ -55,6 +57,18 @@ DType fromNumpyDType(const py::dtype& dtype) {
 py::array tensorToNumpy(const Tensor& t) {
   py::array out(toNumpyDType(t.dtype()), t.shape());
   if (t.nbytes()) std::memcpy(out.mutable_data(), t.raw(), t.nbytes());
+  return out;
+}
+
+py::list valueInfoList(const std::vector<Value*>& values) {
+  py::list out;
+  for (const Value* v : values) {
+    py::dict d;
+    d["name"] = v->name();
+    d["dtype"] = dtypeName(v->dtype());
+    d["shape"] = py::tuple(py::cast(v->shape()));
+    out.append(d);
+  }
   return out;
 }
 

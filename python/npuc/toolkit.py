@@ -197,6 +197,35 @@ class Toolkit:
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
 
+    def load_pytorch(
+        self,
+        model: Any,
+        input_size_list: Sequence[Shape],
+        inputs: Optional[Sequence[str]] = None,
+        outputs: Optional[Sequence[str]] = None,
+        opset: int = 13,
+    ) -> int:
+        """Imports a PyTorch model (RKNN-Toolkit2 ``load_pytorch``) by exporting it through ``torch.onnx``.
+
+        Args:
+            model: a ``torch.nn.Module``, or the path of a TorchScript ``.pt`` file (what RKNN takes).
+            input_size_list: one full shape per ``forward()`` argument, e.g. ``[[1, 3, 224, 224]]``.
+            inputs: names for the model's inputs (default ``input0``, ``input1``, ...).
+            outputs: names for the model's outputs (default: torch's).
+            opset: the ONNX opset the export targets.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ConfigError: PyTorch is not installed (the message says what to install), or a bad argument.
+            ModelLoadError: the ``.pt`` file is missing or unreadable, or ``torch.onnx.export`` failed.
+        """
+        from npuc.pytorch_import import pytorch_to_onnx
+
+        onnx_bytes, names = pytorch_to_onnx(model, input_size_list, inputs, outputs, opset)
+        return self.load_onnx(onnx_bytes, inputs=names, input_size_list=input_size_list)
+
     def build(
         self,
         do_quantization: bool = True,

@@ -43,8 +43,8 @@ def _parse_shape(text: str) -> List[int]:
     return dims
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="path of the .onnx model")
+def _add_model_args(p: argparse.ArgumentParser, what: str = "path of the .onnx model") -> None:
+    p.add_argument("model", help=what)
     p.add_argument(
         "--input-size",
         type=_parse_shape,
@@ -107,13 +107,60 @@ def cmd_info_for(
     input_sizes: Sequence[Sequence[int]] = (),
     output_names: Sequence[str] = (),
 ) -> int:
-    """Prints what ``npuc info`` prints for the model at `path`."""
+    """Prints what ``npuc info`` prints for the ONNX model or ``.npub`` blob at `path`."""
     import npuc
 
     if not os.path.isfile(path):
         raise UserError(f"model file '{path}' does not exist")
-    model = npuc.Model.load(path, list(input_names), [list(s) for s in input_sizes], list(output_names))
-    print(f"model: {path}")
+    if path.endswith(".npub"):
+        if input_names or input_sizes or output_names:
+            raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
+        model = _print_blob_header(path)
+    else:
+        model = npuc.Model.load(path, list(input_names), [list(s) for s in input_sizes], list(output_names))
+        print(f"model: {path}")
+    _print_model(model)
+    return EXIT_OK
+
+
+def _print_blob_header(path: str):
+    """Prints a blob's metadata and section table; returns its Model."""
+    import npuc
+    from npuc.blob_info import read_section_table
+
+    model, meta = npuc._npuc.load_blob(path)  # verifies structure, checksum and format version
+    options = meta["options"]
+    print(f"blob: {path} ({os.path.getsize(path)} bytes)")
+    print(f"format: {meta['format_version']} (written by {meta['producer']})")
+    print(f"soc: {meta['soc']}")
+    print(f"quantized: {_blob_precision(path, meta)}")
+    print(f"model digest: {meta['model_digest']}")
+    print("options:")
+    for key in sorted(options):
+        print(f"  {key} = {options[key]}")
+    print("sections:")
+    for s in read_section_table(path):
+        print(f"  {s.kind:<6}{'required' if s.required else 'optional':<10}{s.size:>10} bytes at offset {s.offset}")
+    return model
+
+
+def _blob_precision(path: str, meta: Dict) -> str:
+    """'yes (int8: N nodes, fp16: M nodes)' for a quantized blob, 'no (fp16 on the NPU)' for a float one."""
+    import npuc
+
+    if "QUNT" not in meta["extra_sections"]:
+        if meta["options"].get("quantized") == "False":
+            return "no (float build: the NPU runs it in fp16)"
+        return "no"
+    precisions = npuc._npuc.load_quantized_blob(path).node_precisions
+    counts: Dict[str, int] = {}
+    for precision in precisions.values():
+        counts[precision] = counts.get(precision, 0) + 1
+    split = ", ".join(f"{p}: {n} node{'s' if n != 1 else ''}" for p, n in sorted(counts.items(), key=lambda kv: kv[0] != "int8"))
+    return f"yes ({split})"
+
+
+def _print_model(model) -> None:
     print("inputs:")
     for d in model.inputs:
         print(f"  {_fmt_io(d)}")
@@ -126,7 +173,6 @@ def cmd_info_for(
         print(f"  {op:<24}{count:>6}")
     print(f"MACs: {model.macs} ({_human(model.macs)})")
     print(f"params: {model.params} ({_human(model.params)}, {model.param_bytes} bytes)")
-    return EXIT_OK
 
 
 def _safe_filename(name: str) -> str:
@@ -175,10 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    p = sub.add_parser("info", help="show a model's inputs, outputs, ops, MACs and parameters",
+    p = sub.add_parser("info", help="show a model's or a blob's inputs, outputs, ops, MACs and parameters",
                        description="Imports an ONNX model and prints its inputs, outputs, op histogram, "
-                       "MACs (Conv/ConvTranspose/Gemm/MatMul) and parameter count.")
-    _add_model_args(p)
+                       "MACs (Conv/ConvTranspose/Gemm/MatMul) and parameter count. For a .npub blob it first "
+                       "verifies the file and prints its metadata: format version, producer, SoC, whether it "
+                       "is quantized (int8/fp16 node counts), model digest, build options and sections.")
+    _add_model_args(p, "path of the .onnx model or .npub blob")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a model on .npy inputs (FP32 host runtime)",

@@ -97,3 +97,54 @@ def test_demo_runs_the_main_job(tmp_path: Path) -> None:
         assert text in r.stdout
     for name in ("demo_shufflenet.onnx", "demo_shufflenet.npub", "perf.png", "calibration/dataset.txt"):
         assert (tmp_path / name).is_file(), name
+
+
+def _quantized_blob(model_path: Path, blob: Path) -> None:
+    rng = np.random.default_rng(5)
+    samples = [rng.standard_normal((1, 3, 8, 8)).astype(np.float32) for _ in range(4)]
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3576")
+        tk.load_onnx(model=str(model_path))
+        tk.build(do_quantization=True, dataset=samples)
+        tk.export_blob(str(blob))
+
+
+def test_info_on_a_quantized_blob(conv_relu_path: Path, tmp_path: Path) -> None:
+    blob = tmp_path / "q.npub"
+    _quantized_blob(conv_relu_path, blob)
+    r = npuc_cli("info", str(blob))
+    assert r.returncode == 0, r.stderr
+    _, meta = npuc._npuc.load_blob(str(blob))
+    assert f"blob: {blob} ({blob.stat().st_size} bytes)" in r.stdout
+    assert f"format: {npuc._npuc.BLOB_FORMAT_VERSION} (written by npuc {npuc.__version__})" in r.stdout
+    assert "soc: rk3576" in r.stdout
+    assert "quantized: yes (int8: " in r.stdout
+    assert f"model digest: {meta['model_digest']}" in r.stdout
+    assert "quantized_method = 'channel'" in r.stdout
+    sections = {line.split()[0]: line for line in r.stdout.split("sections:\n")[1].split("inputs:")[0].splitlines()}
+    assert set(sections) == {"META", "GRPH", "WGHT", "QUNT"}
+    assert all("required" in line for line in sections.values())
+    assert "x: float32[1,3,8,8]" in r.stdout and "y: float32[1,4,8,8]" in r.stdout
+
+
+def test_info_on_a_float_blob_lists_section_sizes_that_add_up(conv_relu_path: Path, tmp_path: Path) -> None:
+    blob = tmp_path / "f.npub"
+    assert npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(blob)).returncode == 0
+    r = npuc_cli("info", str(blob))
+    assert r.returncode == 0, r.stderr
+    assert "quantized: no" in r.stdout and "quantized = False" in r.stdout
+    # The last section ends the file (docs/blob_format.md), so its offset + size is the file size.
+    last = r.stdout.split("sections:\n")[1].split("inputs:")[0].strip().splitlines()[-1].split()
+    assert int(last[-1]) + int(last[2]) == blob.stat().st_size
+
+
+def test_info_on_bad_blobs_is_a_user_error(conv_relu_path: Path, tmp_path: Path) -> None:
+    blob = tmp_path / "f.npub"
+    assert npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(blob)).returncode == 0
+    user_error(npuc_cli("info", str(blob), "--input-size", "1,3,8,8"), "blob is fixed")
+    data = bytearray(blob.read_bytes())
+    data[-1] ^= 0xFF
+    (tmp_path / "bad.npub").write_bytes(bytes(data))
+    user_error(npuc_cli("info", str(tmp_path / "bad.npub")), "checksum")
+    (tmp_path / "short.npub").write_bytes(bytes(data[:100]))
+    user_error(npuc_cli("info", str(tmp_path / "short.npub")), "short.npub")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -27,7 +26,6 @@ from npuc.preprocess import InputPreprocessor
 from npuc.verify import verify_optimization
 
 if TYPE_CHECKING:  # pragma: no cover
-    from npuc.memory import MemoryReport
     from npuc.perf import PerfReport
 
 __all__ = ["Toolkit", "TARGET_PLATFORMS", "CONFIG_KEYS"]
@@ -102,12 +100,6 @@ class Toolkit:
         self.blob_meta: Optional[Dict[str, Any]] = None
         #: The last build()'s optimization report (a dict; ``["text"]`` is the printable form).
         self.optimization_report: Optional[Dict[str, Any]] = None
-        #: What the last build(auto_hybrid=True) moved to FP16 and why (npuc.hybrid.AutoHybridReport).
-        self.auto_hybrid_report: Optional[Any] = None
-        #: The last accuracy_analysis() (npuc.accuracy.AccuracyReport: rows, table text, dump folder).
-        self.accuracy_report: Optional[Any] = None
-        # The loaded model's file stem: hybrid_quantization_step1 names its files after it.
-        self._model_name = "model"
         # build(do_quantization=False) leaves a float model, which the NPU runs in fp16.
         self._built_float = False
 
@@ -205,7 +197,6 @@ class Toolkit:
                 raise ModelLoadError(f"cannot open model '{path}': no such file")
             loaded = Model.load(path, names, sizes, outs)
         self._model, self._runtime, self._float_model = loaded, None, None
-        self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
 
@@ -315,126 +306,13 @@ class Toolkit:
 
     def _quantize(self, dataset: Optional[Any], auto_hybrid: bool) -> None:
         """INT8 quantization of the optimized graph; inference() then runs the INT8 simulator."""
-        from npuc.accuracy import weight_outlier_report
-        from npuc.hybrid import build_auto_hybrid
         from npuc.quantize import build_for_toolkit
 
-        self.auto_hybrid_report = None
-        if auto_hybrid:  # layers whose isolated cosine is below auto_hybrid_cos_thresh -> FP16
-            quantized, self.auto_hybrid_report = build_auto_hybrid(
-                self._model, self._config, dataset, self._preprocessor.apply, self._log
-            )
-            self._emit(self.auto_hybrid_report.text)
-        else:
-            quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log)
-        outliers = weight_outlier_report(quantized)
-        if outliers:
-            self._emit(outliers)
+        if auto_hybrid:
+            self._log.warning("build(auto_hybrid=True) is not implemented yet: quantizing every layer to INT8")
+        quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log)
         # Tied to the model it was built from, so a later load/build/release makes it stale.
         self._quantized = (self._model, quantized)
-
-    def hybrid_quantization_step1(
-        self,
-        dataset: Optional[Any] = None,
-        rknn_batch_size: Optional[int] = None,
-        proposal: bool = False,
-        proposal_dataset_size: int = 1,
-        output_prefix: Optional[Union[str, os.PathLike]] = None,
-    ) -> int:
-        """RKNN's hybrid quantization, step 1: optimize, calibrate, write the editable config.
-
-        Writes ``<prefix>.model`` (the optimized graph), ``<prefix>.data`` (calibrated ranges) and
-        ``<prefix>.quantization.cfg`` (YAML; put ``layer: float16`` under
-        ``custom_quantize_layers`` to keep a layer in FP16), then call
-        :meth:`hybrid_quantization_step2` with the three paths. See :mod:`npuc.hybrid`.
-
-        Args:
-            dataset: calibration ``dataset.txt`` path or iterable of samples.
-            rknn_batch_size: RKNN compatibility; must be None or 1.
-            proposal: pre-fill ``custom_quantize_layers`` with the layers whose single cosine is
-                below ``config(auto_hybrid_cos_thresh)`` (default 0.98).
-            proposal_dataset_size: calibration samples the proposal is measured on.
-            output_prefix: npuc extension: where the files go (default: the model's file name
-                in the current directory, as RKNN does).
-
-        Returns:
-            0 on success.
-        """
-        from npuc import hybrid
-
-        self.build(do_quantization=False, rknn_batch_size=rknn_batch_size)  # the optimized graph
-        prefix = Path(os.fspath(output_prefix)) if output_prefix is not None else Path(self._model_name)
-        paths = hybrid.step1(self._model, self._config, dataset, self._preprocessor.apply, prefix,
-                             proposal, proposal_dataset_size)
-        self._emit("hybrid_quantization_step1 wrote " + ", ".join(os.fspath(p) for p in paths.values()))
-        return 0
-
-    def hybrid_quantization_step2(
-        self,
-        model_input: Union[str, os.PathLike],
-        data_input: Union[str, os.PathLike],
-        model_quantization_cfg: Union[str, os.PathLike],
-    ) -> int:
-        """RKNN's hybrid quantization, step 2: rebuild from step 1's files and the edited config.
-
-        Afterwards the toolkit holds the quantized model, as after ``build()``: ``inference``,
-        ``export_blob``, ``eval_perf`` and ``accuracy_analysis`` use it.
-
-        Returns:
-            0 on success.
-
-        Raises:
-            ConfigError: a wrong cfg entry (unknown layer or activation, precision other than
-                float16, bad min/max), named by its key. ModelLoadError: a missing model file.
-        """
-        from npuc import hybrid
-
-        model, quantized = hybrid.step2(os.fspath(model_input), os.fspath(data_input),
-                                        os.fspath(model_quantization_cfg), self._config)
-        self._model, self._runtime, self._float_model = model, None, model
-        self._built_float = False
-        self._report_partition()
-        self._quantized = (model, quantized)
-        fp16_layers = sorted(n for n, p in quantized.node_precisions.items() if p == "fp16")
-        self._emit(f"hybrid_quantization_step2: {len(fp16_layers)} layer(s) in FP16: {', '.join(fp16_layers) or '-'}")
-        return 0
-
-    def accuracy_analysis(
-        self,
-        inputs: Sequence[Any],
-        output_dir: Union[str, os.PathLike] = "./snapshot",
-        target: Optional[str] = None,
-        device_id: Optional[str] = None,
-    ) -> int:
-        """Per-layer error of the built model vs FP32 (RKNN ``accuracy_analysis``).
-
-        Prints and writes to ``output_dir/error_analysis.txt`` a table with, per activation, the
-        cosine, Euclidean distance and SQNR of the simulator against FP32, "entire" (end to end)
-        and "single" (the layer alone on its quantized FP32 inputs); dumps every tensor as .npy
-        into ``output_dir/golden``, ``/simulator`` and ``/single``. The result is also kept in
-        :attr:`accuracy_report`. How to read it: docs/quantization.md section 10.
-
-        Args:
-            inputs: one entry per model input: a ``.npy`` / image path (preprocessed like a
-                calibration sample: mean/std, RGB2BGR) or an already preprocessed array.
-            output_dir: where the dumps and the table go (created if needed).
-            target, device_id: RKNN compatibility; only the host simulator (None) exists.
-
-        Returns:
-            0 on success.
-        """
-        from npuc import accuracy
-
-        if target is not None or device_id is not None:
-            raise ConfigError(f"accuracy_analysis(target={target!r}): only the host simulator (target=None) is supported")
-        simulator = self._simulator()
-        if simulator is None:
-            raise NpucError("accuracy_analysis needs a built model: call build() (or hybrid_quantization_step2) first")
-        arrays = accuracy.load_inputs(inputs, simulator.inputs, self._preprocessor.apply,
-                                      bool(self._config.get("quant_img_RGB2BGR")))
-        self.accuracy_report = accuracy.analyze(simulator, arrays, output_dir)
-        self._emit(self.accuracy_report.text)
-        return 0
 
     def _simulator(self) -> Optional[Any]:
         """The INT8 simulator of the current model when build() quantized it, else None."""
@@ -496,7 +374,6 @@ class Toolkit:
             self._config["target_platform"] = meta["soc"]
         self._built_float = meta["options"].get("quantized") == "False"
         self.blob_meta = meta
-        self._loaded_blob = (model, os.fspath(path))  # eval_memory reads its stored memory plan
         self._log.info("load_blob: %s for %s, format %s", os.fspath(path), meta["soc"], meta["format_version"])
         return 0
 
@@ -628,37 +505,6 @@ class Toolkit:
             report.plot(plot_path)
         return report
 
-    def eval_memory(self, is_print: bool = True) -> "MemoryReport":
-        """Device memory of the built (or loaded) model (RKNN-Toolkit2 ``eval_memory``).
-
-        Weights as the NPU stores them, the activation arena of the memory plan (with its lower
-        bound), the I/O buffers, the rest of the blob, and the total; per-tensor detail in
-        ``["tensors"]`` (arena offset, live range) and ``["weights"]``. After ``load_blob`` the
-        blob's stored plan is reported; after ``build`` the numbers are measured on the blob
-        ``export_blob`` would write. See :mod:`npuc.memory`.
-
-        Args:
-            is_print: print the report.
-
-        Returns:
-            A :class:`npuc.memory.MemoryReport` (a dict; ``str()`` is the printed text).
-
-        Raises:
-            NpucError: nothing built or loaded. ConfigError: no target_platform configured.
-        """
-        from npuc.memory import blob_memory_report, built_memory_report
-
-        loaded = getattr(self, "_loaded_blob", None)
-        if loaded is not None and loaded[0] is self._model:
-            report = blob_memory_report(loaded[1], self._config.get("target_platform") or None)
-        elif self._model is None or self._float_model is None:
-            raise NpucError("eval_memory needs a compiled model: call build() or load_blob() first")
-        else:
-            report = built_memory_report(self.export_blob)
-        if is_print:
-            self._emit(str(report))
-        return report
-
     def release(self) -> None:
         """Frees the model and runtime. The toolkit can load another model afterwards."""
         self._model = None
@@ -666,32 +512,17 @@ class Toolkit:
         self._float_model = None
 
     def export_onnx(self, export_path: Union[str, os.PathLike]) -> int:
-        """Writes the model as ONNX: the quantized model as QDQ after a quantizing ``build()``.
+        """Writes the graph as it stands as ONNX (after ``build()``, the optimized one).
 
-        After ``build(do_quantization=True)`` the file is standard ONNX QDQ: every int8
-        activation (graph inputs too) is followed by QuantizeLinear -> DequantizeLinear with its
-        scale and zero point, weights are int8 initializers with a (per-channel) DequantizeLinear,
-        biases int32 at ``s_in * s_w``, FP16 nodes sit between Cast(float16) pairs and npuc's own
-        ops are expanded to standard ones, so ONNX Runtime runs what :meth:`inference` simulates
-        (within about one output step, see docs/quantization.md "QDQ export"). Otherwise (no
-        build, or a float/FP16 build) it is the float graph as it stands (after ``build()``, the
-        optimized one), where npuc's own fused ops (GLU, Gelu, ...) use the ``ai.npuc`` domain.
-        Both pass ``onnx.checker``.
+        The file passes ``onnx.checker`` and opens in Netron / ONNX Runtime; npuc's own fused ops
+        (GLU, Gelu, ...) use the ``ai.npuc`` domain.
 
         Returns:
             0 on success.
-
-        Raises:
-            NpucError: no model loaded. UnsupportedOpError: an op without a standard ONNX form
-            in a quantized model (named).
         """
         if self._model is None:
             raise NpucError("no model loaded: call load_onnx() first")
-        quantized = None if getattr(self, "_built_float", True) else self._simulator()
-        if quantized is not None and quantized.mode == "int8":
-            quantized.export_onnx(os.fspath(export_path))
-        else:
-            self._model.export_onnx(os.fspath(export_path))
+        self._model.export_onnx(os.fspath(export_path))
         return 0
 
     def _emit(self, text: str) -> None:

@@ -6,21 +6,13 @@
 
 #include "common/error.h"
 #include "perf/op_classes.h"
+#include "perf/task_grouping.h"
 #include "target/fusion_groups.h"
 #include "target/op_geometry.h"
 
 namespace npuc::perf {
 
 namespace {
-
-// One row's worth of work: a fusion group, or one node.
-struct Task {
-  std::vector<const Node*> nodes;  // execution order; nodes[0] is the anchor of a group
-  bool fused = false;
-  Device device = Device::Npu;
-  std::string op_type;
-  std::string full_name;
-};
 
 int64_t numel(const Value& v) {
   int64_t n = 1;
@@ -39,45 +31,7 @@ std::string upperDTypeName(NpuDType t) {
   return "?";
 }
 
-std::vector<Task> buildTasks(const Graph& graph, const PartitionReport& placement,
-                             const std::vector<FusionGroup>& groups) {
-  std::map<const Node*, const FusionGroup*> group_of;
-  for (const FusionGroup& g : groups)
-    for (const Node* n : g.nodes()) group_of[n] = &g;
-  std::map<const Node*, std::string> label;
-  for (const NodePlacement& p : placement.nodes) label[p.node] = p.label;
-
-  std::vector<Task> tasks;
-  for (const Node* n : graph.nodes()) {
-    auto it = group_of.find(n);
-    if (it != group_of.end() && it->second->anchor != n) continue;  // costed with its anchor
-    Task t;
-    t.device = placement.deviceOf(n);
-    if (it != group_of.end()) {
-      t.nodes = it->second->nodes();
-      t.fused = true;
-      t.op_type = it->second->pattern();
-    } else {
-      t.nodes = {n};
-      t.op_type = n->opType();
-    }
-    for (const Node* m : t.nodes) t.full_name += (t.full_name.empty() ? "" : "+") + label[m];
-    tasks.push_back(std::move(t));
-  }
-  return tasks;
-}
-
-// Values a task reads from outside itself, in first-use order.
-std::vector<const Value*> externalInputs(const Task& t) {
-  std::set<const Value*> inside;
-  for (const Node* n : t.nodes)
-    for (const Value* o : n->outputs()) inside.insert(o);
-  std::vector<const Value*> out;
-  for (const Node* n : t.nodes)
-    for (const Value* v : n->inputs())
-      if (v && !inside.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  return out;
-}
+using Task = TaskNodes;  // one row's worth of work: a fusion group, or one node
 
 Shape firstActivationShape(const Task& t) {
   for (const Value* v : externalInputs(t))
@@ -105,7 +59,7 @@ class Evaluator {
     report.clock_mhz = static_cast<double>(soc_.npu.clock_mhz);
     report.warnings = placement.warnings;
     int64_t hits0 = cache_ ? cache_->hits() : 0, misses0 = cache_ ? cache_->misses() : 0;
-    for (const Task& t : buildTasks(graph_, placement, groups)) {
+    for (const Task& t : groupTasks(graph_, placement, groups)) {
       PerfRow row = t.device == Device::Npu ? costNpu(t, report.warnings) : costCpu(t);
       row.id = static_cast<int64_t>(report.rows.size()) + 1;
       row.op_type = t.op_type;

@@ -1,0 +1,238 @@
+#include "lower/lower.h"
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "common/error.h"
+#include "ir/dtype.h"
+#include "lower/pipeline_dedup.h"
+#include "lower/weight_packing.h"
+#include "perf/mac_shape.h"
+#include "perf/task_grouping.h"
+#include "quant/graph/quantizer.h"
+#include "target/fusion_groups.h"
+
+namespace npuc::lower {
+
+namespace {
+
+NpuDType npuDTypeOfElem(ElemType e) {
+  return e == ElemType::Int8 ? NpuDType::Int8 : NpuDType::Float16;
+}
+
+// The 16-bit float type an FP16 task really uses on this SoC (a profile without fp16 computes
+// float ops in int16, as eval_perf does).
+NpuDType computableDType(const SocProfile& soc, NpuDType want) {
+  if (soc.supportsDtype(want)) return want;
+  for (NpuDType t : {NpuDType::Float16, NpuDType::Int16, NpuDType::Int8})
+    if (soc.supportsDtype(t)) return t;
+  throw ConfigError("SoC '" + soc.name + "' lists no NPU dtype to lower to");
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Graph& graph, const SocProfile& soc, const LowerOptions& options)
+      : graph_(graph), soc_(soc), options_(options) {
+    uint32_t i = 0;
+    for (const Node* n : graph.nodes()) node_index_[n] = i++;
+  }
+
+  LoweredProgram run() {
+    PartitionReport placement = partitionGraph(graph_, soc_, options_.op_target);
+    std::vector<FusionGroup> groups = fusionGroups(graph_, soc_, placement);
+    for (const Value* v : graph_.inputs())
+      if (!v->isConstant()) tensorOn(*v, TensorDevice::Host, ElemType::Float32, true);
+    for (const perf::TaskNodes& t : perf::groupTasks(graph_, placement, groups)) {
+      if (t.device == Device::Npu)
+        lowerNpu(t);
+      else
+        lowerCpu(t, placement);
+    }
+    for (const Value* v : graph_.outputs()) {  // results go back to the host
+      if (v->isConstant()) continue;
+      requireOn(*v, TensorDevice::Host, ElemType::Float32);
+    }
+    program_.pipelines = pipelines_.take();
+    return std::move(program_);
+  }
+
+ private:
+  ElemType computeOf(const Node& anchor) const {
+    if (options_.plan && options_.plan->precisionOf(anchor.name()) == quant::NodePrecision::Int8)
+      return ElemType::Int8;
+    return ElemType::Float16;
+  }
+
+  // A new tensor of `v` on `device` (`defining`: it exists from the start: a graph input).
+  uint32_t tensorOn(const Value& v, TensorDevice device, ElemType compute, bool defining = false) {
+    (void)defining;
+    ProgramTensor t;
+    t.value = v.name();
+    t.device = device;
+    const bool is_float = v.dtype() == DType::Float32;
+    t.elem = !is_float ? ElemType::AsGraph : device == TensorDevice::Host ? ElemType::Float32 : compute;
+    if (device == TensorDevice::Npu && is_float && v.rank() == 4) {
+      t.layout = TensorLayout::Nc1hwc2;
+      t.c2 = static_cast<uint32_t>(
+          soc_.alignment(computableDType(soc_, npuDTypeOfElem(compute)), AlignmentRole::Other));
+    }
+    const auto id = static_cast<uint32_t>(program_.tensors.size());
+    program_.tensors.push_back(std::move(t));
+    where_[{&v, device}] = id;
+    return id;
+  }
+
+  // The tensor of `v` on `device`, adding a Convert task from the other device when needed.
+  uint32_t requireOn(const Value& v, TensorDevice device, ElemType compute) {
+    auto it = where_.find({&v, device});
+    if (it != where_.end()) return it->second;
+    const TensorDevice other = device == TensorDevice::Npu ? TensorDevice::Host : TensorDevice::Npu;
+    auto src = where_.find({&v, other});
+    if (src == where_.end())
+      throw GraphError("lowering: value '" + v.name() + "' is read before any task produces it");
+    Task c;
+    c.kind = TaskKind::Convert;
+    c.pattern = "Convert";
+    c.convert.direction = device == TensorDevice::Npu ? ConvertDirection::ToNpu : ConvertDirection::ToHost;
+    c.inputs = {src->second};
+    const ElemType src_elem = program_.tensors[src->second].elem;
+    c.compute = device == TensorDevice::Npu     ? compute
+                : src_elem == ElemType::AsGraph ? ElemType::Float32
+                                                : src_elem;
+    c.outputs = {tensorOn(v, device, compute)};
+    push(std::move(c));
+    return where_.at({&v, device});
+  }
+
+  void push(Task t) {
+    t.id = static_cast<uint32_t>(program_.tasks.size());
+    program_.tasks.push_back(std::move(t));
+  }
+
+  // Values of the task read outside it (or graph outputs), in node order.
+  static std::vector<const Value*> escapingOutputs(const perf::TaskNodes& t) {
+    std::set<const Node*> inside(t.nodes.begin(), t.nodes.end());
+    std::vector<const Value*> out;
+    for (const Node* n : t.nodes)
+      for (const Value* v : n->outputs()) {
+        bool escapes = v->isGraphOutput();
+        for (const Use& u : v->uses()) escapes = escapes || !inside.count(u.user);
+        if (escapes) out.push_back(v);
+      }
+    return out;
+  }
+
+  void bindIo(const perf::TaskNodes& t, TensorDevice device, Task& task) {
+    for (const Value* v : perf::externalInputs(t))
+      if (!v->isConstant()) task.inputs.push_back(requireOn(*v, device, task.compute));
+    for (const Value* v : escapingOutputs(t)) task.outputs.push_back(tensorOn(*v, device, task.compute));
+  }
+
+  void lowerNpu(const perf::TaskNodes& t) {
+    const Node& anchor = *t.nodes.front();
+    Task task;
+    task.kind = TaskKind::Npu;
+    task.pattern = t.op_type;
+    task.compute = computeOf(anchor);
+    for (const Node* n : t.nodes) task.nodes.push_back(node_index_.at(n));
+    const NpuDType dt = computableDType(soc_, npuDTypeOfElem(task.compute));
+    if (perf::isMacOp(anchor)) {
+      const perf::MacOpShape shape = perf::macOpShape(anchor);
+      const perf::CostModel& model = costModel(dt);
+      const perf::TilingDecision d = perf::chooseTiling(model, shape, dt, options_.tiling_cache);
+      task.tile.tiled = true;
+      task.tile.oc_block = d.tiling.oc_block;
+      task.tile.tile_rows = d.tiling.tile_rows;
+      task.tile.spatial_outer = d.tiling.spatial_outer;
+      task.tile.tiles = model.macTask(shape, d.tiling, dt).tiles;
+    }
+    bindIo(t, TensorDevice::Npu, task);
+    task.pipeline = pipelines_.intern(t.op_type, canonicalTaskEncoding(t.nodes, task.compute, task.tile));
+    packWeights(anchor, dt, task);
+    push(std::move(task));
+  }
+
+  void lowerCpu(const perf::TaskNodes& t, const PartitionReport& placement) {
+    const Node& n = *t.nodes.front();
+    Task task;
+    task.kind = TaskKind::Cpu;
+    task.pattern = n.opType();
+    task.compute = ElemType::Float32;
+    task.nodes = {node_index_.at(&n)};
+    CpuOp op;
+    op.node = node_index_.at(&n);
+    op.op_type = n.opType();
+    for (const NodePlacement& p : placement.nodes)
+      if (p.node == &n)
+        op.reason = std::string(placementReasonName(p.reason)) + (p.detail.empty() ? "" : ": " + p.detail);
+    task.cpu_op = static_cast<uint32_t>(program_.cpu_ops.size());
+    program_.cpu_ops.push_back(std::move(op));
+    bindIo(t, TensorDevice::Host, task);
+    push(std::move(task));
+  }
+
+  // Conv weights in the NPU's NC1HWC2 layout: int8 as the simulator quantizes them (INT8 nodes),
+  // IEEE half otherwise. A depthwise weight [C, 1, kh, kw] is packed as [1, C, kh, kw] (its
+  // channels are the vector lanes).
+  void packWeights(const Node& anchor, NpuDType dt, Task& task) {
+    if (anchor.opType() != "Conv" || anchor.inputs().size() < 2) return;
+    const Value* w = anchor.input(1);
+    if (!w || !w->isConstant() || w->rank() != 4 || w->dtype() != DType::Float32) return;
+    const Shape& s = w->shape();
+    const int64_t group = anchor.attrs().i("group", 1);
+    const bool depthwise = group > 1 && s[1] == 1 && group == s[0];
+    PackedWeightRef ref;
+    ref.present = true;
+    ref.dims = depthwise ? Nchw{1, s[0], s[2], s[3]} : Nchw{s[0], s[1], s[2], s[3]};
+    ref.c2 = static_cast<uint32_t>(
+        soc_.alignment(dt, depthwise ? AlignmentRole::Depthwise : AlignmentRole::ConvInput));
+    std::string packed;
+    if (task.compute == ElemType::Int8) {
+      const quant::QuantizedWeights qw =
+          quant::quantizeNodeWeights(anchor, options_.plan->weight_granularity);
+      packed = packNc1hwc2(qw.values.raw(), ref.dims, ref.c2, 1);
+      ref.elem = ElemType::Int8;
+    } else {
+      const Tensor& f = w->constant();
+      std::vector<uint16_t> half(f.numel());
+      const float* src = static_cast<const float*>(f.raw());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = floatToHalf(src[i]);
+      packed = packNc1hwc2(half.data(), ref.dims, ref.c2, sizeof(uint16_t));
+      ref.elem = ElemType::Float16;
+    }
+    std::string& section = program_.packed_weights;
+    section.resize((section.size() + blob::kBlobAlignment - 1) / blob::kBlobAlignment * blob::kBlobAlignment,
+                   '\0');
+    ref.offset = section.size();
+    ref.size = packed.size();
+    section += packed;
+    task.weights = ref;
+  }
+
+  const perf::CostModel& costModel(NpuDType dt) {
+    auto it = models_.find(dt);
+    if (it == models_.end()) {
+      const int64_t cores = options_.single_core_mode ? 1 : soc_.npu.cores;
+      it = models_.emplace(dt, std::make_unique<perf::CostModel>(soc_, dt, cores)).first;
+    }
+    return *it->second;
+  }
+
+  const Graph& graph_;
+  const SocProfile& soc_;
+  const LowerOptions& options_;
+  std::map<const Node*, uint32_t> node_index_;
+  std::map<std::pair<const Value*, TensorDevice>, uint32_t> where_;
+  std::map<NpuDType, std::unique_ptr<perf::CostModel>> models_;
+  PipelineTable pipelines_;
+  LoweredProgram program_;
+};
+
+}  // namespace
+
+LoweredProgram lowerGraph(const Graph& graph, const SocProfile& soc, const LowerOptions& options) {
+  return Lowerer(graph, soc, options).run();
+}
+
+}  // namespace npuc::lower

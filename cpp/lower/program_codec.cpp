@@ -1,0 +1,258 @@
+#include "lower/program_codec.h"
+
+#include "blob/byte_io.h"
+#include "common/error.h"
+#include "lower/pipeline_dedup.h"
+#include "lower/weight_packing.h"
+
+namespace npuc::lower {
+
+namespace {
+
+// Longest value name / op pattern / reason accepted when decoding.
+constexpr size_t kMaxNameBytes = 1 << 16;
+// Canonical pipeline params: a few hundred bytes per fused node in practice.
+constexpr size_t kMaxParamsBytes = 1 << 24;
+
+void checkVersion(blob::ByteReader& r, const char* what) {
+  const uint32_t v = r.u32(what);
+  if (v != kProgramCodecVersion)
+    r.fail(std::string(what) + " " + std::to_string(v) + " is not supported (expected " +
+           std::to_string(kProgramCodecVersion) + ")");
+}
+
+template <typename E>
+E enumField(blob::ByteReader& r, const char* what, uint8_t max_code) {
+  const uint8_t code = r.u8(what);
+  if (code > max_code) r.fail(std::string(what) + " code " + std::to_string(code) + " is invalid");
+  return static_cast<E>(code);
+}
+
+void writeIds(blob::ByteWriter& w, const std::vector<uint32_t>& ids, const char* what) {
+  w.count(ids.size(), what);
+  for (uint32_t id : ids) w.u32(id);
+}
+
+std::vector<uint32_t> readIds(blob::ByteReader& r, const char* what, uint32_t limit) {
+  const uint32_t n = r.count(what, 4);
+  std::vector<uint32_t> ids(n);
+  for (uint32_t& id : ids) {
+    id = r.u32(what);
+    if (id >= limit) r.fail(std::string(what) + " index " + std::to_string(id) + " is out of range");
+  }
+  return ids;
+}
+
+std::string encodeTasks(const LoweredProgram& p) {
+  blob::ByteWriter w;
+  w.u32(kProgramCodecVersion);
+  w.count(p.tensors.size(), "tensors");
+  for (const ProgramTensor& t : p.tensors) {
+    w.str(t.value);
+    w.u8(static_cast<uint8_t>(t.device));
+    w.u8(static_cast<uint8_t>(t.layout));
+    w.u8(static_cast<uint8_t>(t.elem));
+    w.u32(t.c2);
+  }
+  w.count(p.tasks.size(), "tasks");
+  for (const Task& t : p.tasks) {
+    w.u8(static_cast<uint8_t>(t.kind));
+    writeIds(w, t.nodes, "task nodes");
+    w.str(t.pattern);
+    w.u8(static_cast<uint8_t>(t.compute));
+    w.u8(t.tile.tiled ? 1 : 0);
+    w.i64(t.tile.oc_block);
+    w.i64(t.tile.tile_rows);
+    w.u8(t.tile.spatial_outer ? 1 : 0);
+    w.i64(t.tile.tiles);
+    w.u32(t.pipeline);
+    w.u32(t.cpu_op);
+    writeIds(w, t.inputs, "task inputs");
+    writeIds(w, t.outputs, "task outputs");
+    w.u8(static_cast<uint8_t>(t.convert.direction));
+    w.u8(t.weights.present ? 1 : 0);
+    if (t.weights.present) {
+      w.u64(t.weights.offset);
+      w.u64(t.weights.size);
+      w.u8(static_cast<uint8_t>(t.weights.layout));
+      w.u8(static_cast<uint8_t>(t.weights.elem));
+      w.u32(t.weights.c2);
+      for (int64_t d : t.weights.dims) w.i64(d);
+    }
+  }
+  return w.take();
+}
+
+std::string encodePipelines(const LoweredProgram& p) {
+  blob::ByteWriter w;
+  w.u32(kProgramCodecVersion);
+  w.count(p.pipelines.size(), "pipelines");
+  for (const Pipeline& q : p.pipelines) {
+    w.raw(q.digest.data(), q.digest.size());
+    w.str(q.op_type);
+    w.str(q.params);
+  }
+  return w.take();
+}
+
+std::string encodeCpuOps(const LoweredProgram& p) {
+  blob::ByteWriter w;
+  w.u32(kProgramCodecVersion);
+  w.count(p.cpu_ops.size(), "CPU ops");
+  for (const CpuOp& op : p.cpu_ops) {
+    w.u32(op.node);
+    w.str(op.op_type);
+    w.str(op.reason);
+  }
+  return w.take();
+}
+
+void decodePipelines(const std::string& bytes, LoweredProgram& p) {
+  blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "PIPE section");
+  checkVersion(r, "pipeline table version");
+  // digest (16) + two string lengths (8)
+  const uint32_t n = r.count("pipelines", 24);
+  for (uint32_t i = 0; i < n; ++i) {
+    Pipeline q;
+    for (uint8_t& b : q.digest) b = r.u8("pipeline digest");
+    q.op_type = r.str("pipeline op type", kMaxNameBytes);
+    q.params = r.str("pipeline params", kMaxParamsBytes);
+    if (pipelineDigest(q.params) != q.digest)
+      r.fail("pipeline " + std::to_string(i) + " (" + q.op_type + "): digest does not match its params");
+    for (const Pipeline& earlier : p.pipelines)
+      if (earlier.digest == q.digest) r.fail("pipeline " + std::to_string(i) + " is listed twice");
+    p.pipelines.push_back(std::move(q));
+  }
+  r.expectEnd();
+}
+
+void decodeCpuOps(const std::string& bytes, LoweredProgram& p) {
+  blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "CPUO section");
+  checkVersion(r, "CPU op table version");
+  const uint32_t n = r.count("CPU ops", 12);  // node (4) + two string lengths (8)
+  for (uint32_t i = 0; i < n; ++i) {
+    CpuOp op;
+    op.node = r.u32("CPU op node index");
+    op.op_type = r.str("CPU op type", kMaxNameBytes);
+    op.reason = r.str("CPU op reason", kMaxNameBytes);
+    p.cpu_ops.push_back(std::move(op));
+  }
+  r.expectEnd();
+}
+
+void decodeWeightRef(blob::ByteReader& r, const std::string& nwgt, PackedWeightRef& ref) {
+  ref.present = true;
+  ref.offset = r.u64("packed weight offset");
+  ref.size = r.u64("packed weight size");
+  ref.layout =
+      enumField<TensorLayout>(r, "packed weight layout", static_cast<uint8_t>(TensorLayout::Nc1hwc2));
+  ref.elem = enumField<ElemType>(r, "packed weight element type", static_cast<uint8_t>(ElemType::Float16));
+  ref.c2 = r.u32("packed weight C2");
+  for (int64_t& d : ref.dims) {
+    d = r.i64("packed weight dim");
+    if (d < 0 || d > (int64_t{1} << 31)) r.fail("packed weight dim " + std::to_string(d) + " is invalid");
+  }
+  if (ref.layout != TensorLayout::Nc1hwc2 || ref.c2 == 0 || ref.elem == ElemType::Float32)
+    r.fail("packed weights must be int8 or fp16 NC1HWC2 with C2 >= 1");
+  if (ref.offset % blob::kBlobAlignment != 0)
+    r.fail("packed weight offset " + std::to_string(ref.offset) + " is not a multiple of 64");
+  if (ref.offset > nwgt.size() || ref.size > nwgt.size() - ref.offset)
+    r.fail("packed weights [" + std::to_string(ref.offset) + ", +" + std::to_string(ref.size) +
+           ") lie outside the " + std::to_string(nwgt.size()) + "-byte NWGT section");
+  const size_t elem_bytes = ref.elem == ElemType::Int8 ? 1 : 2;
+  if (packedBytes(ref.dims, ref.c2, elem_bytes) != ref.size)
+    r.fail("packed weight size " + std::to_string(ref.size) + " does not match its dims and C2");
+}
+
+void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgram& p) {
+  blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "TASK section");
+  checkVersion(r, "task table version");
+  const uint32_t n_tensors = r.count("tensors", 11);  // name length + 3 codes + c2
+  for (uint32_t i = 0; i < n_tensors; ++i) {
+    ProgramTensor t;
+    t.value = r.str("tensor value name", kMaxNameBytes);
+    t.device = enumField<TensorDevice>(r, "tensor device", static_cast<uint8_t>(TensorDevice::Host));
+    t.layout = enumField<TensorLayout>(r, "tensor layout", static_cast<uint8_t>(TensorLayout::Nc1hwc2));
+    t.elem = enumField<ElemType>(r, "tensor element type", static_cast<uint8_t>(ElemType::AsGraph));
+    t.c2 = r.u32("tensor C2");
+    if ((t.layout == TensorLayout::Nc1hwc2) != (t.c2 != 0))
+      r.fail("tensor '" + t.value + "': C2 contradicts its layout");
+    p.tensors.push_back(std::move(t));
+  }
+  // kind, 4 counts, pattern length, codes, tile fields, indices: at least 60 bytes each.
+  const uint32_t n_tasks = r.count("tasks", 60);
+  for (uint32_t i = 0; i < n_tasks; ++i) {
+    Task t;
+    t.id = i;
+    t.kind = enumField<TaskKind>(r, "task kind", static_cast<uint8_t>(TaskKind::Convert));
+    t.nodes = readIds(r, "task node", kNoIndex);
+    t.pattern = r.str("task pattern", kMaxNameBytes);
+    t.compute = enumField<ElemType>(r, "task compute type", static_cast<uint8_t>(ElemType::Float16));
+    t.tile.tiled = r.u8("tiled flag") != 0;
+    t.tile.oc_block = r.i64("tile output-channel block");
+    t.tile.tile_rows = r.i64("tile rows");
+    t.tile.spatial_outer = r.u8("tile loop order") != 0;
+    t.tile.tiles = r.i64("tile count");
+    if (t.tile.tiles < 1 || (t.tile.tiled && (t.tile.oc_block < 1 || t.tile.tile_rows < 1)))
+      r.fail("task " + std::to_string(i) + ": invalid tile configuration");
+    t.pipeline = r.u32("task pipeline");
+    if (t.pipeline != kNoIndex && t.pipeline >= p.pipelines.size())
+      r.fail("task " + std::to_string(i) + ": pipeline " + std::to_string(t.pipeline) + " does not exist");
+    t.cpu_op = r.u32("task CPU op");
+    if (t.cpu_op != kNoIndex && t.cpu_op >= p.cpu_ops.size())
+      r.fail("task " + std::to_string(i) + ": CPU op " + std::to_string(t.cpu_op) + " does not exist");
+    t.inputs = readIds(r, "task input tensor", n_tensors);
+    t.outputs = readIds(r, "task output tensor", n_tensors);
+    t.convert.direction =
+        enumField<ConvertDirection>(r, "convert direction", static_cast<uint8_t>(ConvertDirection::ToHost));
+    if (r.u8("packed weight flag")) decodeWeightRef(r, nwgt, t.weights);
+    const bool npu = t.kind == TaskKind::Npu, cpu = t.kind == TaskKind::Cpu;
+    if (npu != (t.pipeline != kNoIndex) || cpu != (t.cpu_op != kNoIndex) || (!npu && t.weights.present) ||
+        (t.kind == TaskKind::Convert) != t.nodes.empty()) {
+      r.fail("task " + std::to_string(i) + " (" + taskKindName(t.kind) + "): fields contradict its kind");
+    }
+    p.tasks.push_back(std::move(t));
+  }
+  r.expectEnd();
+}
+
+}  // namespace
+
+ProgramSections encodeProgram(const LoweredProgram& program) {
+  return {encodeTasks(program), encodePipelines(program), encodeCpuOps(program), program.packed_weights};
+}
+
+LoweredProgram decodeProgram(const ProgramSections& s) {
+  LoweredProgram p;
+  decodePipelines(s.pipelines, p);
+  decodeCpuOps(s.cpu_ops, p);
+  decodeTasks(s.tasks, s.packed_weights, p);
+  p.packed_weights = s.packed_weights;
+  return p;
+}
+
+std::vector<blob::ExtraSection> programExtraSections(const LoweredProgram& program) {
+  ProgramSections s = encodeProgram(program);
+  return {{blob::kSectionTasks, false, std::move(s.tasks)},
+          {blob::kSectionPipelines, false, std::move(s.pipelines)},
+          {blob::kSectionCpuOps, false, std::move(s.cpu_ops)},
+          {kSectionNpuWeights, false, std::move(s.packed_weights)}};
+}
+
+bool findProgramSections(const std::vector<blob::ExtraSection>& extra, ProgramSections* out) {
+  int found = 0;
+  bool has_weights = false;
+  for (const blob::ExtraSection& s : extra) {
+    if (s.kind == blob::kSectionTasks) out->tasks = s.bytes, ++found;
+    if (s.kind == blob::kSectionPipelines) out->pipelines = s.bytes, ++found;
+    if (s.kind == blob::kSectionCpuOps) out->cpu_ops = s.bytes, ++found;
+    if (s.kind == kSectionNpuWeights) out->packed_weights = s.bytes, has_weights = true;
+  }
+  if (found == 0 && !has_weights) return false;
+  if (found != 3)
+    throw BlobError("the blob has only some of the TASK, PIPE and CPUO sections (" + std::to_string(found) +
+                    " of 3): the lowered program is incomplete");
+  return true;
+}
+
+}  // namespace npuc::lower

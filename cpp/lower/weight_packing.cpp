@@ -1,0 +1,66 @@
+#include "lower/weight_packing.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace npuc::lower {
+
+namespace {
+
+void checkDims(const Nchw& dims, int64_t c2) {
+  if (c2 < 1) throw ShapeError("NC1HWC2 packing needs a channel block >= 1, got " + std::to_string(c2));
+  for (int64_t d : dims)
+    if (d < 0) throw ShapeError("NC1HWC2 packing of a tensor with a negative dim " + std::to_string(d));
+}
+
+// Calls f(src_element_index, dst_element_index) for every real (unpadded) element.
+template <typename F>
+void forEachElement(const Nchw& dims, int64_t c2, F f) {
+  const auto [n, c, h, w] = dims;
+  const int64_t c1 = (c + c2 - 1) / c2;
+  const int64_t plane = h * w;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic) {
+      const int64_t block = ic / c2, lane = ic % c2;
+      const int64_t src_base = (in * c + ic) * plane;
+      const int64_t dst_base = (in * c1 + block) * plane * c2 + lane;
+      for (int64_t p = 0; p < plane; ++p) f(src_base + p, dst_base + p * c2);
+    }
+}
+
+}  // namespace
+
+size_t packedBytes(const Nchw& dims, int64_t c2, size_t elem_bytes) {
+  checkDims(dims, c2);
+  const int64_t c1 = (dims[1] + c2 - 1) / c2;
+  return static_cast<size_t>(dims[0] * c1 * dims[2] * dims[3] * c2) * elem_bytes;
+}
+
+std::string packNc1hwc2(const void* src, const Nchw& dims, int64_t c2, size_t elem_bytes) {
+  std::string out(packedBytes(dims, c2, elem_bytes), '\0');  // padding lanes stay zero
+  const char* in = static_cast<const char*>(src);
+  forEachElement(dims, c2, [&](int64_t s, int64_t d) {
+    std::memcpy(&out[static_cast<size_t>(d) * elem_bytes], in + static_cast<size_t>(s) * elem_bytes,
+                elem_bytes);
+  });
+  return out;
+}
+
+std::string unpackNc1hwc2(const std::string& packed, const Nchw& dims, int64_t c2, size_t elem_bytes) {
+  const size_t expected = packedBytes(dims, c2, elem_bytes);
+  if (packed.size() != expected) {
+    throw BlobError("packed NC1HWC2 weights hold " + std::to_string(packed.size()) + " bytes, expected " +
+                    std::to_string(expected) + " for [" + std::to_string(dims[0]) + "," +
+                    std::to_string(dims[1]) + "," + std::to_string(dims[2]) + "," + std::to_string(dims[3]) +
+                    "] with C2 = " + std::to_string(c2));
+  }
+  std::string out(static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3]) * elem_bytes, '\0');
+  forEachElement(dims, c2, [&](int64_t s, int64_t d) {
+    std::memcpy(&out[static_cast<size_t>(s) * elem_bytes], &packed[static_cast<size_t>(d) * elem_bytes],
+                elem_bytes);
+  });
+  return out;
+}
+
+}  // namespace npuc::lower

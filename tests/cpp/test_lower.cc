@@ -1,0 +1,287 @@
+// Lowering to NPU tasks (cpp/lower): task per fusion group, tiling recorded, explicit boundary
+// converts, pipeline deduplication, the TASK/PIPE/CPUO/NWGT codec (round trip and refusal of
+// corrupted sections), NC1HWC2 weight packing, and a blob round trip with verification.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "blob/blob.h"
+#include "blob_test_util.h"
+#include "common/error.h"
+#include "lower/lower.h"
+#include "lower/pipeline_dedup.h"
+#include "lower/program_codec.h"
+#include "lower/program_sections.h"
+#include "lower/weight_packing.h"
+#include "perf_test_util.h"
+#include "target/soc_profile.h"
+
+namespace npuc::lower {
+namespace {
+
+using perf::testing::PerfGraph;
+
+int count(const LoweredProgram& p, TaskKind k) {
+  int n = 0;
+  for (const Task& t : p.tasks) n += t.kind == k;
+  return n;
+}
+
+// x -> c1+relu -> c2 -> relu2 (forced to CPU) -> c3 -> out
+struct MixedGraph {
+  PerfGraph p;
+  Node *c2 = nullptr, *r2 = nullptr, *c3 = nullptr;
+  MixedGraph() {
+    Value* x = p.input("x", {1, 16, 8, 8});
+    Node* c1 = p.conv("c1", x, 16, 3);
+    Node* r1 = p.op("Relu", "r1", {c1->output()});
+    c2 = p.conv("c2", r1->output(), 16, 3);
+    r2 = p.op("Relu", "r2", {c2->output()});
+    c3 = p.conv("c3", r2->output(), 16, 3);
+    p.g.addOutput(c3->output());
+  }
+};
+
+LoweredProgram lowerMixed(const Graph& g) {
+  LowerOptions o;
+  o.op_target = {{"r2", "cpu"}};
+  return lowerGraph(g, socProfile("rk3588"), o);
+}
+
+TEST(Lower, OneTaskPerFusionGroupAndCpuOpsStayOps) {
+  MixedGraph m;
+  LoweredProgram prog = lowerMixed(m.p.g);
+  verifyProgram(prog, m.p.g);
+  std::vector<std::string> npu_patterns;
+  for (const Task& t : prog.tasks)
+    if (t.kind == TaskKind::Npu) npu_patterns.push_back(t.pattern);
+  EXPECT_EQ(npu_patterns, (std::vector<std::string>{"Conv+Relu", "Conv", "Conv"}));
+  ASSERT_EQ(prog.cpu_ops.size(), 1u);
+  EXPECT_EQ(prog.cpu_ops[0].op_type, "Relu");
+  EXPECT_NE(prog.cpu_ops[0].reason.find("op_target"), std::string::npos) << prog.cpu_ops[0].reason;
+  for (const Task& t : prog.tasks)
+    if (t.kind == TaskKind::Npu) {
+      EXPECT_TRUE(t.tile.tiled);
+      EXPECT_GE(t.tile.tiles, 1);
+      EXPECT_EQ(t.compute, ElemType::Float16);  // no plan: a float build
+    }
+}
+
+TEST(Lower, ConvertAtEveryBoundary) {
+  MixedGraph m;
+  LoweredProgram prog = lowerMixed(m.p.g);
+  // x (host) -> NPU, c2 (NPU) -> CPU relu, r2 (host) -> NPU c3, c3 (NPU) -> graph output (host).
+  std::vector<std::string> converts;
+  for (const Task& t : prog.tasks)
+    if (t.kind == TaskKind::Convert) {
+      const ProgramTensor& to = prog.tensors[t.outputs[0]];
+      const ProgramTensor& from = prog.tensors[t.inputs[0]];
+      EXPECT_NE(to.device, from.device);
+      if (to.device == TensorDevice::Npu) {
+        EXPECT_EQ(to.layout, TensorLayout::Nc1hwc2);
+        EXPECT_EQ(to.c2, static_cast<uint32_t>(
+                             socProfile("rk3588").alignment(NpuDType::Float16, AlignmentRole::Other)));
+      } else {
+        EXPECT_EQ(to.layout, TensorLayout::Nchw);
+      }
+      converts.push_back(to.value + (t.convert.direction == ConvertDirection::ToNpu ? ">npu" : ">host"));
+    }
+  const std::string c2 = m.c2->output()->name(), r2 = m.r2->output()->name(), c3 = m.c3->output()->name();
+  EXPECT_EQ(converts, (std::vector<std::string>{"x>npu", c2 + ">host", r2 + ">npu", c3 + ">host"}));
+}
+
+TEST(Lower, LargeConvIsTiled) {
+  PerfGraph p;
+  Value* x = p.input("x", {1, 256, 160, 160});
+  Node* c = p.conv("big", x, 256, 3);
+  p.g.addOutput(c->output());
+  perf::TilingCache cache;
+  LowerOptions o;
+  o.tiling_cache = &cache;
+  LoweredProgram prog = lowerGraph(p.g, socProfile("rk3588"), o);
+  const Task* npu = nullptr;
+  for (const Task& t : prog.tasks)
+    if (t.kind == TaskKind::Npu) npu = &t;
+  ASSERT_NE(npu, nullptr);
+  EXPECT_GT(npu->tile.tiles, 1);
+  EXPECT_EQ(cache.size(), 1u);  // the decision went through the tuning cache
+  EXPECT_EQ(summarize(prog).tiled_tasks, 1);
+}
+
+TEST(Lower, IdenticalConvsSharePipelines) {
+  PerfGraph p;
+  Value* v = p.input("x", {1, 32, 16, 16});
+  for (int i = 0; i < 6; ++i)
+    v = p.op("Relu", "r" + std::to_string(i), {p.conv("c" + std::to_string(i), v, 32, 3)->output()})
+            ->output();
+  Node* other = p.conv("odd", v, 64, 3);  // a new shape: its own pipeline
+  p.g.addOutput(other->output());
+  LoweredProgram prog = lowerGraph(p.g, socProfile("rk3588"), {});
+  ProgramSummary s = summarize(prog);
+  EXPECT_EQ(s.npu_tasks, 7);
+  EXPECT_EQ(s.pipelines, 2);
+  EXPECT_DOUBLE_EQ(s.reuse_rate, 1.0 - 2.0 / 7.0);
+  EXPECT_EQ(prog.tasks[1].pipeline, prog.tasks[2].pipeline);
+}
+
+TEST(ProgramCodec, RoundTripIsExactAndDeterministic) {
+  MixedGraph m;
+  LoweredProgram prog = lowerMixed(m.p.g);
+  ASSERT_FALSE(prog.packed_weights.empty());
+  ProgramSections s = encodeProgram(prog);
+  LoweredProgram back = decodeProgram(s);
+  EXPECT_TRUE(back == prog);
+  ProgramSections again = encodeProgram(lowerMixed(m.p.g));
+  EXPECT_EQ(again.tasks, s.tasks);
+  EXPECT_EQ(again.pipelines, s.pipelines);
+  EXPECT_EQ(again.cpu_ops, s.cpu_ops);
+  EXPECT_EQ(again.packed_weights, s.packed_weights);
+}
+
+TEST(ProgramCodec, EveryTruncationIsRefused) {
+  MixedGraph m;
+  ProgramSections s = encodeProgram(lowerMixed(m.p.g));
+  for (std::string ProgramSections::*field :
+       {&ProgramSections::tasks, &ProgramSections::pipelines, &ProgramSections::cpu_ops})
+    for (size_t len = 0; len < (s.*field).size(); ++len) {
+      ProgramSections cut = s;
+      (cut.*field).resize(len);
+      EXPECT_THROW(decodeProgram(cut), BlobError) << len;
+    }
+}
+
+TEST(ProgramCodec, CorruptedFieldsAreRefusedOrCaughtByVerify) {
+  MixedGraph m;
+  LoweredProgram prog = lowerMixed(m.p.g);
+  ProgramSections s = encodeProgram(prog);
+  // A flipped byte anywhere in TASK or PIPE: either the decoder refuses it, or the decoded
+  // program differs and verifyProgram (against the graph) refuses it, or it is a field that only
+  // changes a tile figure / layout code; it must never crash.
+  int refused = 0, total = 0;
+  for (std::string ProgramSections::*field : {&ProgramSections::tasks, &ProgramSections::pipelines})
+    for (size_t i = 0; i < (s.*field).size(); ++i) {
+      ProgramSections bad = s;
+      (bad.*field)[i] = static_cast<char>((bad.*field)[i] ^ 0x5A);
+      ++total;
+      try {
+        LoweredProgram p = decodeProgram(bad);
+        verifyProgram(p, m.p.g);
+      } catch (const BlobError&) {
+        ++refused;
+      }
+    }
+  EXPECT_GT(refused, total / 2) << refused << " of " << total;
+  // Specific fields: a pipeline digest, a version, a weight range outside NWGT.
+  ProgramSections bad = s;
+  bad.pipelines[4] ^= 1;  // first digest byte
+  EXPECT_THROW(decodeProgram(bad), BlobError);
+  bad = s;
+  bad.tasks[0] = 9;
+  EXPECT_THROW(decodeProgram(bad), BlobError);
+  bad = s;
+  bad.packed_weights.resize(bad.packed_weights.size() - 1);
+  EXPECT_THROW(decodeProgram(bad), BlobError);
+}
+
+TEST(ProgramVerify, RefusesAProgramThatDoesNotCoverTheGraph) {
+  MixedGraph m;
+  LoweredProgram prog = lowerMixed(m.p.g);
+  LoweredProgram dropped = prog;
+  for (size_t i = 0; i < dropped.tasks.size(); ++i)
+    if (dropped.tasks[i].kind == TaskKind::Cpu) {
+      dropped.tasks.erase(dropped.tasks.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  for (size_t i = 0; i < dropped.tasks.size(); ++i) dropped.tasks[i].id = static_cast<uint32_t>(i);
+  EXPECT_THROW(verifyProgram(dropped, m.p.g), BlobError);
+  LoweredProgram swapped = prog;
+  std::swap(swapped.tasks[1], swapped.tasks[2]);  // reads before writes
+  swapped.tasks[1].id = 1;
+  swapped.tasks[2].id = 2;
+  EXPECT_THROW(verifyProgram(swapped, m.p.g), BlobError);
+}
+
+TEST(WeightPacking, RoundTripWithMisalignedChannels) {
+  for (int64_t c : {1, 5, 16, 33}) {
+    const Nchw dims{3, c, 3, 2};
+    std::vector<int8_t> src(static_cast<size_t>(3 * c * 3 * 2));
+    std::iota(src.begin(), src.end(), int8_t{1});
+    const int64_t c2 = 16;
+    std::string packed = packNc1hwc2(src.data(), dims, c2, 1);
+    EXPECT_EQ(packed.size(), static_cast<size_t>(3 * ((c + 15) / 16) * 3 * 2 * 16));
+    // Element (n=1, c=last, h=2, w=1) sits at [1, (c-1)/16, 2, 1, (c-1)%16].
+    const int64_t cl = c - 1, c1 = (c + 15) / 16;
+    const size_t at = static_cast<size_t>((((1 * c1 + cl / 16) * 3 + 2) * 2 + 1) * 16 + cl % 16);
+    EXPECT_EQ(static_cast<int8_t>(packed[at]), src[static_cast<size_t>(((1 * c + cl) * 3 + 2) * 2 + 1)]);
+    // Padding lanes are zero: count the non-zero bytes (src has no zero... except wraps at 256).
+    std::string back = unpackNc1hwc2(packed, dims, c2, 1);
+    ASSERT_EQ(back.size(), src.size());
+    EXPECT_EQ(std::memcmp(back.data(), src.data(), src.size()), 0) << "c=" << c;
+    size_t nonzero = 0;
+    for (char b : packed) nonzero += b != 0;
+    size_t src_nonzero = 0;
+    for (int8_t b : src) src_nonzero += b != 0;
+    EXPECT_EQ(nonzero, src_nonzero);
+  }
+  std::vector<uint16_t> half(2 * 3 * 1 * 1, 0xABCD);
+  std::string p = packNc1hwc2(half.data(), {2, 3, 1, 1}, 8, 2);
+  EXPECT_EQ(p.size(), 2u * 8 * 2);
+  EXPECT_THROW(unpackNc1hwc2(p.substr(1), {2, 3, 1, 1}, 8, 2), BlobError);
+  EXPECT_THROW(packNc1hwc2(half.data(), {2, 3, 1, 1}, 0, 2), ShapeError);
+}
+
+TEST(ProgramSections, BlobRoundTripVerifiesTheProgram) {
+  MixedGraph m;
+  blob::BlobWriteOptions opts;
+  opts.soc = "rk3588";
+  opts.options["op_target"] = "{'r2': 'cpu'}";
+  appendProgramSections(m.p.g, nullptr, &opts);
+  const std::string bytes = blob::writeBlobBytes(m.p.g, opts);
+  blob::LoadedBlob loaded = blob::readBlobBytes(bytes);
+  std::optional<LoweredProgram> prog = readProgram(loaded);
+  ASSERT_TRUE(prog.has_value());
+  EXPECT_TRUE(*prog == lowerMixed(m.p.g));
+  // Packed weights are 64-byte aligned inside NWGT (itself 64-aligned in the file).
+  for (const Task& t : prog->tasks) {
+    EXPECT_EQ(t.weights.offset % 64, 0u) << t.id;
+  }
+  // A blob without the lowering loads with no program.
+  blob::BlobWriteOptions plain;
+  plain.soc = "rk3588";
+  EXPECT_FALSE(readProgram(blob::readBlobBytes(blob::writeBlobBytes(m.p.g, plain))).has_value());
+}
+
+TEST(ProgramSections, ResealedCorruptTaskSectionAndForeignProgramAreRefused) {
+  MixedGraph m;
+  blob::BlobWriteOptions opts;
+  opts.soc = "rk3588";
+  appendProgramSections(m.p.g, nullptr, &opts);
+  std::string bytes = blob::writeBlobBytes(m.p.g, opts);
+  const uint64_t task_at = blobtest::sectionOffset(bytes, blob::kSectionTasks);
+  bytes[task_at] ^= 0x7;  // the codec version
+  blobtest::reseal(bytes);
+  blob::LoadedBlob loaded = blob::readBlobBytes(bytes);  // the container is fine
+  EXPECT_THROW(readProgram(loaded), BlobError);
+
+  // A program lowered from another graph (one Conv fewer) does not verify against this one.
+  PerfGraph other;
+  Value* x = other.input("x", {1, 16, 8, 8});
+  other.g.addOutput(other.conv("c1", x, 16, 3)->output());
+  blob::BlobWriteOptions foreign;
+  foreign.soc = "rk3588";
+  foreign.extra_sections = programExtraSections(lowerGraph(other.g, socProfile("rk3588"), {}));
+  EXPECT_THROW(readProgram(blob::readBlobBytes(blob::writeBlobBytes(m.p.g, foreign))), BlobError);
+}
+
+TEST(ProgramSections, OpTargetOptionParses) {
+  EXPECT_EQ(opTargetFromOption("{}"), OpTargetMap{});
+  EXPECT_EQ(opTargetFromOption("{'Conv': 'cpu', \"it's\": 'npu'}"),
+            (OpTargetMap{{"Conv", "cpu"}, {"it's", "npu"}}));
+  EXPECT_EQ(opTargetFromOption("{'a\\'b': 'cpu'}"), (OpTargetMap{{"a'b", "cpu"}}));
+  EXPECT_THROW(opTargetFromOption("{'a': 'cpu'"), ConfigError);
+  EXPECT_THROW(opTargetFromOption("['a']"), ConfigError);
+}
+
+}  // namespace
+}  // namespace npuc::lower

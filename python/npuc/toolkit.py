@@ -395,9 +395,12 @@ class Toolkit:
             options["quantized_dtype"] = repr(self._config.get("quantized_dtype") or "w8a8")
             options["quantized_algorithm"] = repr(self._config.get("quantized_algorithm") or "normal")
             options["quantized_method"] = repr(self._config.get("quantized_method") or "channel")
-        for key in ("custom_string", "disable_passes", "hybrid_layers", "mean_values", "std_values", "op_target"):
+        for key in ("custom_string", "disable_passes", "hybrid_layers", "op_target"):
             if self._config.get(key):
                 options[key] = repr(self._config[key])
+        for key in ("mean_values", "std_values"):  # as floats: [[0, 0, 0]] and [0.0, 0.0, 0.0] are one setting
+            if self._config.get(key):
+                options[key] = repr(_float_lists(self._config[key]))
         return options
 
     def init_runtime(self, target: Optional[str] = None, **kwargs: Any) -> int:
@@ -569,6 +572,14 @@ def _make_logger(owner: object, verbose: bool, verbose_file: Optional[str]) -> l
         handler.setFormatter(fmt)
         log.addHandler(handler)
     return log
+
+
+def _float_lists(values: Sequence[Any]) -> List[List[float]]:
+    """mean/std values as one list of floats per input (a flat list is one input's channels)."""
+    rows = list(values)
+    if rows and all(np.isscalar(v) for v in rows):
+        rows = [rows]
+    return [[float(v) for v in np.asarray(row, dtype=np.float64).reshape(-1)] for row in rows]
 
 
 def _io_summary(infos: Sequence[Dict[str, Any]]) -> str:

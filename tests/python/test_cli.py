@@ -14,7 +14,9 @@ import pytest
 import npuc
 from conftest import conv_relu_model, conv_relu_reference
 
-PACKAGE_PARENT = str(Path(npuc.__file__).resolve().parent.parent)
+# Not resolve(): a build folder's package is symlinks into python/npuc, and the subprocess must load
+# that build's extension module, not the one next to the real files.
+PACKAGE_PARENT = str(Path(os.path.abspath(npuc.__file__)).parent.parent)
 
 
 def npuc_cli(*args: str) -> subprocess.CompletedProcess:

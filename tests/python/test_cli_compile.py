@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import npuc
 
 from test_cli import npuc_cli, user_error
 
@@ -85,3 +88,71 @@ def test_bad_yaml_keys_are_named(conv_relu_path: Path, tmp_path: Path) -> None:
     user_error(npuc_cli("convert", "-i", str(bad_model_key), "-t", "rk3588", "-o", str(tmp_path)), "modle_path")
     (tmp_path / "c.yml").write_text("models: [unclosed\n")
     user_error(npuc_cli("convert", "-i", str(tmp_path / "c.yml"), "-t", "rk3588", "-o", str(tmp_path)), "YAML")
+
+
+def _write_dataset(folder: Path, count: int = 4) -> Path:
+    rng = np.random.default_rng(7)
+    names = []
+    for i in range(count):
+        np.save(folder / f"s{i}.npy", rng.uniform(0, 255, (1, 3, 8, 8)).astype(np.float32))
+        names.append(f"s{i}.npy")
+    (folder / "dataset.txt").write_text("\n".join(names) + "\n")
+    return folder / "dataset.txt"
+
+
+def test_quantized_convert_flag_and_yaml_forms_give_identical_blobs(conv_relu_path: Path, tmp_path: Path) -> None:
+    dataset = _write_dataset(tmp_path)
+    flag_blob = tmp_path / "flags.npub"
+    r = npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(flag_blob), "--quantize",
+                 "--dataset", str(dataset), "--algorithm", "mmse", "--method", "layer", "--mean", "10,20,30",
+                 "--std", "50,60,70", "--input-size", "1,3,8,8", "--input-name", "x")
+    assert r.returncode == 0, r.stderr
+    config = write_yaml(tmp_path / "model_config.yml", conv_relu_path,
+                        extra_configs="    quantized_algorithm: mmse\n    quantized_method: layer\n"
+                        "    mean_values: [10, 20, 30]\n    std_values: [50, 60, 70]\n")
+    text = config.read_text().replace("quantize: false", "quantize: true\n  dataset: dataset.txt")
+    config.write_text(text)
+    r = npuc_cli("convert", "-i", str(config), "-t", "rk3588", "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    yaml_blob = (tmp_path / "out" / "conv_relu.npub").read_bytes()
+    assert yaml_blob == flag_blob.read_bytes()
+    _, meta = npuc._npuc.load_blob(str(flag_blob))
+    assert "QUNT" in meta["extra_sections"]
+    assert meta["options"]["quantized_algorithm"] == "'mmse'"
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["perf", "{model}", "--soc", "rk9999"], "rk9999"),
+        (["perf", "{model}", "--dtype", "int4"], "invalid choice"),
+        (["convert", "{model}", "-t", "rk3588", "-o", "x.npub", "--algorithm", "minmax"], "invalid choice"),
+        (["convert", "{model}", "-t", "rk3588", "-o", "x.npub", "--mean", "a,b"], "invalid list"),
+        (["convert", "{model}", "-t", "rk3588", "-o", "x.npub", "--quantize", "--dataset", "none.txt"], "none.txt"),
+        (["convert", "-t", "rk3588", "-o", "x.npub"], "either MODEL.onnx or -i"),
+        (["convert", "{model}", "-o", "x.npub"], "-t/--target"),
+        (["socs", "extra"], "unrecognized arguments"),
+        (["ops", "--bogus"], "unrecognized arguments"),
+    ],
+)
+def test_more_bad_arguments_are_user_errors(conv_relu_path: Path, tmp_path: Path, args: list, needle: str) -> None:
+    args = [a.replace("{model}", str(conv_relu_path)) for a in args]
+    args = [str(tmp_path / a) if a.endswith((".npub", ".txt")) else a for a in args]
+    user_error(npuc_cli(*args), needle)
+
+
+def test_yaml_problems_are_named(conv_relu_path: Path, tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "absent.yml"), "-t", "rk3588", "-o", out), "absent.yml")
+    (tmp_path / "a.yml").write_text("other: 1\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "a.yml"), "-t", "rk3588", "-o", out), "'models'")
+    (tmp_path / "b.yml").write_text("models:\n  name: m\n  model_file_path: nothere.onnx\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "b.yml"), "-t", "rk3588", "-o", out), "nothere.onnx")
+    (tmp_path / "c.yml").write_text("models:\n  model_file_path: x.onnx\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "c.yml"), "-t", "rk3588", "-o", out), "missing 'name'")
+    (tmp_path / "d.yml").write_text(f"models:\n  name: m\n  platform: tflite\n  model_file_path: {conv_relu_path}\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "d.yml"), "-t", "rk3588", "-o", out), "tflite")
+    bad_value = write_yaml(tmp_path / "e.yml", conv_relu_path, extra_configs="    quantized_method: tensor\n")
+    user_error(npuc_cli("convert", "-i", str(bad_value), "-t", "rk3588", "-o", out), "'channel', 'layer'")
+    bad_soc = write_yaml(tmp_path / "f.yml", conv_relu_path)
+    user_error(npuc_cli("convert", "-i", str(bad_soc), "-t", "rk9999", "-o", out), "rk9999")

@@ -6,6 +6,7 @@
 #include "bindings/model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
+#include "memory/memory_report.h"
 
 namespace npuc::bindings {
 
@@ -35,6 +36,9 @@ void bindBlob(py::module_& m) {
         opts.soc = soc;
         opts.options = options;
         py::gil_scoped_release release;
+        // The FP16 memory plan (optional MPLN section): eval_memory after load_blob reads it.
+        opts.extra_sections.push_back(
+            {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlanFor(model.graph(), nullptr, soc)});
         blob::writeBlob(model.graph(), path, opts);
       },
       py::arg("model"), py::arg("path"), py::arg("soc"),

@@ -11,6 +11,7 @@
 #include "bindings/model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
+#include "memory/memory_report.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quant_plan_codec.h"
 #include "quant/graph/quantizer.h"
@@ -135,6 +136,10 @@ void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, co
   opts.options = options;
   opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(qm.plan())});
   py::gil_scoped_release release;
+  // The activation memory plan (optional MPLN section; an FP16 simulator has no int8 plan).
+  const bool int8 = qm.sim().mode() == quant::SimMode::Int8;
+  opts.extra_sections.push_back({blob::kSectionMemoryPlan, false,
+                                 memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc)});
   blob::writeBlob(qm.sim().graph(), path, opts);
 }
 

@@ -56,16 +56,10 @@ size_t liveBytesLowerBound(const std::vector<BufferRequest>& requests, size_t al
   return static_cast<size_t>(peak);
 }
 
-MemoryPlan planMemory(const std::vector<BufferRequest>& requests, size_t alignment) {
+MemoryPlan placeInOrder(const std::vector<BufferRequest>& requests, size_t alignment,
+                        const std::vector<size_t>& order) {
   MemoryPlan plan;
   plan.offsets.assign(requests.size(), 0);
-  std::vector<size_t> order(requests.size());
-  std::iota(order.begin(), order.end(), 0);
-  // Largest first; ties by earlier definition, then by index, so the plan is deterministic.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (requests[a].bytes != requests[b].bytes) return requests[a].bytes > requests[b].bytes;
-    return requests[a].first < requests[b].first;
-  });
   std::vector<size_t> placed;  // indices already placed
   std::vector<Placed> busy;
   for (size_t idx : order) {
@@ -81,6 +75,18 @@ MemoryPlan planMemory(const std::vector<BufferRequest>& requests, size_t alignme
     plan.arena_bytes = std::max(plan.arena_bytes, plan.offsets[idx] + bytes);
     placed.push_back(idx);
   }
+  return plan;
+}
+
+MemoryPlan planMemory(const std::vector<BufferRequest>& requests, size_t alignment) {
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Largest first; ties by earlier definition, then by index, so the plan is deterministic.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (requests[a].bytes != requests[b].bytes) return requests[a].bytes > requests[b].bytes;
+    return requests[a].first < requests[b].first;
+  });
+  MemoryPlan plan = placeInOrder(requests, alignment, order);
   plan.lower_bound_bytes = liveBytesLowerBound(requests, alignment);
   return plan;
 }

@@ -28,6 +28,13 @@ struct MemoryPlan {
 // them when no gap is large enough. Deterministic for identical requests.
 MemoryPlan planMemory(const std::vector<BufferRequest>& requests, size_t alignment);
 
+// The placement core planMemory uses, in a caller-chosen order: each request in `order` (a
+// permutation of request indices) goes into the best-fit gap among the already placed requests
+// whose live ranges intersect its own. Other planners (cpp/memory) search over orders with it.
+// lower_bound_bytes is left 0 (callers compute it once, not per order).
+MemoryPlan placeInOrder(const std::vector<BufferRequest>& requests, size_t alignment,
+                        const std::vector<size_t>& order);
+
 // The lower bound alone: max over steps of the sum of sizes (rounded to `alignment`) live then.
 size_t liveBytesLowerBound(const std::vector<BufferRequest>& requests, size_t alignment);
 

@@ -26,6 +26,7 @@ from npuc.preprocess import InputPreprocessor
 from npuc.verify import verify_optimization
 
 if TYPE_CHECKING:  # pragma: no cover
+    from npuc.memory import MemoryReport
     from npuc.perf import PerfReport
 
 __all__ = ["Toolkit", "TARGET_PLATFORMS", "CONFIG_KEYS"]
@@ -374,6 +375,7 @@ class Toolkit:
             self._config["target_platform"] = meta["soc"]
         self._built_float = meta["options"].get("quantized") == "False"
         self.blob_meta = meta
+        self._loaded_blob = (model, os.fspath(path))  # eval_memory reads its stored memory plan
         self._log.info("load_blob: %s for %s, format %s", os.fspath(path), meta["soc"], meta["format_version"])
         return 0
 
@@ -506,6 +508,37 @@ class Toolkit:
             self._emit(str(report))
         if plot_path is not None:
             report.plot(plot_path)
+        return report
+
+    def eval_memory(self, is_print: bool = True) -> "MemoryReport":
+        """Device memory of the built (or loaded) model (RKNN-Toolkit2 ``eval_memory``).
+
+        Weights as the NPU stores them, the activation arena of the memory plan (with its lower
+        bound), the I/O buffers, the rest of the blob, and the total; per-tensor detail in
+        ``["tensors"]`` (arena offset, live range) and ``["weights"]``. After ``load_blob`` the
+        blob's stored plan is reported; after ``build`` the numbers are measured on the blob
+        ``export_blob`` would write. See :mod:`npuc.memory`.
+
+        Args:
+            is_print: print the report.
+
+        Returns:
+            A :class:`npuc.memory.MemoryReport` (a dict; ``str()`` is the printed text).
+
+        Raises:
+            NpucError: nothing built or loaded. ConfigError: no target_platform configured.
+        """
+        from npuc.memory import blob_memory_report, built_memory_report
+
+        loaded = getattr(self, "_loaded_blob", None)
+        if loaded is not None and loaded[0] is self._model:
+            report = blob_memory_report(loaded[1], self._config.get("target_platform") or None)
+        elif self._model is None or self._float_model is None:
+            raise NpucError("eval_memory needs a compiled model: call build() or load_blob() first")
+        else:
+            report = built_memory_report(self.export_blob)
+        if is_print:
+            self._emit(str(report))
         return report
 
     def release(self) -> None:

@@ -1,0 +1,99 @@
+#include "memory/memory_plan_codec.h"
+
+#include "blob/blob_format.h"
+#include "blob/byte_io.h"
+#include "common/error.h"
+
+namespace npuc::memory {
+
+namespace {
+
+// Longest value name or strategy accepted when decoding (ONNX names are far shorter in practice).
+constexpr size_t kMaxNameBytes = 1 << 16;
+// Largest alignment a plan may ask for: far above any DMA requirement, so anything bigger is
+// corruption rather than a real plan.
+constexpr uint64_t kMaxAlignment = 1 << 20;
+// Bytes of one buffer entry without its name and shape: name length (4), format (1), home (1),
+// dtype (4), rank (4), bytes (8), first (8), last (8), offset (8).
+constexpr size_t kMinBufferEntryBytes = 46;
+
+}  // namespace
+
+std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
+  blob::ByteWriter w;
+  w.u32(kMemoryPlanCodecVersion);
+  w.u64(plan.alignment);
+  w.u64(plan.arena_bytes);
+  w.u64(plan.lower_bound_bytes);
+  w.str(plan.strategy);
+  w.count(plan.buffers.size(), "planned buffers");
+  for (const PlannedBuffer& b : plan.buffers) {
+    w.str(b.value);
+    w.u8(static_cast<uint8_t>(b.format));
+    w.u8(static_cast<uint8_t>(b.home));
+    w.i32(static_cast<int32_t>(b.dtype));
+    w.count(b.shape.size(), "shape dims");
+    for (int64_t d : b.shape) w.i64(d);
+    w.u64(b.bytes);
+    w.i64(b.first);
+    w.i64(b.last);
+    w.u64(b.offset);
+  }
+  return w.take();
+}
+
+NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
+  blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
+                     "MPLN section");
+  const uint32_t version = r.u32("memory plan version");
+  if (version != kMemoryPlanCodecVersion) {
+    r.fail("memory plan version " + std::to_string(version) + " is not supported (expected " +
+           std::to_string(kMemoryPlanCodecVersion) + ")");
+  }
+  NpuMemoryPlan plan;
+  plan.alignment = r.u64("arena alignment");
+  if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) || plan.alignment > kMaxAlignment)
+    r.fail("arena alignment " + std::to_string(plan.alignment) + " is not a power of two up to 1 MiB");
+  plan.arena_bytes = r.u64("arena bytes");
+  plan.lower_bound_bytes = r.u64("arena lower bound");
+  plan.strategy = r.str("placement strategy", kMaxNameBytes);
+  const uint32_t n = r.count("planned buffers", kMinBufferEntryBytes);
+  plan.buffers.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    PlannedBuffer b;
+    b.value = r.str("buffer value name", kMaxNameBytes);
+    const std::string who = "buffer '" + b.value + "'";
+    const uint8_t format = r.u8("buffer format");
+    if (format > static_cast<uint8_t>(BufferFormat::Host))
+      r.fail(who + ": format code " + std::to_string(format) + " is invalid");
+    b.format = static_cast<BufferFormat>(format);
+    const uint8_t home = r.u8("buffer home");
+    if (home > static_cast<uint8_t>(BufferHome::Output))
+      r.fail(who + ": home code " + std::to_string(home) + " is invalid");
+    b.home = static_cast<BufferHome>(home);
+    const int32_t dtype = r.i32("buffer dtype");
+    b.dtype = dtypeFromOnnx(dtype);
+    if (!isStorable(b.dtype)) r.fail(who + ": dtype code " + std::to_string(dtype) + " is invalid");
+    const uint32_t rank = r.count("shape dims", 8);
+    if (rank > blob::kMaxRank)
+      r.fail(who + ": rank " + std::to_string(rank) + " is above " + std::to_string(blob::kMaxRank));
+    for (uint32_t k = 0; k < rank; ++k) {
+      const int64_t d = r.i64("shape dim");
+      if (d < 0) r.fail(who + ": dim " + std::to_string(d) + " is negative");
+      b.shape.push_back(d);
+    }
+    b.bytes = r.u64("buffer bytes");
+    b.first = r.i64("first step");
+    b.last = r.i64("last step");
+    b.offset = r.u64("buffer offset");
+    plan.buffers.push_back(std::move(b));
+  }
+  r.expectEnd();
+  // The plan is trusted by whoever allocates the arena: check its invariants before handing it out.
+  const std::string violation = findPlanViolation(plan);
+  if (!violation.empty())
+    throw BlobError("MPLN section at offset " + std::to_string(base_offset) + ": " + violation);
+  return plan;
+}
+
+}  // namespace npuc::memory

@@ -1,0 +1,239 @@
+#include "memory/memory_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "blob/blob.h"
+#include "blob/blob_format.h"
+#include "blob/byte_io.h"
+#include "common/error.h"
+#include "memory/memory_plan_codec.h"
+#include "quant/graph/quant_plan_codec.h"
+#include "runtime/memory_planner.h"
+#include "target/op_geometry.h"
+
+namespace npuc::memory {
+
+namespace {
+
+int64_t roundUpTo(int64_t x, int64_t multiple) {
+  return multiple <= 1 ? x : (x + multiple - 1) / multiple * multiple;
+}
+
+int64_t product(const Shape& s, size_t from = 0) {
+  int64_t n = 1;
+  for (size_t i = from; i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+// Alignments of the MAC array for a constant stored in `dtype` (1 when the NPU has none).
+struct MacAlign {
+  int64_t in = 1, out = 1, depthwise = 1;
+};
+
+MacAlign macAlign(DType storage, const SocProfile& soc) {
+  // int8 weights (and int32 biases of int8 layers) follow the int8 rows; fp16 the fp16 rows.
+  const DType row = storage == DType::Int32 ? DType::Int8 : storage;
+  const std::optional<NpuDType> t = alignmentDType(row);
+  if (!t || !soc.supportsDtype(*t)) return {};
+  return {soc.alignment(*t, AlignmentRole::ConvInput), soc.alignment(*t, AlignmentRole::ConvOutput),
+          soc.alignment(*t, AlignmentRole::Depthwise)};
+}
+
+// Elements of constant `v` packed for the NPU, given the node reading it as input `slot`.
+int64_t packedElements(const Value& v, DType storage, const Node& reader, size_t slot,
+                       const SocProfile& soc) {
+  const Shape& s = v.shape();
+  const MacAlign a = macAlign(storage, soc);
+  const std::string& op = reader.opType();
+  if (op == "Conv" && s.size() >= 2) {
+    const bool dw = isDepthwiseConv(reader);
+    const int64_t out_align = dw ? a.depthwise : a.out;
+    if (slot == 1) {  // [O, I/group, k...]
+      const int64_t in = dw ? s[1] : roundUpTo(s[1], a.in);
+      return roundUpTo(s[0], out_align) * in * product(s, 2);
+    }
+  }
+  if (op == "Conv" && slot == 2 && s.size() == 1)
+    return roundUpTo(s[0], isDepthwiseConv(reader) ? a.depthwise : a.out);
+  if ((op == "Gemm" || op == "MatMul") && slot == 1 && s.size() == 2) {
+    // Run as a 1x1 conv: the output dim padded like conv outputs, the reduction dim like inputs.
+    const bool out_first = op == "Gemm" && reader.attrs().i("transB", 0) != 0;
+    const int64_t out = out_first ? s[0] : s[1];
+    const int64_t red = out_first ? s[1] : s[0];
+    return roundUpTo(out, a.out) * roundUpTo(red, a.in);
+  }
+  if (op == "Gemm" && slot == 2 && s.size() == 1) return roundUpTo(s[0], a.out);
+  return npuStoredElements(s, storage, soc);
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string shapeText(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BlobError("cannot open blob '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Size of the WGHT section of a blob readBlobBytes has already verified.
+uint64_t weightSectionBytes(const std::string& bytes) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  blob::ByteReader header(data, blob::kHeaderSize, 0, "blob header");
+  for (size_t skip = 0; skip < blob::kOffSectionCount; ++skip) header.u8("header");
+  const uint32_t count = header.u32("section count");
+  const uint64_t table = header.u64("section table offset");
+  blob::ByteReader r(data + table, bytes.size() - table, table, "section table");
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t kind = r.u32("section kind");
+    r.u32("section flags");
+    r.u64("section offset");
+    const uint64_t size = r.u64("section size");
+    r.u64("section reserved");
+    if (kind == blob::kSectionWeights) return size;
+  }
+  return 0;
+}
+
+// The plan must describe this graph: every buffer names one of its values.
+void checkPlanNamesGraph(const NpuMemoryPlan& plan, const Graph& graph, const std::string& path) {
+  for (const PlannedBuffer& b : plan.buffers) {
+    if (!graph.findValue(b.value))
+      throw BlobError("blob '" + path + "': MPLN section plans value '" + b.value +
+                      "', which its graph lacks");
+  }
+}
+
+}  // namespace
+
+std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* quant_plan,
+                                    const SocProfile& soc, const PartitionReport& placement) {
+  std::vector<WeightRow> rows;
+  std::set<const Value*> seen;
+  for (const Node* n : graph.nodes()) {
+    for (size_t slot = 0; slot < n->numInputs(); ++slot) {
+      const Value* v = n->input(slot);
+      if (!v || !v->isConstant() || v->isGraphInput() || !seen.insert(v).second) continue;
+      bool npu = false, cpu = false;
+      for (const Use& u : v->uses()) (placement.deviceOf(u.user) == Device::Npu ? npu : cpu) = true;
+      if (npu) {
+        // Sized by its first NPU reader (shared weights are packed once).
+        const Node* reader = n;
+        size_t reader_slot = slot;
+        for (const Use& u : v->uses()) {
+          if (placement.deviceOf(u.user) == Device::Npu) {
+            reader = u.user;
+            reader_slot = u.index;
+            break;
+          }
+        }
+        const DType storage = npuStorageDType(*v, quant_plan);
+        const int64_t elems = packedElements(*v, storage, *reader, reader_slot, soc);
+        rows.push_back({v->name(), BufferFormat::Npu, storage, v->shape(),
+                        alignUp(static_cast<uint64_t>(elems) * dtypeSize(storage), blob::kBlobAlignment)});
+      }
+      if (cpu) {
+        rows.push_back({v->name(), BufferFormat::Host, v->dtype(), v->shape(),
+                        alignUp(v->constant().nbytes(), blob::kBlobAlignment)});
+      }
+    }
+  }
+  return rows;
+}
+
+MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                          NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes) {
+  MemoryReport rep;
+  rep.soc = soc.name;
+  rep.mode = quant_plan ? "int8" : "fp16";
+  const PartitionReport placement = partitionGraph(graph, soc);
+  rep.weights = weightMemory(graph, quant_plan, soc, placement);
+  for (const WeightRow& w : rep.weights) rep.weight_bytes += w.bytes;
+  rep.arena_bytes = plan.arena_bytes;
+  rep.lower_bound_bytes = plan.lower_bound_bytes;
+  rep.io_bytes = plan.ioBytes();
+  rep.blob_bytes = blob_bytes;
+  rep.blob_weight_section_bytes = blob_weight_section_bytes;
+  rep.other_bytes = blob_bytes - std::min(blob_bytes, blob_weight_section_bytes);
+  rep.total_bytes = rep.weight_bytes + rep.arena_bytes + rep.io_bytes + rep.other_bytes;
+  rep.plan = std::move(plan);
+  return rep;
+}
+
+MemoryReport memoryReportFromBlob(const std::string& path, const std::optional<std::string>& expected_soc,
+                                  bool use_stored_plan) {
+  const std::string bytes = readFile(path);
+  blob::LoadedBlob b = blob::readBlobBytes(bytes, expected_soc, path);
+  std::optional<quant::QuantPlan> quant_plan;
+  std::optional<NpuMemoryPlan> stored;
+  for (const blob::ExtraSection& s : b.extra_sections) {
+    if (s.kind == blob::kSectionQuant) quant_plan = quant::decodeQuantPlan(s.bytes);
+    if (s.kind == blob::kSectionMemoryPlan && use_stored_plan) stored = decodeMemoryPlan(s.bytes);
+  }
+  const SocProfile& soc = socProfile(b.meta.soc);
+  const quant::QuantPlan* qp = quant_plan ? &*quant_plan : nullptr;
+  if (stored) checkPlanNamesGraph(*stored, *b.graph, path);
+  NpuMemoryPlan plan = stored ? std::move(*stored) : planNpuMemory(*b.graph, qp, soc);
+  MemoryReport rep =
+      memoryReport(*b.graph, qp, soc, std::move(plan), bytes.size(), weightSectionBytes(bytes));
+  rep.plan_from_blob = stored.has_value();
+  return rep;
+}
+
+std::string encodeMemoryPlanFor(const Graph& graph, const quant::QuantPlan* quant_plan,
+                                const std::string& soc) {
+  return encodeMemoryPlan(planNpuMemory(graph, quant_plan, socProfile(soc)));
+}
+
+std::string MemoryReport::toText(size_t max_tensor_rows) const {
+  std::ostringstream o;
+  const std::string rule(62, '=');
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3fx", arenaRatio());
+  o << rule << "\n"
+    << "              Memory Profile Info Dump (" << soc << ", " << mode << ")\n"
+    << rule << "\n"
+    << "NPU model memory detail (bytes):\n"
+    << "    Total Weight Memory:          " << mib(weight_bytes) << " (" << weight_bytes << ", "
+    << weights.size() << " tensors, NPU-packed)\n"
+    << "    Total Internal Tensor Memory: " << mib(arena_bytes) << " (" << arena_bytes
+    << ", one arena; lower bound " << lower_bound_bytes << ", " << ratio << ")\n"
+    << "    Total I/O Memory:             " << mib(io_bytes) << " (" << io_bytes
+    << ", graph inputs and outputs)\n"
+    << "    Total Other Memory:           " << mib(other_bytes) << " (" << other_bytes
+    << ", graph, tasks, metadata in the blob)\n"
+    << "    Total Memory:                 " << mib(total_bytes) << " (" << total_bytes << ")\n";
+  std::vector<const PlannedBuffer*> arena;
+  for (const PlannedBuffer& b : plan.buffers)
+    if (b.home == BufferHome::Arena) arena.push_back(&b);
+  std::stable_sort(arena.begin(), arena.end(),
+                   [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->bytes > b->bytes; });
+  if (!arena.empty()) {
+    o << "Largest internal tensors (of " << arena.size() << ", plan "
+      << (plan_from_blob ? "from the blob" : "computed") << ", placement " << plan.strategy << "):\n";
+    for (size_t i = 0; i < arena.size() && i < max_tensor_rows; ++i) {
+      const PlannedBuffer& b = *arena[i];
+      o << "    " << b.value << " " << dtypeName(b.dtype) << shapeText(b.shape) << " "
+        << bufferFormatName(b.format) << ": " << b.bytes << " bytes at offset " << b.offset << ", steps "
+        << b.first << ".." << b.last << "\n";
+    }
+  }
+  o << rule << "\n";
+  return o.str();
+}
+
+}  // namespace npuc::memory

@@ -1,0 +1,76 @@
+// eval_memory: what a compiled model needs in memory on the device, in RKNN's terms ("Total
+// Weight Memory", "Total Internal Tensor Memory", "Total Memory") plus the I/O buffers and the
+// arena's distance from its lower bound, with per-tensor detail.
+//
+//   weights   every constant as the NPU stores it: its NPU dtype (int8 weights, int32 biases per
+//             the QuantPlan; fp16 in a float build), Conv / Gemm / MatMul weights packed with
+//             output channels padded to the conv_out (depthwise) alignment and input channels to
+//             conv_in, each tensor rounded up to the blob's 64-byte alignment; constants read by a
+//             CPU fallback op are counted at host size (FP32) as well;
+//   arena     the activation arena of the NpuMemoryPlan;
+//   I/O       the plan's input and output buffers;
+//   other     what the blob holds besides weights (header, graph, tasks, pipelines, quantization,
+//             memory plan, metadata): the blob's size minus its WGHT section;
+//   total     the sum of the four.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memory/npu_memory_plan.h"
+
+namespace npuc::memory {
+
+struct WeightRow {
+  std::string value;
+  BufferFormat format = BufferFormat::Npu;
+  DType dtype = DType::Undefined;
+  Shape shape;
+  uint64_t bytes = 0;  // stored, aligned
+};
+
+struct MemoryReport {
+  std::string soc;
+  std::string mode;  // "int8" or "fp16"
+  uint64_t weight_bytes = 0;
+  uint64_t arena_bytes = 0;
+  uint64_t lower_bound_bytes = 0;
+  uint64_t io_bytes = 0;
+  uint64_t other_bytes = 0;
+  uint64_t total_bytes = 0;
+  // The blob's WGHT section as stored today (format 1.0 keeps FP32 plain weights; the NPU-packed
+  // form is what weight_bytes counts).
+  uint64_t blob_weight_section_bytes = 0;
+  uint64_t blob_bytes = 0;
+  bool plan_from_blob = false;  // the MPLN section's plan, not a fresh one
+  NpuMemoryPlan plan;
+  std::vector<WeightRow> weights;
+
+  double arenaRatio() const { return plan.ratio(); }
+  // RKNN-style summary, then the largest internal tensors with their offsets and live ranges.
+  std::string toText(size_t max_tensor_rows = 10) const;
+};
+
+// Weights as the NPU stores them (see the header comment), one row per stored copy.
+std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* quant_plan,
+                                    const SocProfile& soc, const PartitionReport& placement);
+
+// A report from its parts; `blob_bytes` / `blob_weight_section_bytes` describe the blob the
+// model was (or would be) written to (other = blob_bytes - blob_weight_section_bytes).
+MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                          NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes);
+
+// The report of a .npub file: its graph, its QUNT plan (an INT8 build) or none (a float build,
+// FP16), its MPLN plan when `use_stored_plan` and present (else planned afresh), its size.
+// Raises BlobError for a blob that does not verify, or whose MPLN names values not in its graph.
+MemoryReport memoryReportFromBlob(const std::string& path, const std::optional<std::string>& expected_soc,
+                                  bool use_stored_plan = true);
+
+// The MPLN section for a model about to be written: plan with the default partition on `soc`.
+// `quant_plan` null for a float (FP16) build. Optional: readers without it plan afresh.
+std::string encodeMemoryPlanFor(const Graph& graph, const quant::QuantPlan* quant_plan,
+                                const std::string& soc);
+
+}  // namespace npuc::memory

@@ -1,0 +1,228 @@
+#include "memory/npu_memory_plan.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "memory/arena_placement.h"
+#include "runtime/memory_planner.h"
+#include "target/fusion_groups.h"
+
+namespace npuc::memory {
+
+const char* bufferHomeName(BufferHome h) {
+  switch (h) {
+    case BufferHome::Arena: return "arena";
+    case BufferHome::Input: return "input";
+    case BufferHome::Output: return "output";
+  }
+  return "?";
+}
+
+bool PlannedBuffer::operator==(const PlannedBuffer& o) const {
+  return value == o.value && format == o.format && home == o.home && dtype == o.dtype && shape == o.shape &&
+         bytes == o.bytes && first == o.first && last == o.last && offset == o.offset;
+}
+
+bool NpuMemoryPlan::operator==(const NpuMemoryPlan& o) const {
+  return alignment == o.alignment && arena_bytes == o.arena_bytes &&
+         lower_bound_bytes == o.lower_bound_bytes && strategy == o.strategy && buffers == o.buffers;
+}
+
+uint64_t NpuMemoryPlan::ioBytes() const {
+  uint64_t total = 0;
+  for (const PlannedBuffer& b : buffers)
+    if (b.home != BufferHome::Arena) total += b.bytes;
+  return total;
+}
+
+double NpuMemoryPlan::ratio() const {
+  return lower_bound_bytes == 0 ? 1.0
+                                : static_cast<double>(arena_bytes) / static_cast<double>(lower_bound_bytes);
+}
+
+namespace {
+
+Device other(Device d) {
+  return d == Device::Npu ? Device::Cpu : Device::Npu;
+}
+
+BufferFormat formatOn(Device d) {
+  return d == Device::Npu ? BufferFormat::Npu : BufferFormat::Host;
+}
+
+// The graph seen as the NPU runs it: the step of every node and the values that stay inside a
+// fused task.
+struct TaskSchedule {
+  std::map<const Node*, int64_t> step;
+  std::set<const Value*> fused_internal;
+};
+
+TaskSchedule scheduleTasks(const Graph& graph, const SocProfile& soc, const PartitionReport& placement) {
+  TaskSchedule s;
+  int64_t index = 0;
+  for (const Node* n : graph.nodes()) s.step[n] = index++;
+  for (const FusionGroup& g : fusionGroups(graph, soc, placement)) {
+    const std::vector<const Node*> members = g.nodes();
+    // The task runs once every input of every member exists: at its last member's position.
+    const int64_t task_step = s.step.at(members.back());
+    for (const Node* m : members) s.step[m] = task_step;
+    for (size_t i = 0; i + 1 < members.size(); ++i)
+      for (const Value* v : members[i]->outputs()) s.fused_internal.insert(v);
+  }
+  return s;
+}
+
+class PlanBuilder {
+ public:
+  PlanBuilder(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+              const PartitionReport& placement)
+      : graph_(graph),
+        quant_plan_(quant_plan),
+        soc_(soc),
+        placement_(placement),
+        schedule_(scheduleTasks(graph, soc, placement)) {}
+
+  NpuMemoryPlan build() {
+    for (const Value* v : graph_.inputs()) addValue(*v, 0, homeOfInput(*v));
+    for (const Node* n : graph_.nodes()) {
+      const int64_t step = schedule_.step.at(n);
+      for (const Value* v : n->outputs()) {
+        if (!v || schedule_.fused_internal.count(v)) continue;
+        addValue(*v, step, placement_.deviceOf(n));
+      }
+    }
+    place();
+    return std::move(plan_);
+  }
+
+ private:
+  // A graph input is stored as its readers need it: NPU format if any reader is on the NPU.
+  Device homeOfInput(const Value& v) const {
+    for (const Use& u : v.uses())
+      if (placement_.deviceOf(u.user) == Device::Npu) return Device::Npu;
+    return v.uses().empty() ? Device::Npu : Device::Cpu;
+  }
+
+  // The value's buffer on its producing device and, when read on the other device too, the
+  // converted copy there.
+  void addValue(const Value& v, int64_t produced_at, Device home) {
+    if (v.isConstant()) return;
+    int64_t last_home = produced_at, last_other = -1;
+    for (const Use& u : v.uses()) {
+      const int64_t at = schedule_.step.at(u.user);
+      if (placement_.deviceOf(u.user) == home)
+        last_home = std::max(last_home, at);
+      else
+        last_other = std::max(last_other, at);
+    }
+    const BufferHome where =
+        v.isGraphInput() ? BufferHome::Input : (v.isGraphOutput() ? BufferHome::Output : BufferHome::Arena);
+    addBuffer(v, formatOn(home), where, produced_at, last_home);
+    if (last_other >= 0) addBuffer(v, formatOn(other(home)), BufferHome::Arena, produced_at, last_other);
+  }
+
+  void addBuffer(const Value& v, BufferFormat format, BufferHome home, int64_t first, int64_t last) {
+    const uint64_t raw = activationBytes(v, format, quant_plan_, soc_);
+    if (raw == 0) return;  // an empty tensor needs no storage
+    PlannedBuffer b;
+    b.value = v.name();
+    b.format = format;
+    b.home = home;
+    b.dtype = format == BufferFormat::Npu ? npuStorageDType(v, quant_plan_) : v.dtype();
+    b.shape = v.shape();
+    b.bytes = alignUp(raw, plan_.alignment);
+    b.first = first;
+    b.last = last;
+    plan_.buffers.push_back(std::move(b));
+  }
+
+  void place() {
+    std::vector<BufferRequest> requests;
+    std::vector<size_t> index;  // request -> buffer
+    for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+      const PlannedBuffer& b = plan_.buffers[i];
+      if (b.home != BufferHome::Arena) continue;
+      requests.push_back({b.bytes, b.first, b.last});
+      index.push_back(i);
+    }
+    const ArenaPlacement placed = placeArena(requests, plan_.alignment);
+    for (size_t r = 0; r < requests.size(); ++r) plan_.buffers[index[r]].offset = placed.offsets[r];
+    plan_.arena_bytes = placed.arena_bytes;
+    plan_.lower_bound_bytes = placed.lower_bound_bytes;
+    plan_.strategy = placed.strategy;
+  }
+
+  const Graph& graph_;
+  const quant::QuantPlan* quant_plan_;
+  const SocProfile& soc_;
+  const PartitionReport& placement_;
+  TaskSchedule schedule_;
+  NpuMemoryPlan plan_;
+};
+
+bool isPowerOfTwo(uint64_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
+
+std::string describe(const PlannedBuffer& b) {
+  return "'" + b.value + "' (" + bufferFormatName(b.format) + ", " + std::to_string(b.bytes) + " bytes at " +
+         std::to_string(b.offset) + ", steps " + std::to_string(b.first) + ".." + std::to_string(b.last) +
+         ")";
+}
+
+}  // namespace
+
+NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                            const PartitionReport& placement) {
+  return PlanBuilder(graph, quant_plan, soc, placement).build();
+}
+
+NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc) {
+  const PartitionReport placement = partitionGraph(graph, soc);
+  return planNpuMemory(graph, quant_plan, soc, placement);
+}
+
+std::string findPlanViolation(const NpuMemoryPlan& plan) {
+  if (!isPowerOfTwo(plan.alignment))
+    return "alignment " + std::to_string(plan.alignment) + " is not a power of two";
+  if (plan.lower_bound_bytes > plan.arena_bytes) {
+    return "arena of " + std::to_string(plan.arena_bytes) + " bytes is below its lower bound " +
+           std::to_string(plan.lower_bound_bytes);
+  }
+  std::vector<const PlannedBuffer*> arena;
+  std::vector<BufferRequest> live;  // to recompute the lower bound the plan claims
+  for (const PlannedBuffer& b : plan.buffers) {
+    if (b.bytes % plan.alignment || b.offset % plan.alignment)
+      return "buffer " + describe(b) + " is not aligned";
+    if (b.first > b.last || b.first < 0 || b.last == std::numeric_limits<int64_t>::max())
+      return "buffer " + describe(b) + " has an invalid live range";
+    if (b.home != BufferHome::Arena) {
+      if (b.offset != 0) return "I/O buffer " + describe(b) + " has an arena offset";
+      continue;
+    }
+    if (b.bytes > plan.arena_bytes || b.offset > plan.arena_bytes - b.bytes)
+      return "buffer " + describe(b) + " ends past the arena (" + std::to_string(plan.arena_bytes) +
+             " bytes)";
+    arena.push_back(&b);
+    live.push_back({b.bytes, b.first, b.last});
+  }
+  const size_t bound = liveBytesLowerBound(live, plan.alignment);
+  if (bound != plan.lower_bound_bytes) {
+    return "lower bound " + std::to_string(plan.lower_bound_bytes) + " does not match its buffers (" +
+           std::to_string(bound) + ")";
+  }
+  for (size_t i = 0; i < arena.size(); ++i) {
+    for (size_t j = i + 1; j < arena.size(); ++j) {
+      const PlannedBuffer& a = *arena[i];
+      const PlannedBuffer& b = *arena[j];
+      const bool live_together = a.first <= b.last && b.first <= a.last;
+      const bool share_bytes = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      if (live_together && share_bytes) return "buffers " + describe(a) + " and " + describe(b) + " overlap";
+    }
+  }
+  return "";
+}
+
+}  // namespace npuc::memory

@@ -6,11 +6,29 @@
 #include "bindings/model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
+#include "lower/program_sections.h"
 #include "memory/memory_report.h"
 
 namespace npuc::bindings {
 
 namespace {
+
+// Counts of the lowered program (TASK/PIPE/CPUO/NWGT), None for a blob without one.
+py::object programDict(const std::optional<lower::LoweredProgram>& program) {
+  if (!program) return py::none();
+  const lower::ProgramSummary s = lower::summarize(*program);
+  py::dict d;
+  d["tasks"] = s.tasks;
+  d["npu_tasks"] = s.npu_tasks;
+  d["cpu_ops"] = s.cpu_ops;
+  d["converts"] = s.converts;
+  d["pipelines"] = s.pipelines;
+  d["reuse_rate"] = s.reuse_rate;
+  d["tiled_tasks"] = s.tiled_tasks;
+  d["total_tiles"] = s.total_tiles;
+  d["packed_weight_bytes"] = s.packed_weight_bytes;
+  return d;
+}
 
 py::dict metaDict(const blob::LoadedBlob& b) {
   py::dict d;
@@ -39,6 +57,7 @@ void bindBlob(py::module_& m) {
         // The FP16 memory plan (optional MPLN section): eval_memory after load_blob reads it.
         opts.extra_sections.push_back(
             {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlanFor(model.graph(), nullptr, soc)});
+        lower::appendProgramSections(model.graph(), nullptr, &opts);  // TASK, PIPE, CPUO, NWGT
         blob::writeBlob(model.graph(), path, opts);
       },
       py::arg("model"), py::arg("path"), py::arg("soc"),
@@ -49,17 +68,20 @@ void bindBlob(py::module_& m) {
       "load_blob",
       [](const std::string& path, const std::optional<std::string>& expected_soc) {
         blob::LoadedBlob b;
+        std::optional<lower::LoweredProgram> program;
         {
           py::gil_scoped_release release;
           b = blob::loadBlob(path, expected_soc);
+          program = lower::readProgram(b);  // decoded and verified against the graph
         }
         py::dict meta = metaDict(b);
+        meta["program"] = programDict(program);
         return py::make_tuple(Model(std::shared_ptr<const Graph>(std::move(b.graph))), meta);
       },
       py::arg("path"), py::arg("expected_soc") = py::none(),
       "Verifies and loads a .npub blob; returns (Model, meta dict with format_version, producer, soc, "
       "options, "
-      "model_digest, extra_sections). Raises BlobError for a corrupt, truncated, newer-format or (with "
+      "model_digest, extra_sections, program: task/pipeline counts and reuse rate or None). Raises BlobError for a corrupt, truncated, newer-format or (with "
       "expected_soc) foreign-SoC blob.");
   m.attr("BLOB_FORMAT_VERSION") =
       std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);

@@ -273,7 +273,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (NpucError, UserError, ConfigFileError) as e:
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except FileNotFoundError as e:
+    except OSError as e:  # a path the user gave: missing, a folder, a file where a folder goes, no permission
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except Exception as e:  # noqa: BLE001 - everything else is a bug in npuc

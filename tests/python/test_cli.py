@@ -136,7 +136,9 @@ def test_info_on_a_float_blob_lists_section_sizes_that_add_up(conv_relu_path: Pa
     assert r.returncode == 0, r.stderr
     assert "quantized: no" in r.stdout and "quantized = False" in r.stdout
     # The last section ends the file (docs/blob_format.md), so its offset + size is the file size.
-    last = r.stdout.split("sections:\n")[1].split("inputs:")[0].strip().splitlines()[-1].split()
+    after = r.stdout.split("sections:\n")[1].splitlines()
+    rows = [line.split() for line in after[: next(i for i, line in enumerate(after) if not line.startswith("  "))]]
+    last = max(rows, key=lambda row: int(row[-1]))
     assert int(last[-1]) + int(last[2]) == blob.stat().st_size
 
 
@@ -150,3 +152,58 @@ def test_info_on_bad_blobs_is_a_user_error(conv_relu_path: Path, tmp_path: Path)
     user_error(npuc_cli("info", str(tmp_path / "bad.npub")), "checksum")
     (tmp_path / "short.npub").write_bytes(bytes(data[:100]))
     user_error(npuc_cli("info", str(tmp_path / "short.npub")), "short.npub")
+
+
+def test_demo_into_a_file_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("")
+    user_error(npuc_cli("demo", "--out", str(tmp_path / "taken")), "taken")
+
+
+def test_output_path_that_is_a_folder_is_a_user_error(conv_relu_path: Path, tmp_path: Path) -> None:
+    user_error(npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(tmp_path)), str(tmp_path))
+
+
+def test_internal_errors_exit_2_with_a_one_line_message(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    from npuc import cli
+
+    def broken(args: object) -> int:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_ops", broken)
+    assert cli.main(["ops"]) == cli.EXIT_INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert "internal error: KeyError" in err and "NPUC_DEBUG" in err and "Traceback" not in err
+    monkeypatch.setenv("NPUC_DEBUG", "1")
+    assert cli.main(["ops"]) == cli.EXIT_INTERNAL_ERROR
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_python_m_npuc_is_the_same_program(capsys: pytest.CaptureFixture) -> None:
+    from npuc import cli
+
+    assert cli.main(["socs"]) == 0
+    assert npuc_cli("socs").stdout == capsys.readouterr().out
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npuc.dataset import progress
+
+    items = [1, 2, 3]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert progress(items, 3, "calibrating") is items  # logs and CI get no bar (and no \r noise)
+    tqdm = pytest.importorskip("tqdm")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    bar = progress(items, 3, "calibrating")
+    assert isinstance(bar, tqdm.tqdm) and list(bar) == items
+
+
+def test_convert_prints_no_progress_bar_when_piped(conv_relu_path: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    for i in range(3):
+        np.save(tmp_path / f"s{i}.npy", rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
+    (tmp_path / "ds.txt").write_text("s0.npy\ns1.npy\ns2.npy\n")
+    r = npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(tmp_path / "q.npub"), "--quantize",
+                 "--dataset", str(tmp_path / "ds.txt"))
+    assert r.returncode == 0, r.stderr
+    assert "\r" not in r.stderr and "calibrating" not in r.stderr

@@ -11,6 +11,7 @@
 #include "bindings/model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
+#include "lower/program_sections.h"
 #include "memory/memory_report.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quant_plan_codec.h"
@@ -140,6 +141,9 @@ void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, co
   const bool int8 = qm.sim().mode() == quant::SimMode::Int8;
   opts.extra_sections.push_back({blob::kSectionMemoryPlan, false,
                                  memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc)});
+  // The lowered program (TASK, PIPE, CPUO, NWGT); an FP16 simulator lowers as a float build.
+  lower::appendProgramSections(qm.sim().graph(), qm.sim().mode() == quant::SimMode::Int8 ? &qm.plan() : nullptr,
+                               &opts);
   blob::writeBlob(qm.sim().graph(), path, opts);
 }
 

@@ -138,6 +138,12 @@ def _print_blob_header(path: str):
     print("options:")
     for key in sorted(options):
         print(f"  {key} = {options[key]}")
+    program = meta.get("program")  # the lowered program (TASK/PIPE/CPUO/NWGT), verified on load
+    if program:
+        print(f"program: {program['tasks']} tasks ({program['npu_tasks']} NPU, {program['cpu_ops']} CPU ops, "
+              f"{program['converts']} converts), {program['pipelines']} unique pipelines (reuse rate "
+              f"{program['reuse_rate']:.2f}), {program['total_tiles']} tiles, "
+              f"{program['packed_weight_bytes']} bytes of packed NPU weights")
     print("sections:")
     for s in read_section_table(path):
         print(f"  {s.kind:<6}{'required' if s.required else 'optional':<10}{s.size:>10} bytes at offset {s.offset}")

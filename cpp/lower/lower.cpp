@@ -1,5 +1,6 @@
 #include "lower/lower.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -172,35 +173,51 @@ class Lowerer {
     push(std::move(task));
   }
 
-  // Conv weights in the NPU's NC1HWC2 layout: int8 as the simulator quantizes them (INT8 nodes),
-  // IEEE half otherwise. A depthwise weight [C, 1, kh, kw] is packed as [1, C, kh, kw] (its
-  // channels are the vector lanes).
+  // Constant weights of a MAC task in the NPU's NC1HWC2 layout: int8 as the simulator quantizes
+  // them (INT8 nodes), IEEE half otherwise. Conv [O, I/g, kh, kw] packs as it is; a depthwise
+  // weight [C, 1, kh, kw] as [1, C, kh, kw] (its channels are the vector lanes); a 2-D Gemm /
+  // MatMul weight as [N, K, 1, 1] (a 1x1 conv with K input channels), transposed from [K, N].
   void packWeights(const Node& anchor, NpuDType dt, Task& task) {
-    if (anchor.opType() != "Conv" || anchor.inputs().size() < 2) return;
+    const std::string& op = anchor.opType();
+    if ((op != "Conv" && op != "Gemm" && op != "MatMul") || anchor.inputs().size() < 2) return;
     const Value* w = anchor.input(1);
-    if (!w || !w->isConstant() || w->rank() != 4 || w->dtype() != DType::Float32) return;
+    if (!w || !w->isConstant() || w->dtype() != DType::Float32) return;
     const Shape& s = w->shape();
-    const int64_t group = anchor.attrs().i("group", 1);
-    const bool depthwise = group > 1 && s[1] == 1 && group == s[0];
     PackedWeightRef ref;
+    bool transpose = false;  // the weight is [K, N]: lanes must run along K
+    if (op == "Conv") {
+      if (s.size() != 4) return;
+      const int64_t group = anchor.attrs().i("group", 1);
+      const bool depthwise = group > 1 && s[1] == 1 && group == s[0];
+      ref.dims = depthwise ? Nchw{1, s[0], s[2], s[3]} : Nchw{s[0], s[1], s[2], s[3]};
+      ref.c2 = static_cast<uint32_t>(
+          soc_.alignment(dt, depthwise ? AlignmentRole::Depthwise : AlignmentRole::ConvInput));
+    } else {
+      if (s.size() != 2) return;
+      transpose = !(op == "Gemm" && anchor.attrs().i("transB", 0) != 0);
+      ref.dims = transpose ? Nchw{s[1], s[0], 1, 1} : Nchw{s[0], s[1], 1, 1};
+      ref.c2 = static_cast<uint32_t>(soc_.alignment(dt, AlignmentRole::ConvInput));
+    }
     ref.present = true;
-    ref.dims = depthwise ? Nchw{1, s[0], s[2], s[3]} : Nchw{s[0], s[1], s[2], s[3]};
-    ref.c2 = static_cast<uint32_t>(
-        soc_.alignment(dt, depthwise ? AlignmentRole::Depthwise : AlignmentRole::ConvInput));
-    std::string packed;
+    std::string logical;  // row-major weight bytes in the NPU element type, in `s` order
     if (task.compute == ElemType::Int8) {
       const quant::QuantizedWeights qw =
           quant::quantizeNodeWeights(anchor, options_.plan->weight_granularity);
-      packed = packNc1hwc2(qw.values.raw(), ref.dims, ref.c2, 1);
+      logical.assign(static_cast<const char*>(qw.values.raw()), qw.values.nbytes());
       ref.elem = ElemType::Int8;
     } else {
       const Tensor& f = w->constant();
-      std::vector<uint16_t> half(f.numel());
       const float* src = static_cast<const float*>(f.raw());
-      for (size_t i = 0; i < half.size(); ++i) half[i] = floatToHalf(src[i]);
-      packed = packNc1hwc2(half.data(), ref.dims, ref.c2, sizeof(uint16_t));
+      logical.resize(static_cast<size_t>(f.numel()) * sizeof(uint16_t));
+      for (int64_t i = 0; i < f.numel(); ++i) {
+        const uint16_t h = floatToHalf(src[i]);
+        std::memcpy(&logical[static_cast<size_t>(i) * sizeof h], &h, sizeof h);
+      }
       ref.elem = ElemType::Float16;
     }
+    const size_t elem_bytes = ref.elem == ElemType::Int8 ? 1 : 2;
+    if (transpose) logical = transpose2d(logical, s[0], s[1], elem_bytes);
+    const std::string packed = packNc1hwc2(logical.data(), ref.dims, ref.c2, elem_bytes);
     std::string& section = program_.packed_weights;
     section.resize((section.size() + blob::kBlobAlignment - 1) / blob::kBlobAlignment * blob::kBlobAlignment,
                    '\0');
@@ -208,6 +225,16 @@ class Lowerer {
     ref.size = packed.size();
     section += packed;
     task.weights = ref;
+  }
+
+  // [rows, cols] -> [cols, rows] of `elem_bytes` elements.
+  static std::string transpose2d(const std::string& in, int64_t rows, int64_t cols, size_t elem_bytes) {
+    std::string out(in.size(), '\0');
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        std::memcpy(&out[static_cast<size_t>(c * rows + r) * elem_bytes],
+                    &in[static_cast<size_t>(r * cols + c) * elem_bytes], elem_bytes);
+    return out;
   }
 
   const perf::CostModel& costModel(NpuDType dt) {

@@ -11,7 +11,6 @@
 #include "bindings/model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
-#include "lower/program_sections.h"
 #include "memory/memory_report.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quant_plan_codec.h"
@@ -105,13 +104,7 @@ py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs) {
   return result;
 }
 
-py::list accuracyAnalysis(const PyQuantizedModel& qm, const py::sequence& inputs) {
-  std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
-  std::vector<quant::LayerAccuracy> rows;
-  {
-    py::gil_scoped_release release;
-    rows = quant::analyzeAccuracy(qm.sim(), qm.plan(), tensors);
-  }
+py::list accuracyRows(const std::vector<quant::LayerAccuracy>& rows) {
   py::list out;
   for (const quant::LayerAccuracy& r : rows) {
     py::dict d;
@@ -123,9 +116,63 @@ py::list accuracyAnalysis(const PyQuantizedModel& qm, const py::sequence& inputs
     d["euclidean"] = r.metrics.euclidean;
     d["sqnr_db"] = r.metrics.sqnr_db;
     d["max_abs_error"] = r.metrics.max_abs_error;
+    d["single_cosine"] = r.single.cosine;
+    d["single_euclidean"] = r.single.euclidean;
+    d["single_sqnr_db"] = r.single.sqnr_db;
+    d["single_max_abs_error"] = r.single.max_abs_error;
     out.append(d);
   }
   return out;
+}
+
+py::dict tensorDict(const std::map<std::string, Tensor>& tensors) {
+  py::dict d;
+  for (const auto& [name, t] : tensors) d[py::str(name)] = tensorToNumpy(t);
+  return d;
+}
+
+py::list accuracyAnalysis(const PyQuantizedModel& qm, const py::sequence& inputs) {
+  std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
+  std::vector<quant::LayerAccuracy> rows;
+  {
+    py::gil_scoped_release release;
+    rows = quant::analyzeAccuracy(qm.sim(), qm.plan(), tensors);
+  }
+  return accuracyRows(rows);
+}
+
+// The rows plus every tensor they compare (for the per-tensor dumps of Toolkit.accuracy_analysis).
+py::dict accuracyReport(const PyQuantizedModel& qm, const py::sequence& inputs) {
+  std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
+  std::vector<quant::LayerAccuracy> rows;
+  quant::AccuracyTensors compared;
+  {
+    py::gil_scoped_release release;
+    rows = quant::analyzeAccuracy(qm.sim(), qm.plan(), tensors, &compared);
+  }
+  py::dict out;
+  out["rows"] = accuracyRows(rows);
+  out["fp32"] = tensorDict(compared.fp32);
+  out["simulated"] = tensorDict(compared.simulated);
+  out["single"] = tensorDict(compared.single);
+  return out;
+}
+
+// The INT8 simulator of `model` from given activation ranges (hybrid_quantization_step2: the
+// ranges come from the edited quantization config instead of a calibration run).
+PyQuantizedModel quantizeFromRanges(const Model& model,
+                                    const std::map<std::string, std::pair<float, float>>& ranges,
+                                    const std::string& method,
+                                    const std::vector<std::string>& hybrid_layers) {
+  std::map<std::string, quant::ClipRange> clip;
+  for (const auto& [name, r] : ranges) clip[name] = quant::ClipRange{r.first, r.second};
+  quant::QuantizerOptions opts;
+  opts.granularity = quant::weightGranularityFromName(method);
+  opts.hybrid_layers = std::set<std::string>(hybrid_layers.begin(), hybrid_layers.end());
+  py::gil_scoped_release release;
+  quant::QuantPlan plan = quant::buildQuantPlan(model.graph(), clip, opts);
+  auto sim = std::make_shared<const QuantizedExecutor>(model.graph(), plan);
+  return PyQuantizedModel(std::move(sim), std::move(plan));
 }
 
 // Writes the quantized model's graph with its plan as a required QUNT section: a reader that
@@ -141,9 +188,6 @@ void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, co
   const bool int8 = qm.sim().mode() == quant::SimMode::Int8;
   opts.extra_sections.push_back({blob::kSectionMemoryPlan, false,
                                  memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc)});
-  // The lowered program (TASK, PIPE, CPUO, NWGT); an FP16 simulator lowers as a float build.
-  lower::appendProgramSections(qm.sim().graph(), qm.sim().mode() == quant::SimMode::Int8 ? &qm.plan() : nullptr,
-                               &opts);
   blob::writeBlob(qm.sim().graph(), path, opts);
 }
 
@@ -202,7 +246,11 @@ void bindQuant(py::module_& m) {
            "Writes the quantized model as a .npub blob: its graph plus the quantization plan (QUNT section).")
       .def("accuracy_analysis", &accuracyAnalysis, py::arg("inputs"),
            "Per activation, in graph order: {'value', 'node', 'op_type', 'precision', 'cosine', 'euclidean', "
-           "'sqnr_db', 'max_abs_error'} of the simulator vs the FP32 model on these inputs.")
+           "'sqnr_db', 'max_abs_error'} of the simulator vs the FP32 model on these inputs (the end-to-end "
+           "run), and the same four as 'single_*' for the layer run alone on its quantized FP32 inputs.")
+      .def("accuracy_report", &accuracyReport, py::arg("inputs"),
+           "{'rows': accuracy_analysis rows, 'fp32', 'simulated', 'single': {value name: array}}: the "
+           "rows and every tensor they compare.")
       .def(
           "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
           "One line per node: the kernel it runs on (int8 ... or fp16).");
@@ -223,6 +271,9 @@ void bindQuant(py::module_& m) {
            py::arg("reference") = false,
            "Builds the quantization plan and the INT8 simulator (reference=True: plain reference loops).");
 
+  m.def("quantize_from_ranges", &quantizeFromRanges, py::arg("model"), py::arg("ranges"),
+        py::arg("method") = "channel", py::arg("hybrid_layers") = std::vector<std::string>{},
+        "The INT8 simulator of `model` from given (min, max) ranges per activation (no calibration run).");
   m.def(
       "fp16_model",
       [](const Model& model) {

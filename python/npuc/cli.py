@@ -256,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     from npuc.cli_compile import add_commands
 
     add_commands(sub, _add_model_args)
+    from npuc.cli_analyze import add_command as add_analyze
+
+    add_analyze(sub, _add_model_args)
 
     p = sub.add_parser("ops", help="list the ops npuc supports",
                        description="Prints every op npuc can import and run, one per line.")

@@ -13,7 +13,7 @@ These are the functions ``Toolkit.build`` / ``Toolkit.inference`` delegate to.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +27,8 @@ __all__ = [
     "quantize",
     "fp16",
     "build_for_toolkit",
+    "calibrate",
+    "settings_from_config",
     "cosine_similarity",
 ]
 
@@ -68,22 +70,59 @@ def quantize(
         InputError: a sample that cannot be read or has the wrong shape (named by line).
     """
     log = logger or _log
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"quantized_algorithm '{algorithm}' is not one of {', '.join(ALGORITHMS)}")
-    if method not in METHODS:
-        raise ConfigError(f"quantized_method '{method}' is not one of {', '.join(METHODS)}")
-    calibrator = Calibrator(model)
-    samples = _dataset.iterate_samples(dataset, model.inputs, normalize, rgb2bgr)
-    total = _dataset.count_samples(dataset)
-    for sample in _dataset.progress(samples, total, "calibrating"):
-        calibrator.add_sample(sample)
-    if calibrator.num_samples == 0:
-        raise ConfigError("the calibration dataset is empty")
+    check_algorithm_and_method(algorithm, method)
+    calibrator, _ = calibrate(model, dataset, normalize, rgb2bgr)
     log.info("calibration: %d sample(s), algorithm %s, method %s", calibrator.num_samples, algorithm, method)
     quantized = calibrator.quantize(algorithm, method, list(hybrid_layers or []), reference)
     for warning in quantized.warnings:
         log.warning("quantization: %s", warning)
     return quantized
+
+
+def check_algorithm_and_method(algorithm: str, method: str) -> None:
+    """Raises ConfigError naming an unknown ``quantized_algorithm`` / ``quantized_method``."""
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"quantized_algorithm '{algorithm}' is not one of {', '.join(ALGORITHMS)}")
+    if method not in METHODS:
+        raise ConfigError(f"quantized_method '{method}' is not one of {', '.join(METHODS)}")
+
+
+def calibrate(
+    model: Model,
+    dataset: _dataset.DatasetLike,
+    normalize: Optional[_dataset.Normalizer] = None,
+    rgb2bgr: bool = False,
+    keep: int = 0,
+) -> Tuple[Calibrator, List[List[np.ndarray]]]:
+    """Streams `dataset` through a :class:`Calibrator` of `model`.
+
+    Returns the calibrator and the first `keep` samples (kept because a dataset given as an
+    iterator can be read only once; the accuracy analysis of auto-hybrid reuses them).
+
+    Raises:
+        ConfigError: an empty dataset. InputError: an unreadable or wrongly shaped sample.
+    """
+    calibrator = Calibrator(model)
+    kept: List[List[np.ndarray]] = []
+    samples = _dataset.iterate_samples(dataset, model.inputs, normalize, rgb2bgr)
+    for sample in _dataset.progress(samples, _dataset.count_samples(dataset), "calibrating"):
+        calibrator.add_sample(sample)
+        if len(kept) < keep:
+            kept.append(sample)
+    if calibrator.num_samples == 0:
+        raise ConfigError("the calibration dataset is empty")
+    return calibrator, kept
+
+
+def settings_from_config(config: Dict[str, Any]) -> Tuple[str, str]:
+    """(algorithm, method) from the Toolkit config keys, validated (int8 dtypes only)."""
+    dtype = config.get("quantized_dtype") or INT8_DTYPES[0]
+    if dtype not in INT8_DTYPES:
+        raise ConfigError(f"quantized_dtype '{dtype}' is not supported (int8: {', '.join(INT8_DTYPES)})")
+    algorithm = config.get("quantized_algorithm") or "normal"
+    method = config.get("quantized_method") or "channel"
+    check_algorithm_and_method(algorithm, method)
+    return algorithm, method
 
 
 def fp16(model: Model) -> QuantizedModel:
@@ -107,16 +146,14 @@ def build_for_toolkit(
     """
     if not do_quantization:
         return fp16(model)
-    dtype = config.get("quantized_dtype") or INT8_DTYPES[0]
-    if dtype not in INT8_DTYPES:
-        raise ConfigError(f"quantized_dtype '{dtype}' is not supported (int8: {', '.join(INT8_DTYPES)})")
+    algorithm, method = settings_from_config(config)
     if dataset is None:
         raise ConfigError("build(do_quantization=True) needs a calibration dataset (dataset='dataset.txt')")
     return quantize(
         model,
         dataset,
-        algorithm=config.get("quantized_algorithm") or "normal",
-        method=config.get("quantized_method") or "channel",
+        algorithm=algorithm,
+        method=method,
         hybrid_layers=config.get("hybrid_layers"),
         normalize=normalize,
         rgb2bgr=bool(config.get("quant_img_RGB2BGR", False)),

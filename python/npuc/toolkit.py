@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -101,6 +102,12 @@ class Toolkit:
         self.blob_meta: Optional[Dict[str, Any]] = None
         #: The last build()'s optimization report (a dict; ``["text"]`` is the printable form).
         self.optimization_report: Optional[Dict[str, Any]] = None
+        #: What the last build(auto_hybrid=True) moved to FP16 and why (npuc.hybrid.AutoHybridReport).
+        self.auto_hybrid_report: Optional[Any] = None
+        #: The last accuracy_analysis() (npuc.accuracy.AccuracyReport: rows, table text, dump folder).
+        self.accuracy_report: Optional[Any] = None
+        # The loaded model's file stem: hybrid_quantization_step1 names its files after it.
+        self._model_name = "model"
         # build(do_quantization=False) leaves a float model, which the NPU runs in fp16.
         self._built_float = False
 
@@ -198,6 +205,7 @@ class Toolkit:
                 raise ModelLoadError(f"cannot open model '{path}': no such file")
             loaded = Model.load(path, names, sizes, outs)
         self._model, self._runtime, self._float_model = loaded, None, None
+        self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
 
@@ -307,13 +315,126 @@ class Toolkit:
 
     def _quantize(self, dataset: Optional[Any], auto_hybrid: bool) -> None:
         """INT8 quantization of the optimized graph; inference() then runs the INT8 simulator."""
+        from npuc.accuracy import weight_outlier_report
+        from npuc.hybrid import build_auto_hybrid
         from npuc.quantize import build_for_toolkit
 
-        if auto_hybrid:
-            self._log.warning("build(auto_hybrid=True) is not implemented yet: quantizing every layer to INT8")
-        quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log)
+        self.auto_hybrid_report = None
+        if auto_hybrid:  # layers whose isolated cosine is below auto_hybrid_cos_thresh -> FP16
+            quantized, self.auto_hybrid_report = build_auto_hybrid(
+                self._model, self._config, dataset, self._preprocessor.apply, self._log
+            )
+            self._emit(self.auto_hybrid_report.text)
+        else:
+            quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log)
+        outliers = weight_outlier_report(quantized)
+        if outliers:
+            self._emit(outliers)
         # Tied to the model it was built from, so a later load/build/release makes it stale.
         self._quantized = (self._model, quantized)
+
+    def hybrid_quantization_step1(
+        self,
+        dataset: Optional[Any] = None,
+        rknn_batch_size: Optional[int] = None,
+        proposal: bool = False,
+        proposal_dataset_size: int = 1,
+        output_prefix: Optional[Union[str, os.PathLike]] = None,
+    ) -> int:
+        """RKNN's hybrid quantization, step 1: optimize, calibrate, write the editable config.
+
+        Writes ``<prefix>.model`` (the optimized graph), ``<prefix>.data`` (calibrated ranges) and
+        ``<prefix>.quantization.cfg`` (YAML; put ``layer: float16`` under
+        ``custom_quantize_layers`` to keep a layer in FP16), then call
+        :meth:`hybrid_quantization_step2` with the three paths. See :mod:`npuc.hybrid`.
+
+        Args:
+            dataset: calibration ``dataset.txt`` path or iterable of samples.
+            rknn_batch_size: RKNN compatibility; must be None or 1.
+            proposal: pre-fill ``custom_quantize_layers`` with the layers whose single cosine is
+                below ``config(auto_hybrid_cos_thresh)`` (default 0.98).
+            proposal_dataset_size: calibration samples the proposal is measured on.
+            output_prefix: npuc extension: where the files go (default: the model's file name
+                in the current directory, as RKNN does).
+
+        Returns:
+            0 on success.
+        """
+        from npuc import hybrid
+
+        self.build(do_quantization=False, rknn_batch_size=rknn_batch_size)  # the optimized graph
+        prefix = Path(os.fspath(output_prefix)) if output_prefix is not None else Path(self._model_name)
+        paths = hybrid.step1(self._model, self._config, dataset, self._preprocessor.apply, prefix,
+                             proposal, proposal_dataset_size)
+        self._emit("hybrid_quantization_step1 wrote " + ", ".join(os.fspath(p) for p in paths.values()))
+        return 0
+
+    def hybrid_quantization_step2(
+        self,
+        model_input: Union[str, os.PathLike],
+        data_input: Union[str, os.PathLike],
+        model_quantization_cfg: Union[str, os.PathLike],
+    ) -> int:
+        """RKNN's hybrid quantization, step 2: rebuild from step 1's files and the edited config.
+
+        Afterwards the toolkit holds the quantized model, as after ``build()``: ``inference``,
+        ``export_blob``, ``eval_perf`` and ``accuracy_analysis`` use it.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ConfigError: a wrong cfg entry (unknown layer or activation, precision other than
+                float16, bad min/max), named by its key. ModelLoadError: a missing model file.
+        """
+        from npuc import hybrid
+
+        model, quantized = hybrid.step2(os.fspath(model_input), os.fspath(data_input),
+                                        os.fspath(model_quantization_cfg), self._config)
+        self._model, self._runtime, self._float_model = model, None, model
+        self._built_float = False
+        self._report_partition()
+        self._quantized = (model, quantized)
+        fp16_layers = sorted(n for n, p in quantized.node_precisions.items() if p == "fp16")
+        self._emit(f"hybrid_quantization_step2: {len(fp16_layers)} layer(s) in FP16: {', '.join(fp16_layers) or '-'}")
+        return 0
+
+    def accuracy_analysis(
+        self,
+        inputs: Sequence[Any],
+        output_dir: Union[str, os.PathLike] = "./snapshot",
+        target: Optional[str] = None,
+        device_id: Optional[str] = None,
+    ) -> int:
+        """Per-layer error of the built model vs FP32 (RKNN ``accuracy_analysis``).
+
+        Prints and writes to ``output_dir/error_analysis.txt`` a table with, per activation, the
+        cosine, Euclidean distance and SQNR of the simulator against FP32, "entire" (end to end)
+        and "single" (the layer alone on its quantized FP32 inputs); dumps every tensor as .npy
+        into ``output_dir/golden``, ``/simulator`` and ``/single``. The result is also kept in
+        :attr:`accuracy_report`. How to read it: docs/quantization.md section 10.
+
+        Args:
+            inputs: one entry per model input: a ``.npy`` / image path (preprocessed like a
+                calibration sample: mean/std, RGB2BGR) or an already preprocessed array.
+            output_dir: where the dumps and the table go (created if needed).
+            target, device_id: RKNN compatibility; only the host simulator (None) exists.
+
+        Returns:
+            0 on success.
+        """
+        from npuc import accuracy
+
+        if target is not None or device_id is not None:
+            raise ConfigError(f"accuracy_analysis(target={target!r}): only the host simulator (target=None) is supported")
+        simulator = self._simulator()
+        if simulator is None:
+            raise NpucError("accuracy_analysis needs a built model: call build() (or hybrid_quantization_step2) first")
+        arrays = accuracy.load_inputs(inputs, simulator.inputs, self._preprocessor.apply,
+                                      bool(self._config.get("quant_img_RGB2BGR")))
+        self.accuracy_report = accuracy.analyze(simulator, arrays, output_dir)
+        self._emit(self.accuracy_report.text)
+        return 0
 
     def _simulator(self) -> Optional[Any]:
         """The INT8 simulator of the current model when build() quantized it, else None."""

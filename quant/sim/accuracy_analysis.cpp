@@ -10,10 +10,12 @@ namespace npuc::quant {
 
 namespace {
 
-LayerAccuracy compare(const std::string& name, const Tensor& fp32, const Tensor& simulated) {
+LayerAccuracy compare(const std::string& name, const Tensor& fp32, const Tensor& simulated,
+                      const Tensor& single) {
   LayerAccuracy row;
   row.value = name;
   row.metrics = compareOutputs(fp32.data<float>(), simulated.data<float>(), fp32.numel());
+  row.single = compareOutputs(fp32.data<float>(), single.data<float>(), fp32.numel());
   return row;
 }
 
@@ -34,21 +36,28 @@ const Node* fusedClamp(const Node& producer, const QuantPlan& plan) {
 }  // namespace
 
 std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const QuantPlan& plan,
-                                           const std::vector<Tensor>& inputs) {
+                                           const std::vector<Tensor>& inputs, AccuracyTensors* tensors) {
   const Graph& graph = sim.graph();
   std::unique_ptr<Graph> exposed = exposeActivations(graph);
   ExecutorOptions options;
   options.host_fusion = false;  // every exposed value stays a plain node output
   const std::vector<Tensor> fp32 = Executor(*exposed, options).run(inputs);
-  std::map<std::string, const Tensor*> reference;
-  for (size_t i = 0; i < fp32.size(); ++i) reference[exposed->outputs()[i]->name()] = &fp32[i];
-  const std::map<std::string, Tensor> simulated = sim.runAllValues(inputs);
+  std::map<std::string, Tensor> reference;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    if (graph.inputs()[i]->dtype() == DType::Float32) reference[graph.inputs()[i]->name()] = inputs[i];
+  }
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    if (fp32[i].dtype() == DType::Float32) reference[exposed->outputs()[i]->name()] = fp32[i];
+  }
+  std::map<std::string, Tensor> simulated = sim.runAllValues(inputs);
+  std::map<std::string, Tensor> single = sim.runEachNodeIsolated(inputs, reference);
 
   std::vector<LayerAccuracy> rows;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const Value* v = graph.inputs()[i];
     if (v->dtype() != DType::Float32) continue;
-    rows.push_back(compare(v->name(), inputs[i], simulated.at(v->name())));
+    const Tensor& quantized = simulated.at(v->name());  // a graph input is its own isolated run
+    rows.push_back(compare(v->name(), inputs[i], quantized, quantized));
     rows.back().precision = "input";
   }
   for (const Node* n : graph.nodes()) {
@@ -56,7 +65,8 @@ std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const Q
       if (!v || v->dtype() != DType::Float32) continue;
       const Node* clamp = sim.mode() == SimMode::Int8 ? fusedClamp(*n, plan) : nullptr;
       const std::string& compared_with = clamp ? clamp->output(0)->name() : v->name();
-      rows.push_back(compare(v->name(), *reference.at(compared_with), simulated.at(v->name())));
+      rows.push_back(
+          compare(v->name(), reference.at(compared_with), simulated.at(v->name()), single.at(v->name())));
       rows.back().node = n->name();
       rows.back().op_type = n->opType();
       rows.back().precision =
@@ -64,6 +74,7 @@ std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const Q
       if (clamp) rows.back().precision += " (fused with " + clamp->name() + ")";
     }
   }
+  if (tensors) *tensors = AccuracyTensors{std::move(reference), std::move(simulated), std::move(single)};
   return rows;
 }
 

@@ -86,6 +86,7 @@ void QuantizedExecutor::compile() {
     const bool as_int8 =
         int8 && kind != QuantOpKind::NonFloat && plan_.precisionOf(n->name()) == NodePrecision::Int8;
     StepContext ctx{*n, {}, {}, int8 ? &plan_ : nullptr, options_.path};
+    StepFloatValues float_values;
     for (size_t i = 0; i < n->numInputs(); ++i) {
       const Value* v = n->input(i);
       if (!v) {
@@ -93,6 +94,7 @@ void QuantizedExecutor::compile() {
         continue;
       }
       int slot = slotFor(v);
+      if (!v->isConstant() && v->dtype() == DType::Float32) float_values.inputs.emplace_back(v, slot);
       if (as_int8 && v->isConstant() && v->dtype() == DType::Float32 && readsAsActivation(kind, i)) {
         // A float constant read as an activation (Mul by a constant, ...): its own int8 copy.
         slot = static_cast<int>(initial_.size());
@@ -102,11 +104,15 @@ void QuantizedExecutor::compile() {
     }
     for (const Value* v : n->outputs()) {
       ctx.outputs.push_back(slotFor(v));
-      if (v->dtype() == DType::Float32) float_values_.emplace_back(v->name(), ctx.outputs.back());
+      if (v->dtype() == DType::Float32) {
+        float_values_.emplace_back(v->name(), ctx.outputs.back());
+        float_values.outputs.emplace_back(v, ctx.outputs.back());
+      }
     }
     const QuantOpKind effective =
         as_int8 ? kind : (kind == QuantOpKind::NonFloat ? kind : QuantOpKind::Float16);
     steps_.push_back(int8Factory(effective)(ctx));
+    step_float_values_.push_back(std::move(float_values));
     step_kinds_.push_back(n->name() + ": " + n->opType() + " -> " +
                           (effective == QuantOpKind::Float16 || effective == QuantOpKind::NonFloat
                                ? std::string(quantOpKindName(effective))
@@ -147,20 +153,46 @@ std::map<std::string, Tensor> QuantizedExecutor::runAllValues(const std::vector<
 SimSlots QuantizedExecutor::execute(const std::vector<Tensor>& inputs) const {
   checkInputs(inputs);
   SimSlots slots = initial_;  // shallow: constant tensors share storage
-  const bool int8 = options_.mode == SimMode::Int8;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value* v = graph_->inputs()[i];
     SimValue& s = slots[static_cast<size_t>(input_slots_[i])];
-    if (v->dtype() != DType::Float32) {
-      s = SimValue{inputs[i], false, {}};
-    } else if (int8 && plan_.has(v->name())) {
-      s = quantizeFloat(inputs[i], plan_.at(v->name()).params(v->name()));
-    } else {
-      s = SimValue{roundToHalf(inputs[i]), false, {}};
-    }
+    s = v->dtype() == DType::Float32 ? toSimFloat(*v, inputs[i]) : SimValue{inputs[i], false, {}};
   }
   for (const auto& step : steps_) step->run(slots);
   return slots;
+}
+
+SimValue QuantizedExecutor::toSimFloat(const Value& v, const Tensor& t) const {
+  if (options_.mode == SimMode::Int8 && plan_.has(v.name())) {
+    return quantizeFloat(t, plan_.at(v.name()).params(v.name()));
+  }
+  return SimValue{roundToHalf(t), false, {}};
+}
+
+std::map<std::string, Tensor> QuantizedExecutor::runEachNodeIsolated(
+    const std::vector<Tensor>& inputs, const std::map<std::string, Tensor>& golden) const {
+  checkInputs(inputs);
+  SimSlots slots = initial_;
+  for (size_t i = 0; i < inputs.size(); ++i) {  // non-float inputs feed shape computations
+    slots[static_cast<size_t>(input_slots_[i])] = SimValue{inputs[i], false, {}};
+  }
+  std::map<std::string, Tensor> outputs;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const StepFloatValues& values = step_float_values_[k];
+    for (const auto& [v, slot] : values.inputs) {
+      auto it = golden.find(v->name());
+      if (it == golden.end()) {
+        throw InputError("isolated run: no FP32 value of '" + v->name() + "' (read by " + step_kinds_[k] +
+                         ")");
+      }
+      slots[static_cast<size_t>(slot)] = toSimFloat(*v, it->second);
+    }
+    steps_[k]->run(slots);
+    // Collected now: a later step reading this value overwrites its slot with the golden one.
+    for (const auto& [v, slot] : values.outputs)
+      outputs[v->name()] = dequantize(slots[static_cast<size_t>(slot)]);
+  }
+  return outputs;
 }
 
 std::string QuantizedExecutor::describe() const {

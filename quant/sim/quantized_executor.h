@@ -41,6 +41,14 @@ class QuantizedExecutor {
   // Every float value of the run (graph inputs and node outputs), dequantized, by value name:
   // what the accuracy analysis compares layer by layer.
   std::map<std::string, Tensor> runAllValues(const std::vector<Tensor>& inputs) const;
+  // The "single" (isolated) run of the accuracy analysis: every node's step reads the FP32
+  // values of its float inputs from `golden` (by value name: graph inputs and node outputs),
+  // quantized with those inputs' planned parameters (INT8) or rounded to half (FP16), so each
+  // node's output shows its own error only, not what accumulated upstream. Non-float inputs
+  // (shapes, indices) are computed exactly by the run itself. Returns every float node output,
+  // dequantized, by value name. Throws InputError naming a float value missing from `golden`.
+  std::map<std::string, Tensor> runEachNodeIsolated(const std::vector<Tensor>& inputs,
+                                                    const std::map<std::string, Tensor>& golden) const;
 
   const Graph& graph() const { return *graph_; }
   SimMode mode() const { return options_.mode; }
@@ -51,6 +59,9 @@ class QuantizedExecutor {
   void compile();
   void checkInputs(const std::vector<Tensor>& inputs) const;
   SimSlots execute(const std::vector<Tensor>& inputs) const;
+  // A float value as the simulator holds it: quantized with its plan entry (INT8 mode), or
+  // rounded to half (FP16 mode, or a float value the plan does not quantize).
+  SimValue toSimFloat(const Value& v, const Tensor& t) const;
 
   std::unique_ptr<Graph> graph_;
   QuantPlan plan_;
@@ -58,6 +69,12 @@ class QuantizedExecutor {
   SimSlots initial_;  // constants (and int8 copies of constants feeding int8 ops); the rest empty
   std::vector<std::unique_ptr<SimStep>> steps_;
   std::vector<std::string> step_kinds_;
+  // Per step, the non-constant float values it reads and writes, with their slots: what
+  // runEachNodeIsolated overwrites before the step and collects after it.
+  struct StepFloatValues {
+    std::vector<std::pair<const Value*, int>> inputs, outputs;
+  };
+  std::vector<StepFloatValues> step_float_values_;
   std::vector<int> input_slots_, output_slots_;
   std::vector<std::pair<std::string, int>> float_values_;  // inputs and node outputs of float type
 };

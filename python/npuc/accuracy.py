@@ -1,0 +1,172 @@
+"""Per-layer accuracy analysis of a quantized (or FP16) model against FP32, RKNN style.
+
+``analyze(qmodel, inputs, output_dir)`` runs the C++ analysis (``QuantizedModel.accuracy_report``)
+and writes what RKNN-Toolkit2's ``accuracy_analysis`` writes:
+
+* ``output_dir/golden/<tensor>.npy``: the FP32 value of every float activation;
+* ``output_dir/simulator/<tensor>.npy``: the simulator's value, end to end ("entire");
+* ``output_dir/single/<tensor>.npy``: the simulator's value of that layer alone on its FP32
+  inputs quantized with their own parameters ("single");
+* ``output_dir/error_analysis.txt``: the printed table.
+
+Tensor names are sanitized for the filesystem (``/``, ``:`` ... become ``_``). How to read the
+table: docs/quantization.md section 10.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from npuc import dataset as _dataset
+from npuc.errors import InputError
+
+__all__ = ["AccuracyReport", "analyze", "format_table", "load_inputs", "sanitize_tensor_name", "weight_outlier_report"]
+
+#: Subfolders of output_dir holding the per-tensor dumps, by run.
+DUMP_FOLDERS = {"fp32": "golden", "simulated": "simulator", "single": "single"}
+#: Longest file name written for a tensor (most filesystems allow 255 bytes; room for ".npy").
+_MAX_FILE_STEM = 200
+
+
+@dataclass
+class AccuracyReport:
+    """What :func:`analyze` measured and wrote."""
+
+    #: One dict per activation, in graph order (see ``QuantizedModel.accuracy_analysis``).
+    rows: List[Dict[str, Any]]
+    #: The table as printed and written to ``error_analysis.txt``.
+    text: str
+    #: Where the dumps and ``error_analysis.txt`` were written.
+    output_dir: Path
+    #: Tensor name -> file stem used for its dumps.
+    files: Dict[str, str] = field(default_factory=dict)
+
+    def row(self, value: str) -> Dict[str, Any]:
+        """The row of one activation, by value name (KeyError when absent)."""
+        for r in self.rows:
+            if r["value"] == value:
+                return r
+        raise KeyError(value)
+
+
+def sanitize_tensor_name(name: str) -> str:
+    """A file stem for a tensor name: characters other than letters, digits, ``.``, ``-`` and
+    ``_`` become ``_`` (ONNX names often hold ``/`` and ``:``), never empty, never ``.``/``..``."""
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:_MAX_FILE_STEM]
+    return stem if stem.strip(".") else "_" + stem
+
+
+def _unique_stems(names: Sequence[str]) -> Dict[str, str]:
+    """Sanitized stems, made unique with a numeric suffix when two names sanitize alike."""
+    stems: Dict[str, str] = {}
+    used = set()
+    for name in names:
+        stem = base = sanitize_tensor_name(name)
+        n = 1
+        while stem.lower() in used:  # case-insensitive filesystems too
+            n += 1
+            stem = f"{base}_{n}"
+        used.add(stem.lower())
+        stems[name] = stem
+    return stems
+
+
+def _fmt(x: float) -> str:
+    if np.isnan(x):
+        return "nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.5f}" if abs(x) < 1e4 else f"{x:.4g}"
+
+
+def _label(row: Dict[str, Any]) -> str:
+    """RKNN's "[Op] tensor", plus the node name (what hybrid_layers and the cfg use) when it differs."""
+    label = f"[{row['op_type'] or 'Input'}] {row['value']}"
+    return label + (f" ({row['node']})" if row["node"] and row["node"] != row["value"] else "")
+
+
+def format_table(rows: Sequence[Dict[str, Any]]) -> str:
+    """RKNN's accuracy table: per layer, entire and single cosine / Euclidean distance / SQNR."""
+    headers = ["layer_name", "precision", "entire cos", "entire euc", "entire sqnr(dB)",
+               "single cos", "single euc", "single sqnr(dB)"]
+    body = [
+        [
+            _label(r), r["precision"],
+            _fmt(r["cosine"]), _fmt(r["euclidean"]), _fmt(r["sqnr_db"]),
+            _fmt(r["single_cosine"]), _fmt(r["single_euclidean"]), _fmt(r["single_sqnr_db"]),
+        ]
+        for r in rows
+    ]
+    widths = [max([len(h)] + [len(b[i]) for b in body]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        # Names left-aligned, numbers right-aligned.
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    rule = "-" * len(line(headers))
+    legend = ("entire: the simulator end to end (error accumulated up to the layer); "
+              "single: the layer alone on its FP32 inputs quantized (its own error)")
+    return "\n".join(["# simulator error analysis", "# " + legend, rule, line(headers), rule]
+                     + [line(b) for b in body] + [rule])
+
+
+def load_inputs(
+    inputs: Sequence[Union[str, "os.PathLike[str]", np.ndarray]],
+    input_infos: Sequence[Dict[str, Any]],
+    normalize: _dataset.Normalizer,
+    rgb2bgr: bool,
+) -> List[np.ndarray]:
+    """One array per model input, preprocessed like a calibration sample: files (``.npy`` or an
+    image) are read, shaped (NCHW/NHWC, with or without batch) and normalized (mean/std, and
+    RGB->BGR for images when configured); arrays are taken as already preprocessed."""
+    if isinstance(inputs, (str, os.PathLike, np.ndarray)):
+        inputs = [inputs]
+    if len(inputs) != len(input_infos):
+        raise InputError(f"accuracy_analysis: the model has {len(input_infos)} input(s), got {len(inputs)}")
+    arrays: List[np.ndarray] = []
+    for index, (item, info) in enumerate(zip(inputs, input_infos)):
+        where = f"accuracy_analysis input {index}"
+        if isinstance(item, (str, os.PathLike)):
+            array = _dataset._read_file(Path(item), where, rgb2bgr)  # noqa: SLF001 (same package)
+            array = _dataset._fit_to_input(array, info, f"{where} ('{item}')")  # noqa: SLF001
+            array = np.asarray(normalize(index, array, info))
+        else:
+            array = _dataset._fit_to_input(np.asarray(item), info, where)  # noqa: SLF001
+        arrays.append(np.ascontiguousarray(array, dtype=np.dtype(info["dtype"])))
+    return arrays
+
+
+def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Union[str, "os.PathLike[str]"]) -> AccuracyReport:
+    """Runs the analysis of `qmodel` (a ``QuantizedModel``) on one sample and writes the dumps
+    and ``error_analysis.txt`` into `output_dir` (created if needed)."""
+    report = qmodel.accuracy_report(list(arrays))
+    out = Path(output_dir)
+    stems = _unique_stems(sorted(set(report["fp32"]) | set(report["simulated"]) | set(report["single"])))
+    for run, folder in DUMP_FOLDERS.items():
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        for name, tensor in report[run].items():
+            np.save(out / folder / f"{stems[name]}.npy", tensor)
+    text = format_table(report["rows"])
+    (out / "error_analysis.txt").write_text(text + "\n")
+    return AccuracyReport(rows=report["rows"], text=text, output_dir=out, files=stems)
+
+
+def weight_outlier_report(qmodel: Any) -> Optional[str]:
+    """The flagged rows of ``qmodel.weight_outlier_table`` with what to do about them, or None
+    when no weight tensor has outliers. ``build()`` prints it (RKNN warns about outliers too)."""
+    lines = qmodel.weight_outlier_table.splitlines()
+    flagged = [line for line in lines[1:] if "<-" in line]
+    if not flagged:
+        return None
+    return "\n".join(
+        [f"weight outliers: {len(flagged)} weight tensor(s) have values far beyond their robust range "
+         "(an int8 scale set by the outlier rounds the other weights coarsely)", lines[0], *flagged,
+         "  try: config(quantized_algorithm='mmse' or 'kl_divergence'), quantized_method='channel', or hybrid "
+         "quantization (config(hybrid_layers=[...]), build(auto_hybrid=True), hybrid_quantization_step1/2)"]
+    )

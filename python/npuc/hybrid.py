@@ -1,0 +1,357 @@
+"""Hybrid quantization: keeping the layers INT8 hurts most in FP16 (RKNN-Toolkit2's two flows).
+
+* **auto hybrid** (``Toolkit.build(auto_hybrid=True)``): after calibration, the accuracy analysis'
+  *single* cosine of every INT8 layer (the layer alone, fed its FP32 inputs quantized with their
+  own parameters: its own error, not what it inherits) is measured on the first calibration
+  samples; layers below ``auto_hybrid_cos_thresh`` (default 0.98), or above
+  ``auto_hybrid_euc_thresh`` when set, move to FP16. The report says which, and why.
+* **two steps** (``hybrid_quantization_step1/2``): step 1 calibrates and writes
+  ``<model>.model`` (the optimized graph, ONNX), ``<model>.data`` (the calibrated ranges, npz)
+  and ``<model>.quantization.cfg`` (YAML: ``custom_quantize_layers`` the user edits, and
+  ``quantize_parameters`` per activation). Step 2 rebuilds from those three files.
+
+docs/quantization.md ("Hybrid quantization") shows both flows.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from npuc import dataset as _dataset
+from npuc._npuc import Model, QuantizedModel, quantize_from_ranges
+from npuc.errors import ConfigError, ModelLoadError
+from npuc.quantize import calibrate, settings_from_config
+
+__all__ = [
+    "DEFAULT_COS_THRESH",
+    "HybridChoice",
+    "AutoHybridReport",
+    "propose_layers",
+    "build_auto_hybrid",
+    "step1",
+    "step2",
+]
+
+#: RKNN-Toolkit2's default ``auto_hybrid_cos_thresh``.
+DEFAULT_COS_THRESH = 0.98
+#: Calibration samples the isolated cosine is measured on by auto hybrid: each costs one FP32
+#: run and two simulator runs; the worst value over them decides.
+AUTO_HYBRID_SAMPLES = 4
+#: The only precision ``custom_quantize_layers`` may name (RKNN-Toolkit2's spelling).
+FLOAT16 = "float16"
+CFG_KEYS = ("custom_quantize_layers", "quantize_parameters")
+PARAM_KEYS = ("qtype", "qmethod", "dtype", "min", "max", "scale", "zero_point")
+
+
+@dataclass
+class HybridChoice:
+    """A layer moved to FP16, with the measurement that moved it."""
+
+    node: str
+    op_type: str
+    single_cosine: float  # worst over the analysed samples
+    single_euclidean: float  # worst over the analysed samples
+    reason: str
+
+
+@dataclass
+class AutoHybridReport:
+    """What ``build(auto_hybrid=True)`` decided."""
+
+    chosen: List[HybridChoice]
+    cos_thresh: float
+    euc_thresh: Optional[float]
+    samples: int
+    output_cosine_before: float  # worst graph-output cosine vs FP32, all INT8
+    output_cosine_after: float  # the same with the chosen layers in FP16
+    text: str
+
+
+def _worst_single(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> Dict[str, Dict[str, Any]]:
+    """Per INT8 node: its op, the lowest single cosine and highest single distance over `samples`."""
+    worst: Dict[str, Dict[str, Any]] = {}
+    for sample in samples:
+        for r in qmodel.accuracy_analysis(sample):
+            if not r["node"] or not r["precision"].startswith("int8"):
+                continue
+            w = worst.setdefault(r["node"], {"op_type": r["op_type"], "cos": math.inf, "euc": -math.inf})
+            w["cos"] = min(w["cos"], _nan_low(r["single_cosine"]))
+            w["euc"] = max(w["euc"], r["single_euclidean"])
+    return worst
+
+
+def _nan_low(x: float) -> float:
+    """NaN (a NaN in either run) compares as the worst cosine."""
+    return -1.0 if math.isnan(x) else x
+
+
+def propose_layers(
+    qmodel: QuantizedModel,
+    samples: Sequence[List[np.ndarray]],
+    cos_thresh: float = DEFAULT_COS_THRESH,
+    euc_thresh: Optional[float] = None,
+) -> List[HybridChoice]:
+    """The INT8 layers whose single cosine is below `cos_thresh` (or single Euclidean distance
+    above `euc_thresh`, when given) on any of `samples`, in graph order."""
+    chosen = []
+    for node, w in _worst_single(qmodel, samples).items():
+        reasons = []
+        if w["cos"] < cos_thresh:
+            reasons.append(f"single cosine {w['cos']:.5f} < {cos_thresh}")
+        if euc_thresh is not None and w["euc"] > euc_thresh:
+            reasons.append(f"single euclidean {w['euc']:.5g} > {euc_thresh}")
+        if reasons:
+            chosen.append(HybridChoice(node, w["op_type"], w["cos"], w["euc"], "; ".join(reasons)))
+    return chosen
+
+
+def _output_cosine(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> float:
+    """Worst cosine vs FP32 over the graph outputs and `samples` (end-to-end run)."""
+    outputs = {o["name"] for o in qmodel.outputs}
+    cosines = [
+        _nan_low(r["cosine"]) for s in samples for r in qmodel.accuracy_analysis(s) if r["value"] in outputs
+    ]
+    return min(cosines) if cosines else 1.0
+
+
+def _thresholds(config: Dict[str, Any]) -> Tuple[float, Optional[float]]:
+    cos = config.get("auto_hybrid_cos_thresh")
+    euc = config.get("auto_hybrid_euc_thresh")
+    for key, value in (("auto_hybrid_cos_thresh", cos), ("auto_hybrid_euc_thresh", euc)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ConfigError(f"{key}={value!r}: must be a number")
+    if cos is not None and not -1.0 <= cos <= 1.0:
+        raise ConfigError(f"auto_hybrid_cos_thresh={cos!r}: a cosine threshold must be in [-1, 1]")
+    if euc is not None and euc < 0:
+        raise ConfigError(f"auto_hybrid_euc_thresh={euc!r}: a distance threshold must be >= 0")
+    return (DEFAULT_COS_THRESH if cos is None else float(cos)), (None if euc is None else float(euc))
+
+
+def _format_report(chosen: Sequence[HybridChoice], before: float, after: float, cos: float,
+                   euc: Optional[float], samples: int) -> str:
+    lines = [f"auto hybrid: single (isolated) cosine of every INT8 layer on {samples} calibration sample(s), "
+             f"threshold {cos}" + (f", euclidean threshold {euc}" if euc is not None else "")]
+    if not chosen:
+        lines.append("  every layer passes: nothing moved to FP16")
+    else:
+        width = max(len(c.node) for c in chosen)
+        lines.append(f"  {len(chosen)} layer(s) moved to FP16:")
+        lines += [f"    {c.node.ljust(width)}  {c.op_type:<10}  {c.reason}" for c in chosen]
+    lines.append(f"  worst output cosine vs FP32: {before:.5f} all INT8 -> {after:.5f} hybrid")
+    return "\n".join(lines)
+
+
+def build_auto_hybrid(
+    model: Model,
+    config: Dict[str, Any],
+    dataset: Optional[_dataset.DatasetLike],
+    normalize: Optional[_dataset.Normalizer],
+    logger: Optional[logging.Logger] = None,
+) -> Tuple[QuantizedModel, AutoHybridReport]:
+    """``build(auto_hybrid=True)``: calibrate, measure, move the bad layers to FP16, re-plan.
+
+    ``config(hybrid_layers=[...])`` are kept in FP16 as well. Raises ConfigError like
+    ``build_for_toolkit`` (no dataset, bad algorithm/method/thresholds).
+    """
+    log = logger or logging.getLogger("npuc.hybrid")
+    algorithm, method = settings_from_config(config)
+    cos, euc = _thresholds(config)
+    if dataset is None:
+        raise ConfigError("build(auto_hybrid=True) needs a calibration dataset (dataset='dataset.txt')")
+    calibrator, samples = calibrate(model, dataset, normalize, bool(config.get("quant_img_RGB2BGR")),
+                                    keep=AUTO_HYBRID_SAMPLES)
+    given = list(config.get("hybrid_layers") or [])
+    int8 = calibrator.quantize(algorithm, method, given)
+    chosen = propose_layers(int8, samples, cos, euc)
+    hybrid = int8
+    if chosen:
+        hybrid = calibrator.quantize(algorithm, method, given + [c.node for c in chosen])
+    before, after = _output_cosine(int8, samples), _output_cosine(hybrid, samples)
+    text = _format_report(chosen, before, after, cos, euc, len(samples))
+    for warning in hybrid.warnings:
+        log.warning("quantization: %s", warning)
+    return hybrid, AutoHybridReport(chosen, cos, euc, len(samples), before, after, text)
+
+
+# ---------------------------------------------------------------------- two-step flow
+
+
+def step1(
+    model: Model,
+    config: Dict[str, Any],
+    dataset: Optional[_dataset.DatasetLike],
+    normalize: Optional[_dataset.Normalizer],
+    prefix: Path,
+    proposal: bool = False,
+    proposal_dataset_size: int = 1,
+) -> Dict[str, Path]:
+    """Calibrates `model` and writes ``<prefix>.model``, ``<prefix>.data`` and
+    ``<prefix>.quantization.cfg``; returns their paths by kind ('model', 'data', 'cfg').
+
+    With `proposal`, ``custom_quantize_layers`` starts with the layers auto hybrid would move
+    (single cosine below ``auto_hybrid_cos_thresh`` on `proposal_dataset_size` samples);
+    ``config(hybrid_layers=...)`` are listed there too.
+    """
+    if dataset is None:
+        raise ConfigError("hybrid_quantization_step1 needs a calibration dataset (dataset='dataset.txt')")
+    if isinstance(proposal_dataset_size, bool) or not isinstance(proposal_dataset_size, int) or proposal_dataset_size < 1:
+        raise ConfigError(f"proposal_dataset_size={proposal_dataset_size!r}: must be an integer >= 1")
+    algorithm, method = settings_from_config(config)
+    cos, euc = _thresholds(config)
+    calibrator, samples = calibrate(model, dataset, normalize, bool(config.get("quant_img_RGB2BGR")),
+                                    keep=proposal_dataset_size)
+    ranges = calibrator.ranges(algorithm)
+    given = list(config.get("hybrid_layers") or [])
+    qmodel = calibrator.quantize(algorithm, method, given)
+    custom = {name: FLOAT16 for name in given}
+    if proposal:
+        custom.update({c.node: FLOAT16 for c in propose_layers(qmodel, samples, cos, euc)})
+    worst = _worst_single(qmodel, samples)
+
+    paths = {"model": Path(f"{prefix}.model"), "data": Path(f"{prefix}.data"),
+             "cfg": Path(f"{prefix}.quantization.cfg")}
+    paths["cfg"].parent.mkdir(parents=True, exist_ok=True)
+    model.export_onnx(os.fspath(paths["model"]))
+    names = sorted(ranges)
+    with open(paths["data"], "wb") as f:  # a file object: np.savez would append ".npz" to a name
+        np.savez(f, names=np.array(names), min=np.array([ranges[n][0] for n in names], np.float32),
+                 max=np.array([ranges[n][1] for n in names], np.float32),
+                 algorithm=np.array(algorithm), method=np.array(method))
+    paths["cfg"].write_text(_cfg_text(custom, ranges, qmodel, worst, method, len(samples)))
+    return paths
+
+
+def _cfg_text(custom: Dict[str, str], ranges: Dict[str, Tuple[float, float]], qmodel: QuantizedModel,
+              worst: Dict[str, Dict[str, Any]], method: str, samples: int) -> str:
+    import yaml
+
+    params = qmodel.activation_params
+    quantize_parameters = {}
+    for name, (lo, hi) in sorted(ranges.items()):
+        entry: Dict[str, Any] = {"qtype": "asymmetric_quantized", "qmethod": "layer", "dtype": "int8",
+                                 "min": [float(lo)], "max": [float(hi)]}
+        if name in params:
+            entry["scale"] = [float(params[name][0])]
+            entry["zero_point"] = [int(params[name][1])]
+        quantize_parameters[name] = entry
+    header = [
+        "# npuc hybrid quantization config (RKNN-Toolkit2 hybrid_quantization_step1 layout).",
+        "# custom_quantize_layers: node name -> float16 keeps that layer in FP16; add or remove entries,",
+        "#   then run hybrid_quantization_step2(model_input, data_input, model_quantization_cfg).",
+        "# quantize_parameters: per activation its calibrated range (min/max; editing them changes the",
+        "#   quantization) and the int8 scale/zero_point the plan used (read only; data movement, MaxPool",
+        "#   and Relu share their input's, an output fused into a Relu/Clip uses that activation's).",
+        f"# weights: int8 per {'output channel' if method == 'channel' else 'tensor'} (quantized_method={method}).",
+        "",
+    ]
+    layers = [f"# layers: node, op, precision, single cosine (worst of {samples} calibration sample(s))"]
+    for node, precision in qmodel.node_precisions.items():
+        w = worst.get(node)
+        cos = f"{w['cos']:.5f}" if w else "-"
+        layers.append(f"#   {node}  {w['op_type'] if w else ''}  {precision}  {cos}")
+    body = yaml.safe_dump({"custom_quantize_layers": custom}, default_flow_style=False, sort_keys=False)
+    body += "\n".join(layers) + "\n"
+    body += yaml.safe_dump({"quantize_parameters": quantize_parameters}, default_flow_style=None, sort_keys=False)
+    return "\n".join(header) + body
+
+
+def step2(
+    model_input: str,
+    data_input: str,
+    model_quantization_cfg: str,
+    config: Dict[str, Any],
+) -> Tuple[Model, QuantizedModel]:
+    """Rebuilds the model step 1 wrote with the (edited) config: returns the graph and its simulator.
+
+    Raises:
+        ModelLoadError: a missing or unreadable model file.
+        ConfigError: a missing/unreadable data or cfg file, or a cfg entry that is wrong: an unknown
+            key, a layer that is not a float node of the model, a precision other than float16, an
+            unknown activation, a bad min/max. The message names the key.
+    """
+    for what, path in (("model_input", model_input), ("data_input", data_input),
+                       ("model_quantization_cfg", model_quantization_cfg)):
+        if not os.path.isfile(os.fspath(path)):
+            error = ModelLoadError if what == "model_input" else ConfigError
+            raise error(f"hybrid_quantization_step2: {what} '{os.fspath(path)}' does not exist")
+    model = Model.load(os.fspath(model_input))
+    ranges, data_method = _read_data(os.fspath(data_input))
+    custom, edited = _read_cfg(os.fspath(model_quantization_cfg), ranges)
+    ranges.update(edited)
+    method = config.get("quantized_method") or data_method
+    settings_from_config(dict(config, quantized_method=method))  # validates dtype and method
+    all_int8 = quantize_from_ranges(model, ranges, method, [])
+    for name in custom:
+        if name not in all_int8.node_precisions:
+            raise ConfigError(
+                f"{model_quantization_cfg}: custom_quantize_layers.{name}: not a float layer of the model "
+                f"(layers are listed in the '# layers' comment of the cfg)"
+            )
+    hybrid = sorted(set(custom) | set(config.get("hybrid_layers") or []))
+    return model, (quantize_from_ranges(model, ranges, method, hybrid) if hybrid else all_int8)
+
+
+def _read_data(path: str) -> Tuple[Dict[str, Tuple[float, float]], str]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            names, lo, hi = [str(n) for n in data["names"]], data["min"], data["max"]
+            method = str(data["method"])
+    except (OSError, ValueError, KeyError) as e:
+        raise ConfigError(f"hybrid_quantization_step2: data_input '{path}' is not a step1 .data file ({e})") from None
+    return {n: (float(a), float(b)) for n, a, b in zip(names, lo, hi)}, method
+
+
+def _read_cfg(path: str, ranges: Dict[str, Tuple[float, float]]) -> Tuple[Dict[str, str], Dict[str, Tuple[float, float]]]:
+    """(custom layers, edited ranges) from the cfg, validated key by key."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"{path}: not a readable YAML quantization config ({e})") from None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys {', '.join(CFG_KEYS)}")
+    for key in cfg:
+        if key not in CFG_KEYS:
+            raise ConfigError(f"{path}: unknown key '{key}' (valid: {', '.join(CFG_KEYS)})")
+    layers = cfg.get("custom_quantize_layers") or {}
+    if not isinstance(layers, dict):
+        raise ConfigError(f"{path}: custom_quantize_layers must map layer names to '{FLOAT16}'")
+    for name, precision in layers.items():
+        if str(precision).lower() != FLOAT16:
+            raise ConfigError(f"{path}: custom_quantize_layers.{name}: precision '{precision}' is not supported "
+                              f"(only '{FLOAT16}'; remove the entry to keep the layer int8)")
+    params = cfg.get("quantize_parameters") or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{path}: quantize_parameters must map activation names to their parameters")
+    edited = {}
+    for name, entry in params.items():
+        where = f"{path}: quantize_parameters.{name}"
+        if name not in ranges:
+            raise ConfigError(f"{where}: not a calibrated activation of the model")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected a mapping with min and max")
+        unknown = [k for k in entry if k not in PARAM_KEYS]
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key (valid: {', '.join(PARAM_KEYS)})")
+        lo, hi = (_one_number(entry.get(k, [ranges[name][i]]), f"{where}.{k}") for i, k in enumerate(("min", "max")))
+        if lo > hi:
+            raise ConfigError(f"{where}: min {lo} > max {hi}")
+        edited[name] = (lo, hi)
+    return {str(k): FLOAT16 for k in layers}, edited
+
+
+def _one_number(value: Any, where: str) -> float:
+    """A per-tensor min/max: one finite number, or a list holding one (RKNN writes lists)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{where}: expected one finite number (or a one-element list), got {value!r}")
+    return float(value)

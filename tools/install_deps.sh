@@ -24,14 +24,32 @@ if command -v npm >/dev/null 2>&1; then
   missing=("${missing[@]/nodejs/}"); missing=("${missing[@]/npm/}")
 fi
 missing=($(printf '%s\n' "${missing[@]}" | sed '/^$/d'))
-[[ ${#missing[@]} -eq 0 ]] && exit 0
 
-echo "npuc: installing missing Debian packages: ${missing[*]}"
-SUDO=()
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null 2>&1 || { echo "npuc: run as root or install: ${missing[*]}" >&2; exit 1; }
-  SUDO=(sudo)
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "npuc: installing missing Debian packages: ${missing[*]}"
+  SUDO=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "npuc: run as root or install: ${missing[*]}" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# ONNX Runtime from npm (onnxruntime-node, into bench/): the peer the QDQ export test runs its
+# file in. Best effort: without npm or registry access that test skips, nothing else needs it.
+install_onnxruntime_node() {
+  local bench_dir
+  bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bench"
+  [[ -d $bench_dir/node_modules/onnxruntime-node ]] && return 0
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "npuc: npm not found, onnxruntime-node not installed (ONNX Runtime tests will skip; level bench installs npm)"
+    return 0
+  fi
+  echo "npuc: installing onnxruntime-node into bench/ (npm)"
+  (cd "$bench_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null) ||
+    echo "npuc: npm install failed (registry unreachable?): ONNX Runtime tests will skip"
+}
+[[ $level == test || $level == bench ]] && install_onnxruntime_node
+exit 0

@@ -536,7 +536,10 @@ class Toolkit:
         """
         if target is not None:
             raise ConfigError(f"init_runtime(target={target!r}): only the host runtime (target=None) is supported")
-        self._ensure_runtime()
+        # After build() or load_blob inference runs on the NPU simulator, prepared there; the FP32
+        # host runtime is only built for a model that has no simulator (before build()).
+        if self._simulator() is None:
+            self._ensure_runtime()
         return 0
 
     def inference(

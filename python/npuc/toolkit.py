@@ -672,17 +672,32 @@ class Toolkit:
         self._float_model = None
 
     def export_onnx(self, export_path: Union[str, os.PathLike]) -> int:
-        """Writes the graph as it stands as ONNX (after ``build()``, the optimized one).
+        """Writes the model as ONNX: the quantized model as QDQ after a quantizing ``build()``.
 
-        The file passes ``onnx.checker`` and opens in Netron / ONNX Runtime; npuc's own fused ops
-        (GLU, Gelu, ...) use the ``ai.npuc`` domain.
+        After ``build(do_quantization=True)`` the file is standard ONNX QDQ: every int8
+        activation (graph inputs too) is followed by QuantizeLinear -> DequantizeLinear with its
+        scale and zero point, weights are int8 initializers with a (per-channel) DequantizeLinear,
+        biases int32 at ``s_in * s_w``, FP16 nodes sit between Cast(float16) pairs and npuc's own
+        ops are expanded to standard ones, so ONNX Runtime runs what :meth:`inference` simulates
+        (within about one output step, see docs/quantization.md "QDQ export"). Otherwise (no
+        build, or a float/FP16 build) it is the float graph as it stands (after ``build()``, the
+        optimized one), where npuc's own fused ops (GLU, Gelu, ...) use the ``ai.npuc`` domain.
+        Both pass ``onnx.checker``.
 
         Returns:
             0 on success.
+
+        Raises:
+            NpucError: no model loaded. UnsupportedOpError: an op without a standard ONNX form
+            in a quantized model (named).
         """
         if self._model is None:
             raise NpucError("no model loaded: call load_onnx() first")
-        self._model.export_onnx(os.fspath(export_path))
+        quantized = None if getattr(self, "_built_float", True) else self._simulator()
+        if quantized is not None and quantized.mode == "int8":
+            quantized.export_onnx(os.fspath(export_path))
+        else:
+            self._model.export_onnx(os.fspath(export_path))
         return 0
 
     def _emit(self, text: str) -> None:

@@ -13,6 +13,7 @@
 #include "blob/blob_format.h"
 #include "memory/memory_report.h"
 #include "quant/graph/calibrator.h"
+#include "quant/graph/qdq_export.h"
 #include "quant/graph/quant_plan_codec.h"
 #include "quant/graph/quantizer.h"
 #include "quant/sim/accuracy_analysis.h"
@@ -191,6 +192,15 @@ void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, co
   blob::writeBlob(qm.sim().graph(), path, opts);
 }
 
+// The model as ONNX that ONNX Runtime runs like the simulator: QDQ for an INT8 model, float
+// ONNX with half-rounding Casts around every node for the FP16 model (quant/graph/qdq_export.h).
+void exportQuantizedOnnx(const PyQuantizedModel& qm, const std::string& path) {
+  quant::QdqExportOptions opts;
+  opts.float16_model = qm.sim().mode() == quant::SimMode::Float16;
+  py::gil_scoped_release release;
+  quant::exportQdqOnnxFile(qm.sim().graph(), qm.plan(), path, opts);
+}
+
 // The simulator of a blob written by exportQuantizedBlob; None for a blob without a QUNT section.
 std::optional<PyQuantizedModel> loadQuantizedBlob(const std::string& path,
                                                   const std::optional<std::string>& expected_soc) {
@@ -244,6 +254,9 @@ void bindQuant(py::module_& m) {
       .def("export_blob", &exportQuantizedBlob, py::arg("path"), py::arg("soc"),
            py::arg("options") = std::map<std::string, std::string>{},
            "Writes the quantized model as a .npub blob: its graph plus the quantization plan (QUNT section).")
+      .def("export_onnx", &exportQuantizedOnnx, py::arg("path"),
+           "Writes the model as standard ONNX QDQ (QuantizeLinear/DequantizeLinear around every int8 tensor, "
+           "int8 weights, int32 biases; FP16 nodes between Cast(float16) pairs) that ONNX Runtime can run.")
       .def("accuracy_analysis", &accuracyAnalysis, py::arg("inputs"),
            "Per activation, in graph order: {'value', 'node', 'op_type', 'precision', 'cosine', 'euclidean', "
            "'sqnr_db', 'max_abs_error'} of the simulator vs the FP32 model on these inputs (the end-to-end "

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Writes docs/passes.md: every graph pass with a real before/after text graph.
+
+Each pass gets a tiny ONNX model (built here with onnx.helper) on which it applies; the script
+imports it, prints ``Model.dump()``, runs ``npuc.optimize`` at level 3 with every other pass
+disabled (except the clean-up passes an example names), and prints the result. It fails if the pass
+did not fire, or if a registered pass has no example, so the page cannot go stale silently.
+
+Usage (from the repository root, with the extension importable):
+    PYTHONPATH=<build>/pyroot /usr/bin/python3 tools/gen_pass_doc.py [--check]
+``--check`` compares with the committed docs/passes.md instead of writing it (exit 1 on a difference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import npuc
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DOC_PATH = REPO_ROOT / "docs" / "passes.md"
+OPSET = 13
+
+
+def _f(name: str, shape: Sequence[int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+def _const(name: str, array: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def _i64(name: str, values: Sequence[int]) -> onnx.TensorProto:
+    return _const(name, np.asarray(values, dtype=np.int64))
+
+
+def _model(nodes: list, inputs: list, outputs: list, inits: list = ()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "example", inputs, outputs, initializer=list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def _rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+# ---------------------------------------------------------------------- examples, one per pass
+
+
+def canonicalize() -> onnx.ModelProto:
+    n = [helper.make_node("Add", ["c", "x"], ["a"], name="add"),
+         helper.make_node("Pow", ["a", "two"], ["p"], name="square"),
+         helper.make_node("Identity", ["p"], ["y"], name="identity")]
+    return _model(n, [_f("x", [1, 4, 8, 8])], [_f("y", [1, 4, 8, 8])],
+                  [_const("c", np.ones((1, 4, 1, 1), np.float32)), _const("two", np.float32(2))])
+
+
+def constant_folding() -> onnx.ModelProto:
+    n = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+         helper.make_node("Gather", ["s", "zero"], ["batch"], name="gather", axis=0),
+         helper.make_node("Unsqueeze", ["batch", "axes0"], ["b1"], name="unsqueeze"),
+         helper.make_node("Concat", ["b1", "minus1"], ["target"], name="concat", axis=0),
+         helper.make_node("Reshape", ["x", "target"], ["y"], name="flatten")]
+    return _model(n, [_f("x", [1, 4, 8, 8])], [_f("y", [1, 256])],
+                  [_const("zero", np.int64(0)), _i64("axes0", [0]), _i64("minus1", [-1])])
+
+
+def dead_code_elimination() -> onnx.ModelProto:
+    n = [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+         helper.make_node("Sigmoid", ["x"], ["unused"], name="sigmoid_nobody_reads"),
+         helper.make_node("Mul", ["unused", "k"], ["unused2"], name="mul_nobody_reads")]
+    return _model(n, [_f("x", [1, 4, 8, 8])], [_f("y", [1, 4, 8, 8])], [_const("k", np.float32(3))])
+
+
+def common_subexpression_elimination() -> onnx.ModelProto:
+    n = [helper.make_node("Sigmoid", ["x"], ["s1"], name="sigmoid_a"),
+         helper.make_node("Sigmoid", ["x"], ["s2"], name="sigmoid_b"),
+         helper.make_node("Add", ["s1", "s2"], ["y"], name="add")]
+    return _model(n, [_f("x", [1, 4, 8, 8])], [_f("y", [1, 4, 8, 8])])
+
+
+def fold_batchnorm() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["y"], name="bn")]
+    return _model(n, [_f("x", [1, 3, 8, 8])], [_f("y", [1, 4, 8, 8])],
+                  [_const("w", r.standard_normal((4, 3, 3, 3)).astype(np.float32)),
+                   _const("b", r.standard_normal(4).astype(np.float32)),
+                   _const("gamma", r.uniform(0.5, 1.5, 4).astype(np.float32)),
+                   _const("beta", r.standard_normal(4).astype(np.float32)),
+                   _const("mean", r.standard_normal(4).astype(np.float32)),
+                   _const("var", r.uniform(0.5, 2, 4).astype(np.float32))])
+
+
+def merge_reshapes() -> onnx.ModelProto:
+    n = [helper.make_node("Reshape", ["x", "s1"], ["a"], name="reshape"),
+         helper.make_node("Unsqueeze", ["a", "axes"], ["b"], name="unsqueeze"),
+         helper.make_node("Flatten", ["b"], ["y"], name="flatten", axis=1)]
+    return _model(n, [_f("x", [1, 4, 8, 8])], [_f("y", [1, 256])], [_i64("s1", [1, 4, 64]), _i64("axes", [3])])
+
+
+def compose_transposes() -> onnx.ModelProto:
+    n = [helper.make_node("Transpose", ["x"], ["a"], name="to_nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Transpose", ["a"], ["b"], name="swap_hw", perm=[0, 2, 1, 3]),
+         helper.make_node("Relu", ["b"], ["y"], name="relu")]
+    return _model(n, [_f("x", [1, 4, 8, 6])], [_f("y", [1, 6, 8, 4])])
+
+
+def merge_slices() -> onnx.ModelProto:
+    n = [helper.make_node("Slice", ["x", "st1", "en1", "ax1"], ["a"], name="slice_channels"),
+         helper.make_node("Slice", ["a", "st2", "en2", "ax2"], ["y"], name="slice_rows")]
+    return _model(n, [_f("x", [1, 8, 8, 8])], [_f("y", [1, 4, 4, 8])],
+                  [_i64("st1", [0]), _i64("en1", [4]), _i64("ax1", [1]),
+                   _i64("st2", [2]), _i64("en2", [6]), _i64("ax2", [2])])
+
+
+def extract_common_factor() -> onnx.ModelProto:
+    n = [helper.make_node("Relu", ["a"], ["ra"], name="relu_a"),
+         helper.make_node("Relu", ["b"], ["rb"], name="relu_b"),
+         helper.make_node("Concat", ["ra", "rb"], ["y"], name="concat", axis=1)]
+    return _model(n, [_f("a", [1, 4, 8, 8]), _f("b", [1, 4, 8, 8])], [_f("y", [1, 8, 8, 8])])
+
+
+def fuse_layernorm() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("ReduceMean", ["x"], ["mu"], name="mean", axes=[-1]),
+         helper.make_node("Sub", ["x", "mu"], ["d"], name="sub"),
+         helper.make_node("Pow", ["d", "two"], ["d2"], name="pow"),
+         helper.make_node("ReduceMean", ["d2"], ["var"], name="var", axes=[-1]),
+         helper.make_node("Add", ["var", "eps"], ["ve"], name="add_eps"),
+         helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+         helper.make_node("Div", ["d", "sd"], ["nrm"], name="div"),
+         helper.make_node("Mul", ["nrm", "gamma"], ["sc"], name="scale"),
+         helper.make_node("Add", ["sc", "beta"], ["y"], name="shift")]
+    return _model(n, [_f("x", [1, 16, 32])], [_f("y", [1, 16, 32])],
+                  [_const("two", np.float32(2)), _const("eps", np.float32(1e-5)),
+                   _const("gamma", r.uniform(0.5, 1.5, 32).astype(np.float32)),
+                   _const("beta", r.standard_normal(32).astype(np.float32))])
+
+
+def fuse_activations() -> onnx.ModelProto:
+    n = [helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+         helper.make_node("Mul", ["x", "s"], ["y"], name="mul")]
+    return _model(n, [_f("x", [1, 4, 8, 8])], [_f("y", [1, 4, 8, 8])])
+
+
+def fuse_glu() -> onnx.ModelProto:
+    n = [helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=1),
+         helper.make_node("Sigmoid", ["b"], ["g"], name="gate"),
+         helper.make_node("Mul", ["a", "g"], ["y"], name="mul")]
+    return _model(n, [_f("x", [1, 8, 16])], [_f("y", [1, 4, 16])])
+
+
+def transpose_reorder() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("Transpose", ["c"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Relu", ["t"], ["y"], name="relu")]
+    return _model(n, [_f("x", [1, 3, 8, 8])], [_f("y", [1, 8, 8, 4])],
+                  [_const("w", r.standard_normal((4, 3, 1, 1)).astype(np.float32))])
+
+
+def channel_shuffle_to_conv() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", kernel_shape=[1, 1]),
+         helper.make_node("Reshape", ["c", "s5"], ["g"], name="split_groups"),
+         helper.make_node("Transpose", ["g"], ["t"], name="shuffle", perm=[0, 2, 1, 3, 4]),
+         helper.make_node("Reshape", ["t", "s4"], ["sh"], name="merge_groups"),
+         helper.make_node("Conv", ["sh", "w2"], ["y"], name="conv2", kernel_shape=[1, 1])]
+    return _model(n, [_f("x", [1, 8, 4, 4])], [_f("y", [1, 8, 4, 4])],
+                  [_const("w1", r.standard_normal((8, 8, 1, 1)).astype(np.float32)),
+                   _i64("s5", [1, 2, 4, 4, 4]), _i64("s4", [1, 8, 4, 4]),
+                   _const("w2", r.standard_normal((8, 8, 1, 1)).astype(np.float32))])
+
+
+def fold_focus() -> onnx.ModelProto:
+    r = _rng()
+    nodes, inits, parts = [], [_i64("axes", [2, 3]), _i64("steps", [2, 2]), _i64("ends", [1 << 30, 1 << 30])], []
+    for i, (dy, dx) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
+        inits.append(_i64(f"st{i}", [dy, dx]))
+        nodes.append(helper.make_node("Slice", ["x", f"st{i}", "ends", "axes", "steps"], [f"p{i}"], name=f"slice{i}"))
+        parts.append(f"p{i}")
+    nodes += [helper.make_node("Concat", parts, ["cat"], name="concat", axis=1),
+              helper.make_node("Conv", ["cat", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    inits.append(_const("w", r.standard_normal((8, 12, 3, 3)).astype(np.float32)))
+    return _model(nodes, [_f("x", [1, 3, 16, 16])], [_f("y", [1, 8, 8, 8])], inits)
+
+
+def fuse_matmul_bias() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
+         helper.make_node("Add", ["m", "b"], ["y"], name="add_bias")]
+    return _model(n, [_f("x", [2, 8])], [_f("y", [2, 4])],
+                  [_const("w", r.standard_normal((8, 4)).astype(np.float32)),
+                   _const("b", r.standard_normal(4).astype(np.float32))])
+
+
+@dataclass
+class Example:
+    """A pass, the model it rewrites, and which other passes run with it (clean-up only)."""
+
+    build: Optional[Callable[[], onnx.ModelProto]]
+    note: str
+    also: List[str] = field(default_factory=list)
+    #: "pass": before = the imported graph, after = the pass ran (it must fire).
+    #: "importer": the importer already does this on load; before = the ONNX file as written.
+    #: "target": not part of optimize(); no example can be run from Python.
+    mode: str = "pass"
+
+
+EXAMPLES: Dict[str, Example] = {
+    "canonicalize": Example(canonicalize, "constant moved to the right of Add, `Pow(x, 2)` -> `Mul(x, x)`, "
+                            "Identity removed"),
+    "constant_folding": Example(constant_folding, "nodes whose inputs are all constants are evaluated at "
+                                "compile time (here the Shape/Gather/Concat sub-graph computing a Reshape target)",
+                                mode="importer"),
+    "dead_code_elimination": Example(dead_code_elimination, "nodes and constants whose results reach no output "
+                                     "are removed", mode="importer"),
+    "common_subexpression_elimination": Example(common_subexpression_elimination,
+                                                "two identical Sigmoids become one"),
+    "fold_batchnorm": Example(fold_batchnorm, "BatchNormalization folded into the Conv's weights and bias"),
+    "merge_reshapes": Example(merge_reshapes, "Reshape -> Unsqueeze -> Flatten becomes one Reshape"),
+    "compose_transposes": Example(compose_transposes, "two Transposes become one with the composed perm"),
+    "merge_slices": Example(merge_slices, "two Slices on different axes become one"),
+    "extract_common_factor": Example(extract_common_factor, "the Relu on every Concat input moves after the Concat"),
+    "fuse_layernorm": Example(fuse_layernorm, "the nine-node decomposed LayerNorm becomes LayerNormalization",
+                              ["canonicalize"]),
+    "fuse_activations": Example(fuse_activations, "`x * Sigmoid(x)` becomes SiLU (npuc's `ai.npuc` domain)"),
+    "fuse_glu": Example(fuse_glu, "Split halves + Sigmoid + Mul become one GLU"),
+    "transpose_reorder": Example(transpose_reorder, "the Relu moves above the Transpose, next to its Conv"),
+    "align_channels": Example(None, "pads Conv/depthwise/Gemm channel counts to the SoC's channel alignment "
+                              "with zero weights where the cost model says it pays", mode="target"),
+    "channel_shuffle_to_conv": Example(channel_shuffle_to_conv, "the Reshape-Transpose-Reshape shuffle is folded "
+                                       "into the next Conv's weights (a permutation of its input channels)"),
+    "fuse_matmul_bias": Example(fuse_matmul_bias, "`MatMul(x, W) + b` with constant W and b becomes one Gemm"),
+    "fold_focus": Example(fold_focus, "the YOLOv5 Focus stem (4 strided Slices + Concat + Conv) becomes one "
+                          "stride-2 Conv on the input"),
+}
+
+
+def _section(name: str, example: Example) -> str:
+    title = [f"## {name}", ""]
+    note = example.note[0].upper() + example.note[1:]
+    if example.mode == "target":
+        return "\n".join(title + [
+            f"{note}. Target-specific: it needs a SoC and an NPU data type, so it is not part of "
+            "`npuc.optimize()` or `Toolkit.build()` today (C++ callers and tests build it with "
+            "`createAlignChannelsPass(soc, dtype)`, see `passes/align_channels.h`); eval_perf models the "
+            "alignment padding itself. Listed by `npuc.pass_names()`, so it can be named in `disable_passes`.",
+            "",
+        ])
+    proto = example.build()
+    model = npuc.Model.from_bytes(proto.SerializeToString())
+    keep = {name, *example.also}
+    disabled = [p for p in npuc.pass_names() if p not in keep]
+    optimized, report = npuc.optimize(model, 3, disabled, "")
+    fired = dict(report["fired"])
+    if example.mode == "importer":
+        if model.dump() != optimized.dump():
+            raise SystemExit(f"gen_pass_doc: '{name}' changed an imported graph; show it as a normal example")
+        return "\n".join(title + [
+            f"{note}. The importer already does this when it loads a model (shape inference folds "
+            "constants, unreachable nodes are dropped), so on a freshly imported graph the pass has nothing "
+            "left to do; in the pipeline it cleans up after the rewrites (e.g. BatchNorm parameters left "
+            "unused by `fold_batchnorm`). Below, the ONNX graph as written and the graph npuc works on.",
+            "",
+            "As written (ONNX):",
+            "```",
+            helper.printable_graph(proto.graph).rstrip(),
+            "```",
+            "Imported:",
+            "```",
+            model.dump().rstrip(),
+            "```",
+            "",
+        ])
+    if name not in fired:
+        raise SystemExit(f"gen_pass_doc: pass '{name}' did not fire on its example; fix the example")
+    others = ", ".join(f"`{p}`" for p in example.also)
+    ran = f"`{name}`" + (f" (with {others})" if others else "")
+    return "\n".join(title + [
+        f"{note}. Ran: {ran}; `{name}` fired {fired[name]}x.",
+        "",
+        "Before:",
+        "```",
+        model.dump().rstrip(),
+        "```",
+        "After:",
+        "```",
+        optimized.dump().rstrip(),
+        "```",
+        "",
+    ])
+
+
+HEADER = """# Graph passes, before and after
+
+Generated by `tools/gen_pass_doc.py` from the passes themselves: each section imports a tiny model,
+prints the graph (`Model.dump()`), runs `npuc.optimize(model, 3, disable_passes=...)` with only that
+pass enabled (plus the clean-up passes named), and prints the result. Regenerate after changing a
+pass: `PYTHONPATH=<build>/pyroot /usr/bin/python3 tools/gen_pass_doc.py`.
+
+Reading a dump: `%name` is a computed value, `$name` a constant, `# name` the node's name; the
+first line lists the graph inputs and the last `return` its outputs.
+
+`Toolkit.build()` runs them (all but `align_channels`, see its section) at
+`config(optimization_level=3)`, the default; levels 1-2 run only the bit-exact ones, 0 runs none;
+`config(disable_passes=[...])` skips passes by name. The table lists `npuc.pass_names()` in order. `build()` prints which passes fired and why a fusion did not apply. How to write
+a pass: [passes/README.md](../passes/README.md).
+
+| pass | what it does |
+|---|---|
+"""
+
+
+def render() -> str:
+    names = list(npuc.pass_names())
+    missing = [n for n in names if n not in EXAMPLES]
+    if missing:
+        raise SystemExit(f"gen_pass_doc: no example for pass(es) {', '.join(missing)}; add one to EXAMPLES")
+    rows = "".join(f"| [`{n}`](#{n}) | {EXAMPLES[n].note} |\n" for n in names)
+    return HEADER + rows + "\n" + "\n".join(_section(n, EXAMPLES[n]) for n in names)
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with docs/passes.md instead of writing")
+    args = parser.parse_args(list(argv))
+    text = render()
+    if args.check:
+        same = DOC_PATH.is_file() and DOC_PATH.read_text() == text
+        print("docs/passes.md is up to date" if same else "docs/passes.md is stale: run tools/gen_pass_doc.py")
+        return 0 if same else 1
+    DOC_PATH.write_text(text)
+    print(f"wrote {DOC_PATH.relative_to(REPO_ROOT)} ({len(npuc.pass_names())} passes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

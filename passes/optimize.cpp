@@ -7,7 +7,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
       {"canonical", {"canonicalize"}},
       {"fold", {"constant_folding"}},
       {"rewrite",
-       {"fold_batchnorm", "merge_reshapes", "compose_transposes", "merge_slices",
+       {"fold_batchnorm", "fuse_matmul_bias", "merge_reshapes", "compose_transposes", "merge_slices",
         "common_subexpression_elimination", "extract_common_factor", "canonicalize"}},
       {"fuse",
        {"fuse_layernorm", "fuse_activations", "fuse_glu", "transpose_reorder", "channel_shuffle_to_conv",

@@ -21,6 +21,7 @@ std::unique_ptr<Pass> createTransposeReorderPass();
 std::unique_ptr<Pass> createAlignChannelsPass();  // target-specific: rk3588 int8 (align_channels.h)
 std::unique_ptr<Pass> createChannelShuffleToConvPass();
 std::unique_ptr<Pass> createFoldFocusPass();
+std::unique_ptr<Pass> createFuseMatMulBiasPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -41,6 +42,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"align_channels", createAlignChannelsPass},
       {"channel_shuffle_to_conv", createChannelShuffleToConvPass},
       {"fold_focus", createFoldFocusPass},
+      {"fuse_matmul_bias", createFuseMatMulBiasPass},
   };
   return kPasses;
 }

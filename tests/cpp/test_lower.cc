@@ -15,6 +15,8 @@
 #include "lower/program_sections.h"
 #include "lower/weight_packing.h"
 #include "perf_test_util.h"
+#include "quant/graph/calibrator.h"
+#include "quant/graph/quantizer.h"
 #include "target/soc_profile.h"
 
 namespace npuc::lower {
@@ -229,6 +231,96 @@ TEST(WeightPacking, RoundTripWithMisalignedChannels) {
   EXPECT_EQ(p.size(), 2u * 8 * 2);
   EXPECT_THROW(unpackNc1hwc2(p.substr(1), {2, 3, 1, 1}, 8, 2), BlobError);
   EXPECT_THROW(packNc1hwc2(half.data(), {2, 3, 1, 1}, 0, 2), ShapeError);
+}
+
+// Random weights, so packing mistakes show up as value differences.
+void randomizeWeights(Graph& g) {
+  uint32_t state = 12345;
+  for (Node* n : g.nodes()) {
+    if (n->inputs().size() < 2 || !n->input(1) || !n->input(1)->isConstant()) continue;
+    Tensor w(DType::Float32, n->input(1)->shape());
+    float* p = static_cast<float*>(w.raw());
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      state = state * 1664525u + 1013904223u;
+      p[i] = static_cast<float>(static_cast<int32_t>(state >> 8) % 2001 - 1000) / 1000.0f;
+    }
+    n->input(1)->setConstant(std::move(w));
+  }
+}
+
+TEST(WeightPacking, Int8WeightsAreTheSimulatorsAndFp16AreHalf) {
+  MixedGraph m;
+  randomizeWeights(m.p.g);
+  quant::Calibrator calib(m.p.g);
+  Tensor x(DType::Float32, {1, 16, 8, 8});
+  for (int64_t i = 0; i < x.numel(); ++i) static_cast<float*>(x.raw())[i] = static_cast<float>(i % 7) - 3.0f;
+  calib.addSample({x});
+  const quant::QuantPlan plan = quant::buildQuantPlan(m.p.g, calib.ranges({}), {});
+  LowerOptions o;
+  o.op_target = {{"r2", "cpu"}};
+  o.plan = &plan;
+  LoweredProgram int8 = lowerGraph(m.p.g, socProfile("rk3588"), o);
+  LoweredProgram fp16 = lowerMixed(m.p.g);
+  const std::vector<Node*> nodes = m.p.g.nodeList();
+  int checked = 0;
+  for (size_t t = 0; t < int8.tasks.size(); ++t) {
+    const Task& task = int8.tasks[t];
+    if (!task.weights.present) continue;
+    const Node& conv = *nodes[task.nodes[0]];
+    EXPECT_EQ(task.compute, ElemType::Int8);
+    EXPECT_EQ(task.weights.c2, 32u);  // rk3588 int8 Conv input alignment
+    const std::string back = unpackNc1hwc2(int8.packed_weights.substr(task.weights.offset, task.weights.size),
+                                           task.weights.dims, task.weights.c2, 1);
+    const quant::QuantizedWeights qw = quant::quantizeNodeWeights(conv, plan.weight_granularity);
+    ASSERT_EQ(back.size(), qw.values.nbytes());
+    EXPECT_EQ(std::memcmp(back.data(), qw.values.raw(), back.size()), 0) << conv.name();
+    // The FP16 program packs the same conv's weights as IEEE half.
+    const Task& half = fp16.tasks[t];
+    ASSERT_TRUE(half.weights.present);
+    EXPECT_EQ(half.weights.elem, ElemType::Float16);
+    const std::string hb = unpackNc1hwc2(fp16.packed_weights.substr(half.weights.offset, half.weights.size),
+                                         half.weights.dims, half.weights.c2, 2);
+    const float* w = static_cast<const float*>(conv.input(1)->constant().raw());
+    for (int64_t i = 0; i < conv.input(1)->constant().numel(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, &hb[static_cast<size_t>(i) * 2], 2);
+      ASSERT_EQ(h, floatToHalf(w[i])) << conv.name() << " element " << i;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
+TEST(WeightPacking, GemmAndMatMulWeightsPackTransposedToNK) {
+  for (bool trans_b : {false, true}) {
+    PerfGraph p;
+    Value* a = p.input("a", {4, 40});
+    Shape shape = trans_b ? Shape{24, 40} : Shape{40, 24};
+    Tensor w(DType::Float32, shape);
+    for (int64_t i = 0; i < w.numel(); ++i) static_cast<float*>(w.raw())[i] = static_cast<float>(i);
+    Value* wv = p.g.addConstant(std::move(w), "w");
+    Node* gemm = p.g.appendNode("Gemm", {a, wv}, 1, "gemm");
+    gemm->attrs().set("transB", int64_t{trans_b ? 1 : 0});
+    gemm->output()->setType(DType::Float32, {4, 24});
+    p.g.addOutput(gemm->output());
+    LoweredProgram prog = lowerGraph(p.g, socProfile("rk3588"), {});
+    const Task* t = nullptr;
+    for (const Task& task : prog.tasks)
+      if (task.kind == TaskKind::Npu) t = &task;
+    ASSERT_NE(t, nullptr);
+    ASSERT_TRUE(t->weights.present);
+    EXPECT_EQ(t->weights.dims, (Nchw{24, 40, 1, 1}));
+    const std::string nk = unpackNc1hwc2(prog.packed_weights.substr(t->weights.offset, t->weights.size),
+                                         t->weights.dims, t->weights.c2, 2);
+    for (int64_t n = 0; n < 24; ++n)
+      for (int64_t k = 0; k < 40; ++k) {
+        uint16_t h;
+        std::memcpy(&h, &nk[static_cast<size_t>(n * 40 + k) * 2], 2);
+        const int64_t src = trans_b ? n * 40 + k : k * 24 + n;
+        ASSERT_EQ(h, floatToHalf(static_cast<float>(src)))
+            << "n=" << n << " k=" << k << " transB=" << trans_b;
+      }
+  }
 }
 
 TEST(ProgramSections, BlobRoundTripVerifiesTheProgram) {

@@ -282,6 +282,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (NpucError, UserError, ConfigFileError) as e:
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:  # `npuc ... | head` closed the pipe: not an error, and nothing more to say
+        sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush does not complain either
+        return EXIT_OK
     except OSError as e:  # a path the user gave: missing, a folder, a file where a folder goes, no permission
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -20,6 +20,7 @@ void bindPerf(py::module_& m);     // bind_perf.cpp: eval_perf (simulated per-la
 void bindTarget(py::module_& m);   // bind_target.cpp: SoC profiles
 void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer)
 void bindBlob(py::module_& m);     // bind_blob.cpp: write_blob / load_blob (.npub container)
+void bindDataset(py::module_& m);  // bind_dataset.cpp: read_npy / parse_dataset_list (calibration lists)
 void bindMemory(py::module_& m);   // bind_memory.cpp: eval_memory (NPU memory plan and report)
 
 // The numpy dtype holding `dtype` elements (native byte order).

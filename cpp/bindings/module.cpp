@@ -55,6 +55,7 @@ PYBIND11_MODULE(_npuc, m) {
   npuc::bindings::bindPasses(m);
   npuc::bindings::bindTarget(m);
   npuc::bindings::bindBlob(m);
+  npuc::bindings::bindDataset(m);
   npuc::bindings::bindMemory(m);
   m.def(
       "supported_ops", [] { return npuc::OpRegistry::instance().opTypes(); },

@@ -7,6 +7,7 @@
 #include "frontend/onnx_graph_builder.h"
 #include "frontend/onnx_parse.h"
 #include "frontend/shape_inference.h"
+#include "frontend/weight_value_check.h"
 
 namespace npuc {
 
@@ -50,6 +51,7 @@ std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions&
                                    const std::string& base_dir) {
   std::unique_ptr<Graph> g = buildGraphFromOnnx(model, ExternalDataPolicy{base_dir});
   model.Clear();  // everything needed now lives in the IR
+  checkWeightValues(*g);  // NaN weights, Inf in Conv/Gemm/MatMul/BN parameters
   applyInputSizes(*g, opts);
   upgradeLegacyForms(*g, g->opsetVersion(""));
   g->topoSort();

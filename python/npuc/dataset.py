@@ -12,6 +12,10 @@ A Python iterable yields, per sample, one array (single-input model) or a list/t
 
 Samples are produced lazily, one at a time: calibration streams them and keeps none.
 Errors are :class:`npuc.InputError` naming the line and the problem.
+
+The list and ``.npy`` files are parsed in C++ (``cpp/frontend/dataset_list.h``, ``npy_reader.h``:
+fuzzed and sanitized with the core); lines end with ``\n``, ``\r\n`` or ``\r`` and file names are
+separated by spaces or tabs. Images are decoded by Pillow here.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def iterate_samples(
 def count_samples(dataset: DatasetLike) -> Optional[int]:
     """Number of samples when known without reading them (a file, or a sized collection)."""
     if isinstance(dataset, (str, os.PathLike)):
-        return sum(1 for _, line in _dataset_lines(Path(dataset)))
+        return len(_dataset_entries(Path(dataset)))
     return len(dataset) if hasattr(dataset, "__len__") else None  # type: ignore[arg-type]
 
 
@@ -82,39 +86,26 @@ def progress(iterable: Iterable[Any], total: Optional[int], desc: str) -> Iterab
 # ---------------------------------------------------------------------- dataset.txt
 
 
-def _dataset_lines(path: Path) -> Iterator[tuple]:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise InputError(f"dataset '{path}': cannot be read ({e.strerror or e})") from None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if line and not line.startswith("#"):
-            yield number, line
+def _dataset_entries(path: Path, expected_files: int = 0) -> List[tuple]:
+    """(line number, line text, names as written, resolved paths) per sample line (C++ parser)."""
+    from npuc._npuc import parse_dataset_list
+
+    return parse_dataset_list(os.fspath(path), expected_files)
 
 
 def _iterate_dataset_file(
     path: Path, infos: Sequence[Dict[str, Any]], normalize: Optional[Normalizer], rgb2bgr: bool
 ) -> Iterator[List[np.ndarray]]:
-    found = False
-    for number, line in _dataset_lines(path):
-        found = True
+    # The list is parsed (and every line's file count checked) before the first sample is read.
+    for number, _, names, files in _dataset_entries(path, len(infos)):
         where = f"dataset '{path}' line {number}"
-        files = line.split()
-        if len(files) != len(infos):
-            raise InputError(
-                f"{where}: expected {len(infos)} file(s) (one per model input), got {len(files)}: '{line}'"
-            )
         sample = []
-        for index, (name, info) in enumerate(zip(files, infos)):
-            file = Path(name) if Path(name).is_absolute() else path.parent / name
-            array = _fit_to_input(_read_file(file, where, rgb2bgr), info, f"{where} ('{name}')")
+        for index, (name, file, info) in enumerate(zip(names, files, infos)):
+            array = _fit_to_input(_read_file(Path(file), where, rgb2bgr), info, f"{where} ('{name}')")
             if normalize is not None:
                 array = np.asarray(normalize(index, array, info))
             sample.append(np.ascontiguousarray(array, dtype=np.dtype(info["dtype"])))
         yield sample
-    if not found:
-        raise InputError(f"dataset '{path}' lists no sample")
 
 
 def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
@@ -122,10 +113,12 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
         raise InputError(f"{where}: file '{file}' does not exist")
     suffix = file.suffix.lower()
     if suffix == ".npy":
+        from npuc._npuc import read_npy
+
         try:
-            return np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{where}: '{file}' is not a readable .npy array ({e})") from None
+            return read_npy(os.fspath(file))
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
     if suffix not in IMAGE_EXTENSIONS:
         raise InputError(f"{where}: '{file}' is neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a .npy file")
     try:

@@ -284,6 +284,32 @@ def _subgraph_attribute() -> bytes:
     return model_bytes([node], [float_info("x", [1, 4])], [float_info("y", [1, 4])], [cond])
 
 
+def _conv_with_weight_value(value: float, index: int = 5) -> bytes:
+    """conv_model() with one element of the Conv weight 'w' replaced by `value`."""
+    model = onnx.load_from_string(conv_model())
+    w = numpy_helper.to_array(model.graph.initializer[0]).copy()
+    w.flat[index] = value
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(w, "w"))
+    return model.SerializeToString()
+
+
+def _gemm_bias_inf() -> bytes:
+    w = numpy_helper.from_array(np.ones((4, 2), np.float32), "w")
+    b = numpy_helper.from_array(np.array([0.0, -np.inf], np.float32), "b")
+    return model_bytes(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc")], [float_info("x", [1, 4])], [float_info("y", [1, 2])], [w, b]
+    )
+
+
+def _constant_node_nan() -> bytes:
+    value = numpy_helper.from_array(np.array([[1.0, 2.0, np.nan, 4.0]], np.float32), "c_value")
+    return model_bytes(
+        [helper.make_node("Constant", [], ["c"], name="const", value=value), helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+        [float_info("x", [1, 4])],
+        [float_info("y", [1, 4])],
+    )
+
+
 CASES: List[BadInput] = [
     # --- not a (complete) ONNX model
     BadInput("empty_file", "zero bytes", lambda: b"", "ModelLoadError", r"not an ONNX model \(no graph"),
@@ -330,6 +356,17 @@ CASES: List[BadInput] = [
              lambda: add_model(external_tensor("w", [1, 4], "w12.bin", 12)),
              "ModelLoadError", r"tensor 'w' external data length 12 does not match 16 bytes of float32\[1,4\]",
              companions={"w12.bin": b"\x00" * 16}),
+    # --- weights no correct export holds (Inf is accepted outside Conv/Gemm/MatMul/BN weights: masks)
+    BadInput("nan_weight_add", "NaN in an initializer feeding Add", lambda: add_model(numpy_helper.from_array(np.array([[0.0, np.nan, 1.0, 2.0]], np.float32), "w")),
+             "ModelLoadError", r"tensor 'w' \(float32\[1,4\]\) holds NaN at index 1"),
+    BadInput("nan_weight_conv", "NaN in a Conv weight", lambda: _conv_with_weight_value(np.nan),
+             "ModelLoadError", r"tensor 'w' \(float32\[8,3,3,3\]\) holds NaN at index 5"),
+    BadInput("nan_constant_node", "NaN in the value of a Constant node", _constant_node_nan,
+             "ModelLoadError", r"tensor 'c' \(float32\[1,4\]\) holds NaN at index 2"),
+    BadInput("inf_weight_conv", "+Inf in a Conv weight", lambda: _conv_with_weight_value(np.inf, 7),
+             "ModelLoadError", r"tensor 'w' \(float32\[8,3,3,3\]\) holds \+Inf at index 7, and it is an operand of Conv 'conv'"),
+    BadInput("inf_bias_gemm", "-Inf in a Gemm bias", _gemm_bias_inf,
+             "ModelLoadError", r"tensor 'b' \(float32\[2\]\) holds -Inf at index 1, and it is an operand of Gemm 'fc'"),
     # --- graph structure
     BadInput("empty_graph", "no nodes, inputs or outputs", _empty_graph, "ModelLoadError",
              r"graph 'bad' has no outputs: there is nothing to compute"),

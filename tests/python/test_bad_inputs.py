@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import onnx
 from onnx import numpy_helper
 
 import npuc
@@ -113,14 +114,41 @@ def test_inf_weights_load_and_follow_ieee() -> None:
     np.testing.assert_array_equal(y, x + weight)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="frontend owner: tensorFromProto (cpp/frontend/onnx_tensor.cpp) does not refuse NaN weights yet",
-)
 def test_nan_weight_is_refused_naming_the_tensor() -> None:
     weight = np.array([[0.0, np.nan, 1.0, 2.0]], np.float32)
-    with pytest.raises(npuc.ModelLoadError, match=r"tensor 'w'.*NaN"):
+    with pytest.raises(npuc.ModelLoadError, match=r"tensor 'w'.*NaN at index 1"):
         npuc.Model.from_bytes(_add_weight_model(weight))
+
+
+def test_nan_weight_is_refused_in_float16_and_float64() -> None:
+    for dtype in (np.float16, np.float64):
+        w = numpy_helper.from_array(np.array([[0.0, 1.0, 2.0, np.nan]], dtype), "w")
+        cast = onnx.helper.make_node("Cast", ["w"], ["wf"], name="cast", to=onnx.TensorProto.FLOAT)
+        model = corpus.model_bytes(
+            [cast, onnx.helper.make_node("Add", ["x", "wf"], ["y"], name="add")],
+            [corpus.float_info("x", [1, 4])],
+            [corpus.float_info("y", [1, 4])],
+            [w],
+        )
+        with pytest.raises(npuc.ModelLoadError, match=r"tensor 'w' \((float16|float64)\[1,4\]\) holds NaN at index 3"):
+            npuc.Model.from_bytes(model)
+
+
+def test_inf_in_a_matmul_weight_is_refused_but_not_in_a_mask() -> None:
+    """-inf feeding Add (an attention mask) loads; the same constant as a MatMul operand does not."""
+    mask = numpy_helper.from_array(np.array([[0.0, -np.inf], [0.0, 0.0]], np.float32), "m")
+    for op, ok in (("Add", True), ("MatMul", False)):
+        model = corpus.model_bytes(
+            [onnx.helper.make_node(op, ["x", "m"], ["y"], name="use_m")],
+            [corpus.float_info("x", [2, 2])],
+            [corpus.float_info("y", [2, 2])],
+            [mask],
+        )
+        if ok:
+            npuc.Model.from_bytes(model)
+        else:
+            with pytest.raises(npuc.ModelLoadError, match=r"tensor 'm'.*-Inf at index 1, and it is an operand of MatMul 'use_m'"):
+                npuc.Model.from_bytes(model)
 
 
 def test_input_of_the_wrong_shape(conv_relu_path: Path) -> None:
@@ -155,3 +183,140 @@ def test_errors_share_one_base() -> None:
                 npuc.InputError, npuc.ConfigError, npuc.BlobError, npuc.ResourceError):
         assert issubclass(cls, npuc.NpucError)
     assert npuc.errors.NpucError is npuc.NpucError
+
+
+# ---------------------------------------------------------------------- calibration inputs (.npy, dataset.txt)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _npy_with_header(header: str, data: bytes = b"", version: int = 1) -> bytes:
+    text = header.encode("latin1")
+    length = len(text).to_bytes(2 if version == 1 else 4, "little")
+    return b"\x93NUMPY" + bytes([version, 0]) + length + text + data
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+        np.asfortranarray(np.arange(24, dtype=np.float64).reshape(2, 3, 4)),
+        np.arange(6, dtype=">i4").reshape(2, 3),
+        np.array([True, False, True]),
+        np.arange(5, dtype=np.float16),
+        np.zeros((0, 3), np.uint8),
+        np.array(2.5, np.float32),
+    ],
+    ids=["f4", "fortran_f8", "big_endian_i4", "bool", "f2", "empty", "scalar"],
+)
+def test_read_npy_matches_numpy(tmp_path: Path, array: np.ndarray) -> None:
+    from npuc._npuc import read_npy
+
+    path = tmp_path / "a.npy"
+    path.write_bytes(_npy_bytes(array))
+    got = read_npy(str(path))
+    assert got.shape == array.shape and got.dtype == array.dtype.newbyteorder("=")
+    assert got.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(got, array)
+
+
+def test_read_npy_version_2_and_3_headers(tmp_path: Path) -> None:
+    from npuc._npuc import read_npy
+
+    data = np.arange(4, dtype="<f4").tobytes()
+    for version in (2, 3):
+        path = tmp_path / f"v{version}.npy"
+        path.write_bytes(_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n", data, version))
+        np.testing.assert_array_equal(read_npy(str(path)), np.arange(4, dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", r"does not start with the .npy magic"),
+        (b"\x93NUMPY\x04\x00\x10\x00", r"format version 4.0 is not 1.0, 2.0 or 3.0"),
+        (b"\x93NUMPY\x01\x00\xff\xff{", r"header of 65535 bytes is longer than the 10000 allowed"),
+        (b"\x93NUMPY\x01\x00\x40\x00{'descr'", r"truncated: the header declares 64 bytes, 8 follow"),
+        (_npy_with_header("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }"), r"dtype '<c8' is not supported"),
+        (_npy_with_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"), r"expected a quoted 'descr'"),
+        (_npy_with_header("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"), r"dtype '\|O' is not a simple"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }"), r"'fortran_order' is not True or False"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }"), r"'shape' holds something other than non-negative"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }"), r"overflows int64"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576, 1048576), }"), r"holds more than 17179869184 elements"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65537), }"), r"needs 17180131328 bytes, more than the 17179869184 a tensor may hold"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", b"\0" * 8), r"truncated: the header declares 16 data bytes"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8), r"trailing bytes: the header declares 4"),
+        (_npy_with_header("{'descr': '<f4', 'shape': (1,), }", b"\0" * 4), r"header lacks the key 'fortran_order'"),
+        (_npy_with_header("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,), }"), r"key 'descr' appears twice"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}"), r"unexpected key 'x'"),
+        (_npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } junk", b"\0" * 4), r"text after the closing"),
+    ],
+    ids=lambda v: None if isinstance(v, bytes) else v[:40],
+)
+def test_read_npy_refuses_broken_files(tmp_path: Path, content: bytes, message: str) -> None:
+    from npuc._npuc import read_npy
+
+    path = tmp_path / "bad.npy"
+    path.write_bytes(content)
+    with pytest.raises(npuc.InputError, match=message):
+        read_npy(str(path))
+
+
+def test_dataset_list_parsing(tmp_path: Path) -> None:
+    from npuc._npuc import parse_dataset_list
+
+    path = tmp_path / "sub" / "dataset.txt"
+    path.parent.mkdir()
+    path.write_bytes(b"# header\r\n\r\n  a.npy\tb.npy  \r\n/abs/c.npy d.png\rlast.npy e.npy")
+    entries = parse_dataset_list(str(path), 2)
+    assert [(line, names) for line, _, names, _ in entries] == [
+        (3, ["a.npy", "b.npy"]), (4, ["/abs/c.npy", "d.png"]), (5, ["last.npy", "e.npy"])
+    ]
+    assert entries[0][3] == [str(path.parent / "a.npy"), str(path.parent / "b.npy")]
+    assert entries[1][3][0] == "/abs/c.npy"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"# only a comment\n\n   \n", r"lists no sample"),
+        (b"a.npy\nb\x00.npy\n", r"line 2: contains a NUL byte"),
+        (b"a.npy\nb.npy c.npy\n", r"line 2: expected 1 file\(s\) \(one per model input\), got 2: 'b.npy c.npy'"),
+    ],
+)
+def test_dataset_list_errors_name_the_line(tmp_path: Path, content: bytes, message: str) -> None:
+    from npuc._npuc import parse_dataset_list
+
+    path = tmp_path / "dataset.txt"
+    path.write_bytes(content)
+    with pytest.raises(npuc.InputError, match=message):
+        parse_dataset_list(str(path), 1)
+
+
+def test_dataset_list_that_is_a_directory_or_missing(tmp_path: Path) -> None:
+    from npuc._npuc import parse_dataset_list
+
+    with pytest.raises(npuc.InputError, match=r"cannot be read \(it is a directory\)"):
+        parse_dataset_list(str(tmp_path))
+    with pytest.raises(npuc.InputError, match=r"cannot be read"):
+        parse_dataset_list(str(tmp_path / "missing.txt"))
+
+
+def test_broken_npy_in_a_dataset_names_the_line(tmp_path: Path) -> None:
+    from npuc.dataset import iterate_samples
+
+    np.save(tmp_path / "good.npy", np.zeros((1, 4), np.float32))
+    (tmp_path / "cut.npy").write_bytes(_npy_bytes(np.zeros((1, 4), np.float32))[:-3])
+    (tmp_path / "dataset.txt").write_text("good.npy\ncut.npy\n")
+    infos = [{"name": "x", "dtype": "float32", "shape": (1, 4)}]
+    samples = iterate_samples(str(tmp_path / "dataset.txt"), infos)
+    assert next(samples)[0].shape == (1, 4)
+    with pytest.raises(npuc.InputError, match=r"dataset '.*' line 2: '.*cut.npy' is not a readable .npy array: truncated"):
+        next(samples)

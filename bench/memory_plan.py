@@ -20,7 +20,7 @@ import numpy as np
 from common import CACHE, shared_models_dir
 
 import npuc
-from npuc._npuc import place_arena
+from npuc._npuc import memory_plan, place_arena
 
 SHARED = ["mobilenet_v2", "shufflenet_v2_x0_5", "tiny_vit", "glu_net", "yolo_focus", "conv_transpose_clip"]
 SOC = "rk3588"
@@ -55,12 +55,20 @@ def measure(model: Path, quantize: bool) -> Dict[str, Any]:
 
     with contextlib.redirect_stdout(io.StringIO()):  # build() prints its reports
         tk = build(model, quantize)
-    with tempfile.TemporaryDirectory() as folder:
-        blob = Path(folder) / "m.npub"
-        tk.export_blob(str(blob))
-        loaded = npuc.Toolkit()
-        loaded.load_blob(str(blob))
-        report = loaded.eval_memory(is_print=False)
+    note = ""
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            blob = Path(folder) / "m.npub"
+            tk.export_blob(str(blob))
+            loaded = npuc.Toolkit()
+            loaded.load_blob(str(blob))
+            report = loaded.eval_memory(is_print=False)
+    except npuc.NpucError as e:
+        if quantize:
+            raise
+        # The FP16 plan needs no blob: plan the built graph directly.
+        report = dict(memory_plan(tk.model, SOC), weight_bytes=0, total_bytes=0)
+        note = f" (plan only; export failed: {type(e).__name__})"
     buffers = [(t["bytes"], t["first"], t["last"]) for t in report["tensors"] if t["home"] == "arena"]
     align = report["alignment"]
     # Interleave the two placements when timing (the machine is shared and noisy).
@@ -82,6 +90,7 @@ def measure(model: Path, quantize: bool) -> Dict[str, Any]:
         "peer_ms": 1e3 * statistics.median(peer_t),
         "weights": report["weight_bytes"],
         "total": report["total_bytes"],
+        "note": note,
     }
 
 
@@ -100,16 +109,22 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     worst = 0.0
+    failures = 0
     for path in paths:
         for quantize in (True, False):
-            r = measure(path, quantize)
+            try:
+                r = measure(path, quantize)
+            except npuc.NpucError as e:
+                print(f"{path.stem:<22}{'int8' if quantize else 'fp16':<6} failed: {type(e).__name__}: {e}")
+                failures += 1
+                continue
             worst = max(worst, r["ratio"])
             print(f"{path.stem:<22}{'int8' if quantize else 'fp16':<6}{r['buffers']:>5}{r['bound'] / 1024:>11.1f}"
                   f"{r['arena'] / 1024:>11.1f}{r['ratio']:>8.3f}{r['peer_arena'] / 1024:>10.1f}"
-                  f"{r['peer_ratio']:>8.3f}{r['ms']:>8.2f}{r['peer_ms']:>9.2f}  {r['strategy']}", flush=True)
+                  f"{r['peer_ratio']:>8.3f}{r['ms']:>8.2f}{r['peer_ms']:>9.2f}  {r['strategy']}{r['note']}", flush=True)
     verdict = "meets" if worst <= TARGET_RATIO else "MISSES"
-    print(f"worst ratio {worst:.3f}: {verdict} the {TARGET_RATIO}x target")
-    return 0 if worst <= TARGET_RATIO else 2
+    print(f"worst ratio {worst:.3f}: {verdict} the {TARGET_RATIO}x target; {failures} build(s) failed")
+    return 0 if worst <= TARGET_RATIO and not failures else 2
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "blob/blob_format.h"
 #include "common/error.h"
 #include "frontend/onnx_import.h"
+#include "memory/arena_placement.h"
 #include "memory/memory_plan_codec.h"
 #include "memory/memory_report.h"
 #include "memory/npu_memory_plan.h"
@@ -306,6 +307,68 @@ TEST(NpuMemoryPlanModels, EverySharedModelIsSoundAndNearTheBound) {
       }
     }
   }
+}
+
+// torchvision resnet50 exported by bench/export_torchvision.py, when bench/.cache holds it.
+TEST(NpuMemoryPlanModels, Resnet50IfCachedIsSoundAndNearTheBound) {
+  // __FILE__ may be relative to the build folder: try the repository from there and from the cwd.
+  std::filesystem::path path;
+  for (const std::filesystem::path& repo :
+       {::npuc::testing::testsDir().parent_path(), std::filesystem::current_path(),
+        std::filesystem::current_path().parent_path()}) {
+    const std::filesystem::path candidate = repo / "bench" / ".cache" / "resnet50.onnx";
+    if (path.empty() && std::filesystem::exists(candidate)) path = candidate;
+  }
+  if (path.empty()) GTEST_SKIP() << "bench/.cache/resnet50.onnx not found";
+  std::unique_ptr<Graph> g = importOnnxFile(path.string());
+  optimize(*g);
+  const quant::QuantPlan q = calibratedPlan(*g);
+  for (const quant::QuantPlan* plan : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
+    const NpuMemoryPlan p = planNpuMemory(*g, plan, socProfile("rk3588"));
+    expectSoundByBruteForce(p, "resnet50");
+    EXPECT_LE(p.ratio(), 1.05) << "arena " << p.arena_bytes << " bound " << p.lower_bound_bytes;
+    std::cout << "resnet50 rk3588 " << (plan ? "int8" : "fp16") << ": arena " << p.arena_bytes << " bound "
+              << p.lower_bound_bytes << " (" << p.ratio() << "x, " << p.strategy << ")\n";
+  }
+}
+
+// The plain largest-first best fit misses the bound here; one of the other seed orders reaches it.
+TEST(ArenaPlacement, SeedOrdersBeatPlainBestFit) {
+  const std::vector<BufferRequest> reqs = {{192, 6, 9}, {64, 2, 5}, {192, 3, 3}, {128, 5, 8}};
+  EXPECT_EQ(planMemory(reqs, 64).arena_bytes, 384u);
+  const ArenaPlacement p = placeArena(reqs, 64);
+  EXPECT_EQ(p.lower_bound_bytes, 320u);
+  EXPECT_EQ(p.arena_bytes, 320u);
+}
+
+// Dense random live ranges: the search is never worse than plain best fit and never overlaps.
+// Such sets can need more than the bound (it is not always reachable), so they get 1.10x; the
+// 1.05x target is for real models (above).
+TEST(ArenaPlacement, RandomSetsNeverWorseThanBestFitAndSound) {
+  std::mt19937 rng(7);
+  size_t improved = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<BufferRequest> reqs;
+    const int n = 20 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      const int64_t first = rng() % 40;
+      reqs.push_back({64 * (1 + rng() % 40), first, first + static_cast<int64_t>(rng() % 9)});
+    }
+    const size_t plain = planMemory(reqs, 64).arena_bytes;
+    const ArenaPlacement p = placeArena(reqs, 64);
+    EXPECT_LE(p.arena_bytes, plain) << "trial " << trial;
+    improved += p.arena_bytes < plain;
+    EXPECT_LE(static_cast<double>(p.arena_bytes), 1.10 * static_cast<double>(p.lower_bound_bytes)) << trial;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      for (size_t j = i + 1; j < reqs.size(); ++j) {
+        const bool live = reqs[i].first <= reqs[j].last && reqs[j].first <= reqs[i].last;
+        const bool share =
+            p.offsets[i] < p.offsets[j] + reqs[j].bytes && p.offsets[j] < p.offsets[i] + reqs[i].bytes;
+        ASSERT_FALSE(live && share) << "trial " << trial << ": " << i << " and " << j;
+      }
+    }
+  }
+  EXPECT_GT(improved, 10u);  // the search matters on dense sets
 }
 
 }  // namespace

@@ -9,11 +9,11 @@ only, so a script written for RKNN-Toolkit2 still runs.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Dict, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 from npuc.errors import ConfigError
 
-__all__ = ["check_config_values", "OPTIMIZATION_LEVELS", "OP_TARGET_DEVICES", "FLOAT_DTYPES"]
+__all__ = ["check_config_values", "known_target_platforms", "OPTIMIZATION_LEVELS", "OP_TARGET_DEVICES", "FLOAT_DTYPES"]
 
 #: ``optimization_level`` values: 0 runs no pass, 1-2 only exact ones, 3 everything (the default).
 OPTIMIZATION_LEVELS = (0, 1, 2, 3)
@@ -112,6 +112,17 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
     }
     checks.update({key: _boolean for key in _INERT_BOOL_KEYS})
     return checks
+
+
+def known_target_platforms() -> List[str]:
+    """Every SoC name and alias the profile catalogue knows (built-in plus ``NPUC_SOC_DIR``), sorted."""
+    from npuc._npuc import soc_names, soc_profile
+
+    names = set()
+    for name in soc_names():
+        names.add(name.lower())
+        names.update(alias.lower() for alias in soc_profile(name)["aliases"])
+    return sorted(names)
 
 
 def check_config_values(values: Mapping[str, Any]) -> None:

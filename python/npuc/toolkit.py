@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from npuc._npuc import Model, Runtime, optimize
-from npuc.config_check import check_config_values
+from npuc.config_check import check_config_values, known_target_platforms
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
 from npuc.preprocess import InputPreprocessor
 from npuc.verify import verify_optimization
@@ -32,7 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Toolkit", "TARGET_PLATFORMS", "CONFIG_KEYS"]
 
-#: SoCs ``config(target_platform=...)`` accepts (RKNN-Toolkit2 spelling, case-insensitive).
+#: The built-in SoCs ``config(target_platform=...)`` accepts (RKNN-Toolkit2 spelling,
+#: case-insensitive); aliases and ``NPUC_SOC_DIR`` profiles are accepted too.
 TARGET_PLATFORMS = ("rk3562", "rk3566", "rk3568", "rk3576", "rk3588", "rv1103", "rv1106")
 
 #: Every key ``config()`` accepts: RKNN-Toolkit2's config parameters. Keys this milestone does not
@@ -132,7 +133,8 @@ class Toolkit:
         """Sets the model's preprocessing and build options (RKNN-Toolkit2 ``config``).
 
         Args:
-            target_platform: the SoC to build for, one of :data:`TARGET_PLATFORMS`.
+            target_platform: the SoC to build for: one of :data:`TARGET_PLATFORMS`, an alias
+                (``rk3588s``), or a profile added through ``NPUC_SOC_DIR`` (``npuc socs`` lists them).
             mean_values: per input, one value per channel subtracted before inference.
             std_values: per input, one value per channel the input is divided by after that.
             quant_img_RGB2BGR: whether calibration images are converted RGB -> BGR when they are
@@ -153,10 +155,10 @@ class Toolkit:
                 f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(CONFIG_KEYS)}"
             )
         if target_platform is not None:
-            if not isinstance(target_platform, str) or target_platform.lower() not in TARGET_PLATFORMS:
+            platforms = known_target_platforms()  # the built-in ones plus NPUC_SOC_DIR profiles
+            if not isinstance(target_platform, str) or target_platform.lower() not in platforms:
                 raise ConfigError(
-                    f"target_platform {target_platform!r} is not supported; "
-                    f"choose one of {', '.join(TARGET_PLATFORMS)}"
+                    f"target_platform {target_platform!r} is not supported; choose one of {', '.join(platforms)}"
                 )
             target_platform = target_platform.lower()
         check_config_values(dict(kwargs, quant_img_RGB2BGR=quant_img_RGB2BGR))

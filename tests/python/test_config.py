@@ -131,3 +131,23 @@ def test_help_on_build_is_enough_to_use_it() -> None:
     doc = inspect.getdoc(npuc.Toolkit.build) or ""
     for word in ("do_quantization", "dataset", "verify", "Returns", "Raises"):
         assert word in doc
+
+
+def test_aliases_and_user_profiles_are_valid_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert npuc.Toolkit().config(target_platform="RK3588S") == 0
+    # A profile added through NPUC_SOC_DIR is read once per process: check it in a fresh one.
+    from test_cli import npuc_cli
+
+    profile = (Path(__file__).resolve().parents[2] / "opset" / "soc" / "rk3566.yaml").read_text()
+    lines = [("name: rk3566x" if line.startswith("name:") else "aliases: []" if line.startswith("aliases:") else line)
+             for line in profile.splitlines()]
+    (tmp_path / "rk3566x.yaml").write_text("\n".join(lines) + "\n")
+    onnx_path = tmp_path / "m.onnx"
+    import onnx
+    from conftest import conv_relu_model
+
+    onnx.save(conv_relu_model(), str(onnx_path))
+    monkeypatch.setenv("NPUC_SOC_DIR", str(tmp_path))
+    r = npuc_cli("convert", str(onnx_path), "-t", "rk3566x", "-o", str(tmp_path / "m.npub"))
+    assert r.returncode == 0, r.stderr
+    assert "FPS on rk3566x" in r.stdout

@@ -74,17 +74,22 @@ class AutoHybridReport:
     text: str
 
 
-def _worst_single(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> Dict[str, Dict[str, Any]]:
-    """Per INT8 node: its op, the lowest single cosine and highest single distance over `samples`."""
+def _measure(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> Tuple[Dict[str, Dict[str, Any]], float]:
+    """One accuracy analysis per sample gives both: per INT8 node its op, lowest single cosine and
+    highest single distance; and the worst end-to-end cosine of the graph outputs."""
     worst: Dict[str, Dict[str, Any]] = {}
+    outputs = {o["name"] for o in qmodel.outputs}
+    output_cos = 1.0
     for sample in samples:
         for r in qmodel.accuracy_analysis(sample):
+            if r["value"] in outputs:
+                output_cos = min(output_cos, _nan_low(r["cosine"]))
             if not r["node"] or not r["precision"].startswith("int8"):
                 continue
             w = worst.setdefault(r["node"], {"op_type": r["op_type"], "cos": math.inf, "euc": -math.inf})
             w["cos"] = min(w["cos"], _nan_low(r["single_cosine"]))
             w["euc"] = max(w["euc"], r["single_euclidean"])
-    return worst
+    return worst, output_cos
 
 
 def _nan_low(x: float) -> float:
@@ -100,8 +105,12 @@ def propose_layers(
 ) -> List[HybridChoice]:
     """The INT8 layers whose single cosine is below `cos_thresh` (or single Euclidean distance
     above `euc_thresh`, when given) on any of `samples`, in graph order."""
+    return _choose(_measure(qmodel, samples)[0], cos_thresh, euc_thresh)
+
+
+def _choose(worst: Dict[str, Dict[str, Any]], cos_thresh: float, euc_thresh: Optional[float]) -> List[HybridChoice]:
     chosen = []
-    for node, w in _worst_single(qmodel, samples).items():
+    for node, w in worst.items():
         reasons = []
         if w["cos"] < cos_thresh:
             reasons.append(f"single cosine {w['cos']:.5f} < {cos_thresh}")
@@ -112,11 +121,16 @@ def propose_layers(
     return chosen
 
 
-def _output_cosine(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> float:
+def _output_cosine(model: Model, qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> float:
     """Worst cosine vs FP32 over the graph outputs and `samples` (end-to-end run)."""
-    outputs = {o["name"] for o in qmodel.outputs}
+    from npuc._npuc import Runtime
+    from npuc.quantize import cosine_similarity
+
+    runtime = Runtime(model)
     cosines = [
-        _nan_low(r["cosine"]) for s in samples for r in qmodel.accuracy_analysis(s) if r["value"] in outputs
+        _nan_low(cosine_similarity(ref, got))
+        for s in samples
+        for ref, got in zip(runtime.run(s), qmodel.run(s))
     ]
     return min(cosines) if cosines else 1.0
 
@@ -169,11 +183,12 @@ def build_auto_hybrid(
                                     keep=AUTO_HYBRID_SAMPLES)
     given = list(config.get("hybrid_layers") or [])
     int8 = calibrator.quantize(algorithm, method, given)
-    chosen = propose_layers(int8, samples, cos, euc)
-    hybrid = int8
+    worst, before = _measure(int8, samples)
+    chosen = _choose(worst, cos, euc)
+    hybrid, after = int8, before
     if chosen:
         hybrid = calibrator.quantize(algorithm, method, given + [c.node for c in chosen])
-    before, after = _output_cosine(int8, samples), _output_cosine(hybrid, samples)
+        after = _output_cosine(model, hybrid, samples)
     text = _format_report(chosen, before, after, cos, euc, len(samples))
     for warning in hybrid.warnings:
         log.warning("quantization: %s", warning)
@@ -211,9 +226,9 @@ def step1(
     given = list(config.get("hybrid_layers") or [])
     qmodel = calibrator.quantize(algorithm, method, given)
     custom = {name: FLOAT16 for name in given}
+    worst, _ = _measure(qmodel, samples)
     if proposal:
-        custom.update({c.node: FLOAT16 for c in propose_layers(qmodel, samples, cos, euc)})
-    worst = _worst_single(qmodel, samples)
+        custom.update({c.node: FLOAT16 for c in _choose(worst, cos, euc)})
 
     paths = {"model": Path(f"{prefix}.model"), "data": Path(f"{prefix}.data"),
              "cfg": Path(f"{prefix}.quantization.cfg")}

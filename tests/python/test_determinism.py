@@ -5,6 +5,7 @@ writes its outputs to an .npz, and the outputs are compared bit for bit."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,3 +81,73 @@ def test_repeated_loads_give_identical_results() -> None:
         outputs.append(runtime.run([rng.standard_normal(i["shape"]).astype(i["dtype"]) for i in runtime.inputs]))
     for a, b in zip(*outputs):
         np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------------- blobs and calibration
+
+# Compiles argv[1] for rk3588 (float build, then INT8 on a fixed synthetic calibration set),
+# writes both blobs into folder argv[2], and the calibrated (min, max) of every activation for
+# each algorithm into argv[2]/ranges.json (floats as hex, so the comparison is bit for bit).
+COMPILER = r"""
+import contextlib, io, json, sys
+from pathlib import Path
+import numpy as np
+import npuc
+from npuc._npuc import Calibrator
+
+model_path, out = sys.argv[1], Path(sys.argv[2])
+rng = np.random.default_rng(0)
+tk = npuc.Toolkit()
+tk.config(target_platform="rk3588")
+tk.load_onnx(model_path)
+samples = [[rng.standard_normal(i["shape"]).astype(np.float32) for i in tk.model.inputs] for _ in range(4)]
+with contextlib.redirect_stdout(io.StringIO()):
+    tk.build(do_quantization=False)
+    tk.export_blob(str(out / "float.npub"))
+    tk.build(do_quantization=True, dataset=samples)
+    tk.export_blob(str(out / "int8.npub"))
+calibrator = Calibrator(tk.model)
+for sample in samples:
+    calibrator.add_sample(sample)
+ranges = {
+    algo: {name: [float(lo).hex(), float(hi).hex()] for name, (lo, hi) in sorted(calibrator.ranges(algo).items())}
+    for algo in ("normal", "kl_divergence", "mmse", "percentile")
+}
+(out / "ranges.json").write_text(json.dumps(ranges, sort_keys=True))
+"""
+
+BLOB_THREAD_COUNTS = ("1", "2")
+
+
+def _compile_with_threads(model: Path, threads: str, out: Path) -> Dict[str, bytes]:
+    out.mkdir(parents=True)
+    env = dict(os.environ, OMP_NUM_THREADS=threads)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(REPO_ROOT / "python")) if p)
+    subprocess.run([sys.executable, "-c", COMPILER, str(model), str(out)], env=env, check=True, timeout=600)
+    return {name: (out / name).read_bytes() for name in ("float.npub", "int8.npub", "ranges.json")}
+
+
+def _blob_models(tmp_path: Path) -> Dict[str, Path]:
+    conv = tmp_path / "conv_relu.onnx"
+    onnx.save(conv_relu_model(), str(conv))
+    models = {"conv_relu": conv}
+    shared = shared_models_dir()
+    if shared is not None and (shared / "shufflenet_v2_x0_5.onnx").is_file():
+        models["shufflenet_v2_x0_5"] = shared / "shufflenet_v2_x0_5.onnx"
+    return models
+
+
+def test_blobs_and_calibration_do_not_depend_on_runs_or_omp_num_threads(tmp_path: Path) -> None:
+    """Two runs with OMP_NUM_THREADS=1 and one with 2, each in a fresh interpreter: the float and
+    INT8 blobs are byte-identical and every algorithm's calibrated ranges are equal to the bit."""
+    for name, model in _blob_models(tmp_path).items():
+        runs = [(t, _compile_with_threads(model, t, tmp_path / f"{name}_{t}_{k}"))
+                for k, t in enumerate(("1",) + BLOB_THREAD_COUNTS)]
+        (_, reference), others = runs[0], runs[1:]
+        assert reference["int8.npub"] != reference["float.npub"]
+        assert len(json.loads(reference["ranges.json"])["normal"]) > 0
+        for threads, files in others:
+            for file, data in files.items():
+                assert data == reference[file], (
+                    f"{name}: {file} with OMP_NUM_THREADS={threads} differs from the first OMP_NUM_THREADS=1 run"
+                )

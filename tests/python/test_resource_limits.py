@@ -94,14 +94,21 @@ def _external_weight_model(tmp_path: Path, nbytes: int) -> Path:
     return path
 
 
+# Peak RSS may exceed the external data by this factor: one copy of the weights plus the
+# interpreter's and oneDNN's working memory, never a second copy (that would be >= 2).
+EXTERNAL_RSS_FACTOR = 1.3
+
+
 def test_external_weights_are_held_once(tmp_path: Path) -> None:
-    """A 256 MiB external weight costs about 256 MiB to load and to compile, not 512 (the 2 GiB case
-    takes the same code path; this size keeps the test quick on a shared machine)."""
-    size = 256 * MIB
+    """A 512 MiB external weight costs about 512 MiB to load and to compile, not 1 GiB (the 2 GiB
+    case takes the same code path: bench/external_data_rss.py; this size keeps the test to ~10 s)."""
+    size = 512 * MIB
     path = _external_weight_model(tmp_path, size)
     for stage in ("load", "runtime"):
         growth = _peak_rss_growth(path, stage)
-        assert growth < 1.5 * size, f"{stage}: peak RSS grew by {growth / MIB:.0f} MiB for a {size // MIB} MiB weight"
+        assert growth < EXTERNAL_RSS_FACTOR * size, (
+            f"{stage}: peak RSS grew by {growth / MIB:.0f} MiB for a {size // MIB} MiB weight"
+        )
 
 
 def test_external_weights_are_read_correctly(tmp_path: Path) -> None:

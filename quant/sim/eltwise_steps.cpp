@@ -44,32 +44,53 @@ class BroadcastIndex {
   std::vector<int64_t> strides_;
 };
 
-// Add and Mul share the broadcast loop; `Op` is the scalar integer formula.
+// Index of the pair (qa, qb) in a 256 x 256 table of a binary op's results.
+inline size_t pairIndex(int8_t qa, int8_t qb) {
+  return static_cast<size_t>(static_cast<uint8_t>(qa)) << 8 | static_cast<uint8_t>(qb);
+}
+
+// Add and Mul share the broadcast loop; `Op` is the scalar integer formula. Its result depends
+// only on the two int8 inputs, so all 65536 results are tabulated once with `Op` itself (bit
+// identical by construction) and each element is one lookup instead of three requantizations.
 template <typename Requant, int8_t (*Op)(int8_t, int8_t, const Requant&)>
 class BinaryStep : public SimStep {
  public:
   BinaryStep(const StepContext& ctx, Requant r)
       : SimStep(ctx.inputs, ctx.outputs),
-        requant_(r),
         shape_(ctx.node.output(0)->shape()),
+        same_shapes_(ctx.node.input(0)->shape() == shape_ && ctx.node.input(1)->shape() == shape_),
         index_a_(ctx.node.input(0)->shape(), shape_),
         index_b_(ctx.node.input(1)->shape(), shape_),
-        params_(ctx.paramsOf(ctx.node.output(0))) {}
+        params_(ctx.paramsOf(ctx.node.output(0))),
+        table_(size_t{1} << 16) {
+    for (int qa = kActivationQMin; qa <= kActivationQMax; ++qa) {
+      for (int qb = kActivationQMin; qb <= kActivationQMax; ++qb) {
+        const int8_t a = static_cast<int8_t>(qa), b = static_cast<int8_t>(qb);
+        table_[pairIndex(a, b)] = Op(a, b, r);
+      }
+    }
+  }
   void run(SimSlots& slots) const override {
     const int8_t* a = in(slots, 0).tensor.template data<int8_t>();
     const int8_t* b = in(slots, 1).tensor.template data<int8_t>();
     SimValue y{Tensor(DType::Int8, shape_), true, params_};
     int8_t* dst = y.tensor.data<int8_t>();
     const int64_t n = y.tensor.numel();
-    for (int64_t i = 0; i < n; ++i) dst[i] = Op(a[index_a_(i)], b[index_b_(i)], requant_);
+    const int8_t* table = table_.data();
+    if (same_shapes_) {
+      for (int64_t i = 0; i < n; ++i) dst[i] = table[pairIndex(a[i], b[i])];
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[i] = table[pairIndex(a[index_a_(i)], b[index_b_(i)])];
+    }
     out(slots, 0) = std::move(y);
   }
 
  private:
-  Requant requant_;
   Shape shape_;
+  bool same_shapes_;
   BroadcastIndex index_a_, index_b_;
   QuantParams params_;
+  std::vector<int8_t> table_;
 };
 
 class ConcatStep : public SimStep {
@@ -83,6 +104,12 @@ class ConcatStep : public SimStep {
     for (int64_t d = 0; d < axis; ++d) outer_ *= shape_[static_cast<size_t>(d)];
     for (const Value* v : n.inputs()) {
       rescale_.push_back(makeRescaleRequant(ctx.paramsOf(v), params_));
+      // rescaleInt8 of every int8 value, indexed by the value's byte: one lookup per element.
+      std::vector<int8_t> table(256);
+      for (int q = kActivationQMin; q <= kActivationQMax; ++q) {
+        table[static_cast<uint8_t>(q)] = rescaleInt8(static_cast<int8_t>(q), rescale_.back());
+      }
+      tables_.push_back(std::move(table));
       const Shape& s = v->shape();
       int64_t chunk = 1;  // contiguous elements of one outer row
       for (size_t d = static_cast<size_t>(axis); d < s.size(); ++d) chunk *= s[d];
@@ -104,7 +131,8 @@ class ConcatStep : public SimStep {
         if (r.identity) {
           std::copy(s, s + chunks_[i], d);
         } else {
-          for (int64_t j = 0; j < chunks_[i]; ++j) d[j] = rescaleInt8(s[j], r);
+          const int8_t* table = tables_[i].data();
+          for (int64_t j = 0; j < chunks_[i]; ++j) d[j] = table[static_cast<uint8_t>(s[j])];
         }
       }
       offset += chunks_[i];
@@ -117,6 +145,7 @@ class ConcatStep : public SimStep {
   QuantParams params_;
   int64_t outer_ = 1;
   std::vector<RescaleRequant> rescale_;
+  std::vector<std::vector<int8_t>> tables_;  // per input, rescaleInt8 by input byte
   std::vector<int64_t> chunks_;
 };
 
@@ -140,7 +169,10 @@ class ClampStep : public SimStep {
     SimValue y{Tensor(DType::Int8, x.tensor.shape()), true, x.params};
     const int8_t* s = x.tensor.data<int8_t>();
     int8_t* d = y.tensor.data<int8_t>();
-    for (int64_t i = 0; i < x.tensor.numel(); ++i) d[i] = std::clamp(s[i], lo_, hi_);
+    // Locals: int8_t stores may alias the members, which would stop vectorization.
+    const int8_t lo = lo_, hi = hi_;
+    const int64_t n = x.tensor.numel();
+    for (int64_t i = 0; i < n; ++i) d[i] = std::clamp(s[i], lo, hi);
     out(slots, 0) = std::move(y);
   }
 

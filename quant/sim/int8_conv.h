@@ -5,14 +5,16 @@
 //   int8ConvReference  the formula as written: acc = b_q + sum (q_x - z_x) * q_w over the
 //                      in-bounds taps (padding is real 0), then requantizeToInt8 per element;
 //   Int8ConvFast       the deployment form: z_x folded into the bias at construction, im2col
-//                      with padding = z_x, a blocked int32 multiply-accumulate loop the compiler
-//                      vectorizes, and the batch per-channel requantization.
+//                      with padding = z_x, the packed u8 x s8 GEMM (int8_gemm_kernel.h, AVX-512
+//                      VNNI when compiled for it) and the batch per-channel requantization;
+//                      one input channel per group (depthwise) runs a direct int32 loop.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "quant/requant.h"
+#include "quant/sim/int8_gemm_kernel.h"
 
 namespace npuc::quant {
 
@@ -47,19 +49,40 @@ void validateInt8Conv(const Int8ConvParams& p, const std::string& what);
 
 void int8ConvReference(const Int8ConvParams& p, const int8_t* x, int8_t* y);
 
+// The padded input plane of the direct (one input channel per group) path, split by phase:
+// padded element (r, c) lives in sub-plane (r % stride_h, c % stride_w) at (r / stride_h,
+// c / stride_w). Each sub-plane has `sub_rows` rows of `sub_cols` columns plus one spare row,
+// so a tap at any stride reads one contiguous run (see runDirect).
+struct DirectPlane {
+  int64_t row_phases = 1, col_phases = 1, sub_rows = 0, sub_cols = 0;
+  int64_t subPlaneElements() const { return (sub_rows + 1) * sub_cols; }
+  int64_t elements() const { return row_phases * col_phases * subPlaneElements(); }
+};
+
 class Int8ConvFast {
  public:
   explicit Int8ConvFast(Int8ConvParams params);
-  // Scratch bytes run() needs (im2col columns and one accumulator row block).
+  // Scratch bytes run() needs (im2col rows, packed activations, one accumulator tile).
   size_t workspaceBytes() const;
   void run(const int8_t* x, int8_t* y, void* workspace) const;
   const Int8ConvParams& params() const { return p_; }
 
  private:
-  void im2col(const int8_t* image, int64_t group, int32_t* cols) const;
+  // One input channel per group (depthwise): a direct loop beats packing a 1-row GEMM.
+  bool direct() const { return p_.geometry.inPerGroup() == 1; }
+  // 1x1, stride 1, no padding: the input planes are the GEMM's B rows, no im2col.
+  bool pointwise() const;
+  void im2col(const int8_t* image, int64_t group, int8_t* cols) const;
+  void runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const;
+  void runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) const;
+  DirectPlane directPlane() const;
+
   Int8ConvParams p_;
-  std::vector<int32_t> weights_;      // widened once so the inner loop is a plain int32 MAC
-  std::vector<int32_t> folded_bias_;  // b_q[c] - z_x * sum_k q_w[c, k]
+  std::vector<PackedGemmWeights> packed_;  // per group (GEMM path)
+  std::vector<int32_t> weights32_;         // widened weights (direct path)
+  // b_q[c] - z * sum_k q_w[c, k]: z = z_x + 128 on the GEMM path (it reads q_x + 128, padding
+  // z_x + 128), z = z_x on the direct path (it reads q_x, padding z_x). Padding cancels exactly.
+  std::vector<int32_t> folded_bias_;
 };
 
 }  // namespace npuc::quant

@@ -7,6 +7,7 @@
 #include "quant/graph/quantizer.h"
 #include "quant/sim/int8_conv.h"
 #include "quant/sim/int8_linear.h"
+#include "quant/sim/scratch.h"
 #include "quant/sim/sim_step.h"
 
 namespace npuc::quant {
@@ -98,8 +99,7 @@ class ConvStep : public SimStep {
     if (path_ == SimPath::Reference) {
       int8ConvReference(fast_->params(), x.tensor.data<int8_t>(), y.tensor.data<int8_t>());
     } else {
-      std::vector<uint8_t> workspace(fast_->workspaceBytes());
-      fast_->run(x.tensor.data<int8_t>(), y.tensor.data<int8_t>(), workspace.data());
+      fast_->run(x.tensor.data<int8_t>(), y.tensor.data<int8_t>(), threadScratch(fast_->workspaceBytes()));
     }
     out(slots, 0) = std::move(y);
   }
@@ -151,8 +151,7 @@ class LinearStep : public SimStep {
     if (path_ == SimPath::Reference) {
       int8LinearReference(params_, x.tensor.data<int8_t>(), y.tensor.data<int8_t>());
     } else {
-      std::vector<uint8_t> workspace(fast_->workspaceBytes());
-      fast_->run(x.tensor.data<int8_t>(), y.tensor.data<int8_t>(), workspace.data());
+      fast_->run(x.tensor.data<int8_t>(), y.tensor.data<int8_t>(), threadScratch(fast_->workspaceBytes()));
     }
     out(slots, 0) = std::move(y);
   }
@@ -193,8 +192,8 @@ class BatchMatMulStep : public SimStep {
     if (path_ == SimPath::Reference) {
       int8BatchMatMulReference(p_, a, b, y.tensor.data<int8_t>());
     } else {
-      std::vector<uint8_t> workspace(int8BatchMatMulWorkspaceBytes(p_));
-      int8BatchMatMulFast(p_, a, b, y.tensor.data<int8_t>(), workspace.data());
+      int8BatchMatMulFast(p_, a, b, y.tensor.data<int8_t>(),
+                          threadScratch(int8BatchMatMulWorkspaceBytes(p_)));
     }
     out(slots, 0) = std::move(y);
   }

@@ -1,0 +1,51 @@
+// The packed integer GEMM under the fast conv: tile[m][j] = sum_k A[m][k] * B[k][j] with A the
+// signed int8 weights and B unsigned 8-bit activations (q_x + 128, so that the x86 VNNI
+// instruction vpdpbusd, u8 x s8 summed four at a time into int32, applies). Every product and
+// sum is exact in int32 (the caller bounds the reduction, validateInt8Conv), so the VNNI kernel
+// and the portable loop give the same bits.
+//
+// Layouts, with the depth k grouped by kGemmDepthStep so one int32 lane holds four k values:
+//   packed A  [row block of kGemmRows][k / 4][kGemmRows][4]  (int8, packed once per layer)
+//   packed B  [column panel of kGemmCols][k / 4][kGemmCols][4]  (uint8, packed per run)
+// Rows past the last row and depth past the last k are zero weights, so whatever B holds there
+// adds nothing.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace npuc::quant {
+
+constexpr int64_t kGemmRows = 8;          // output channels per micro tile
+constexpr int64_t kGemmCols = 32;         // output positions per micro tile (two 512-bit vectors)
+constexpr int64_t kGemmDepthStep = 4;     // k values per int32 lane
+constexpr int32_t kUnsignedOffset = 128;  // u8 activation = q_x + 128
+
+inline int64_t roundUp(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+struct PackedGemmWeights {
+  int64_t rows = 0;
+  int64_t depth = 0;         // k before padding
+  int64_t depth_groups = 0;  // ceil(k / 4)
+  std::vector<int8_t> data;
+  const int8_t* rowBlock(int64_t block) const {
+    return data.data() + block * depth_groups * kGemmRows * kGemmDepthStep;
+  }
+};
+
+// Packs row-major weights [rows][depth].
+PackedGemmWeights packGemmWeights(const int8_t* weights, int64_t rows, int64_t depth);
+
+// Bytes of packed B for `depth` x `columns`.
+size_t packedActivationBytes(int64_t depth, int64_t columns);
+
+// Packs B from `depth` row pointers of `columns` signed int8 values each, adding 128 (the
+// rows are an im2col of q_x, or the input planes themselves for a 1x1 stride-1 conv).
+void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t columns, uint8_t* packed);
+
+// tile[m * kGemmCols + j] = sum over the depth of a row block x a column panel.
+void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile);
+
+}  // namespace npuc::quant

@@ -1,0 +1,17 @@
+// The conv epilogue of the fast simulator: int8 output = requantizeToInt8(acc + bias, m, z_out)
+// for a row of accumulators, with AVX-512 when compiled for it (16 accumulators per step, the
+// exact 64-bit product and the one half-away-from-zero rounding of quant/requant.h) and the
+// reference function otherwise. Bit-identical to requantizeToInt8 for every input.
+#pragma once
+#include <cstdint>
+
+#include "quant/requant.h"
+
+namespace npuc::quant {
+
+// out[i] = requantizeToInt8(acc[i] + bias, m, output_zero_point). acc[i] + bias must fit int32
+// (it is the true accumulator of the layer, which validateInt8Conv bounds).
+void requantizeRowToInt8(const int32_t* acc, int64_t n, int32_t bias, FixedPointMultiplier m,
+                         int32_t output_zero_point, int8_t* out);
+
+}  // namespace npuc::quant

@@ -1,0 +1,174 @@
+// The fast simulator kernels against their references, to the bit: the packed u8 x s8 GEMM
+// tile (AVX-512 VNNI or portable), the vector requantization epilogue, and the fast conv paths
+// (packed GEMM with and without im2col, direct depthwise at any stride) on shapes larger than
+// test_quant_sim.cc's, with extreme inputs and weights that push the accumulator bounds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "quant/int_limits.h"
+#include "quant/requant.h"
+#include "quant/sim/int8_conv.h"
+#include "quant/sim/int8_gemm_kernel.h"
+#include "quant/sim/requant_row.h"
+
+namespace npuc::quant {
+namespace {
+
+int pick(std::mt19937& gen, int lo, int hi) {
+  return std::uniform_int_distribution<int>(lo, hi)(gen);
+}
+
+std::vector<int8_t> randomBytes(size_t n, std::mt19937& gen, int lo, int hi) {
+  std::vector<int8_t> v(n);
+  for (auto& x : v) x = static_cast<int8_t>(pick(gen, lo, hi));
+  return v;
+}
+
+TEST(QuantSimKernels, GemmTileMatchesPlainSum) {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int64_t rows = pick(gen, 1, 2 * kGemmRows + 3);
+    const int64_t depth = pick(gen, 1, 70);  // often not a multiple of 4
+    const int64_t columns = pick(gen, 1, 3 * kGemmCols + 5);
+    const std::vector<int8_t> w = randomBytes(static_cast<size_t>(rows * depth), gen, -127, 127);
+    const std::vector<int8_t> x = randomBytes(static_cast<size_t>(depth * columns), gen, -128, 127);
+    const PackedGemmWeights packed = packGemmWeights(w.data(), rows, depth);
+    std::vector<const int8_t*> row_ptrs;
+    for (int64_t k = 0; k < depth; ++k) row_ptrs.push_back(x.data() + k * columns);
+    std::vector<uint8_t> b(packedActivationBytes(depth, columns));
+    packGemmActivations(row_ptrs.data(), depth, columns, b.data());
+    std::vector<int32_t> tile(static_cast<size_t>(kGemmRows * kGemmCols));
+    for (int64_t r0 = 0; r0 < rows; r0 += kGemmRows) {
+      for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
+        gemmMicroTile(packed.rowBlock(r0 / kGemmRows),
+                      b.data() + (p0 / kGemmCols) * packed.depth_groups * kGemmCols * 4, packed.depth_groups,
+                      tile.data());
+        for (int64_t m = 0; m < std::min(kGemmRows, rows - r0); ++m) {
+          for (int64_t j = 0; j < std::min(kGemmCols, columns - p0); ++j) {
+            int64_t want = 0;  // sum of (q_x + 128) * w
+            for (int64_t k = 0; k < depth; ++k) {
+              want += (int64_t{x[static_cast<size_t>(k * columns + p0 + j)]} + kUnsignedOffset) *
+                      w[static_cast<size_t>((r0 + m) * depth + k)];
+            }
+            ASSERT_EQ(tile[static_cast<size_t>(m * kGemmCols + j)], want)
+                << "trial " << trial << " row " << r0 + m << " column " << p0 + j << " depth " << depth;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantSimKernels, RequantRowMatchesReferenceIncludingSaturation) {
+  std::mt19937 gen(11);
+  std::uniform_int_distribution<int32_t> any(kInt32Min, kInt32Max);
+  std::uniform_real_distribution<double> log2m(-34.0, 29.5);  // zero multiplier .. near 2^30
+  int64_t compared = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const FixedPointMultiplier m = quantizeMultiplier(std::exp2(log2m(gen)));
+    const int32_t zp = pick(gen, kActivationQMin, kActivationQMax);
+    const int64_t n = pick(gen, 0, 70);  // vector body and scalar tail
+    const bool small = trial % 2 == 0;   // typical accumulators, or the whole int32 range
+    std::vector<int32_t> acc(static_cast<size_t>(n));
+    for (auto& a : acc) a = small ? pick(gen, -3000000, 3000000) : any(gen);
+    if (n > 1) acc[0] = kInt32Min, acc[1] = kInt32Max;
+    const int32_t bias = small ? pick(gen, -100000, 100000) : 0;
+    std::vector<int8_t> got(static_cast<size_t>(n));
+    requantizeRowToInt8(acc.data(), n, bias, m, zp, got.data());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[static_cast<size_t>(i)], requantizeToInt8(acc[static_cast<size_t>(i)] + bias, m, zp))
+          << "acc " << acc[static_cast<size_t>(i)] << " bias " << bias << " multiplier " << m.multiplier
+          << " shift " << m.shift << " zp " << zp;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 10000);
+}
+
+// Geometries that take each fast path: dense (im2col), pointwise (no im2col), depthwise with a
+// channel multiplier, at strides / dilations / paddings up to 3 and more than one GEMM tile.
+ConvGeometry largerGeometry(std::mt19937& gen, int kind) {
+  ConvGeometry g;
+  g.batch = pick(gen, 1, 2);
+  g.in_h = pick(gen, 1, 30);
+  g.in_w = pick(gen, 1, 30);
+  if (kind == 1) {  // pointwise
+    g.groups = pick(gen, 1, 2);
+    g.in_channels = g.groups * pick(gen, 1, 40);
+    g.out_channels = g.groups * pick(gen, 1, 40);
+    g.out_h = g.in_h;
+    g.out_w = g.in_w;
+    return g;
+  }
+  g.groups = kind == 2 ? pick(gen, 1, 12) : pick(gen, 1, 2);
+  g.in_channels = g.groups * (kind == 2 ? 1 : pick(gen, 1, 20));
+  g.out_channels = g.groups * (kind == 2 ? pick(gen, 1, 2) : pick(gen, 1, 40));
+  g.kernel_h = pick(gen, 1, 5);
+  g.kernel_w = pick(gen, 1, 5);
+  g.stride_h = pick(gen, 1, 3);
+  g.stride_w = pick(gen, 1, 3);
+  g.dilation_h = pick(gen, 1, 2);
+  g.dilation_w = pick(gen, 1, 2);
+  g.pad_top = pick(gen, 0, g.kernel_h);
+  g.pad_left = pick(gen, 0, g.kernel_w);
+  const int64_t pad_bottom = pick(gen, 0, g.kernel_h), pad_right = pick(gen, 0, g.kernel_w);
+  const int64_t eff_h = (g.kernel_h - 1) * g.dilation_h + 1, eff_w = (g.kernel_w - 1) * g.dilation_w + 1;
+  g.out_h = g.in_h + g.pad_top + pad_bottom < eff_h
+                ? 0
+                : (g.in_h + g.pad_top + pad_bottom - eff_h) / g.stride_h + 1;
+  g.out_w = g.in_w + g.pad_left + pad_right < eff_w
+                ? 0
+                : (g.in_w + g.pad_left + pad_right - eff_w) / g.stride_w + 1;
+  return g;
+}
+
+std::string describe(const ConvGeometry& g, int32_t zx) {
+  std::ostringstream os;
+  os << "groups " << g.groups << " cin " << g.in_channels << " cout " << g.out_channels << " in " << g.in_h
+     << "x" << g.in_w << " out " << g.out_h << "x" << g.out_w << " k " << g.kernel_h << "x" << g.kernel_w
+     << " stride " << g.stride_h << "," << g.stride_w << " dilation " << g.dilation_h << "," << g.dilation_w
+     << " pad " << g.pad_top << "," << g.pad_left << " zx " << zx;
+  return os.str();
+}
+
+TEST(QuantSimKernels, FastConvPathsMatchReferenceOnLargerShapesAndExtremes) {
+  std::mt19937 gen(99);
+  std::uniform_real_distribution<double> log2m(-20.0, -4.0);
+  int tested = 0;
+  for (int trial = 0; trial < 240; ++trial) {
+    Int8ConvParams p;
+    p.geometry = largerGeometry(gen, trial % 3);
+    const ConvGeometry& g = p.geometry;
+    if (g.out_h <= 0 || g.out_w <= 0) continue;
+    const size_t cout = static_cast<size_t>(g.out_channels);
+    // Every fourth trial: saturated inputs and weights of one sign, the accumulator's extremes.
+    const int extreme = trial % 4 == 3 ? (pick(gen, 0, 1) ? 1 : -1) : 0;
+    p.weights = extreme ? std::vector<int8_t>(cout * static_cast<size_t>(g.reduction()),
+                                              static_cast<int8_t>(127 * extreme))
+                        : randomBytes(cout * static_cast<size_t>(g.reduction()), gen, -127, 127);
+    for (size_t c = 0; c < cout; ++c) p.bias.push_back(pick(gen, -50000, 50000));
+    p.input_zero_point = extreme ? (extreme > 0 ? -128 : 127) : pick(gen, -128, 127);
+    p.output_zero_point = pick(gen, -128, 127);
+    for (size_t c = 0; c < cout; ++c) p.multipliers.push_back(quantizeMultiplier(std::exp2(log2m(gen))));
+    validateInt8Conv(p, "test");
+    const size_t in_n = static_cast<size_t>(g.batch * g.in_channels * g.in_h * g.in_w);
+    const std::vector<int8_t> x =
+        extreme ? std::vector<int8_t>(in_n, static_cast<int8_t>(extreme > 0 ? 127 : -128))
+                : randomBytes(in_n, gen, -128, 127);
+    const size_t out_n = static_cast<size_t>(g.batch * g.out_channels * g.out_h * g.out_w);
+    std::vector<int8_t> ref(out_n), fast(out_n, 0x55);
+    int8ConvReference(p, x.data(), ref.data());
+    Int8ConvFast kernel(p);
+    std::vector<uint8_t> ws(kernel.workspaceBytes());
+    kernel.run(x.data(), fast.data(), ws.data());
+    ASSERT_EQ(ref, fast) << "trial " << trial << ": " << describe(g, p.input_zero_point);
+    ++tested;
+  }
+  EXPECT_GT(tested, 180);
+}
+
+}  // namespace
+}  // namespace npuc::quant

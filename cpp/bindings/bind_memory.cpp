@@ -4,10 +4,10 @@
 
 #include "bindings/bindings.h"
 #include "bindings/model.h"
+#include "common/error.h"
 #include "memory/arena_placement.h"
 #include "memory/memory_report.h"
 #include "memory/npu_memory_plan.h"
-#include "common/error.h"
 #include "runtime/memory_planner.h"
 #include "target/soc_profile.h"
 
@@ -58,6 +58,7 @@ py::dict reportDict(const MemoryReport& r) {
   d["total_bytes"] = r.total_bytes;
   d["blob_bytes"] = r.blob_bytes;
   d["blob_weight_section_bytes"] = r.blob_weight_section_bytes;
+  d["blob_packed_weight_section_bytes"] = r.blob_packed_weight_section_bytes;
   d["plan_from_blob"] = r.plan_from_blob;
   py::list weights;
   for (const memory::WeightRow& w : r.weights) {
@@ -112,8 +113,8 @@ void bindMemory(py::module_& m) {
         std::vector<BufferRequest> requests;
         for (const auto& [bytes, first, last] : buffers) {
           if (first > last)
-            throw ConfigError("place_arena: live range " + std::to_string(first) + ".." + std::to_string(last) +
-                              " is empty");
+            throw ConfigError("place_arena: live range " + std::to_string(first) + ".." +
+                              std::to_string(last) + " is empty");
           requests.push_back({bytes, first, last});
         }
         py::dict d;
@@ -131,7 +132,8 @@ void bindMemory(py::module_& m) {
         return d;
       },
       py::arg("buffers"), py::arg("alignment") = memory::kArenaAlignment, py::arg("search") = true,
-      "Places (bytes, first_step, last_step) buffers in one arena: with search, the memory plan's order search "
+      "Places (bytes, first_step, last_step) buffers in one arena: with search, the memory plan's order "
+      "search "
       "and hill climb; without, the host runtime's plain largest-first best fit. {'arena_bytes', "
       "'lower_bound_bytes', 'strategy'}.");
 }

@@ -90,23 +90,34 @@ std::string readFile(const std::string& path) {
   return s.str();
 }
 
-// Size of the WGHT section of a blob readBlobBytes has already verified.
-uint64_t weightSectionBytes(const std::string& bytes) {
+// The NPU-packed weights section the lowering writes (cpp/lower); named here so the report does not
+// count packed weights as "other" whether or not the lowering is linked in.
+constexpr uint32_t kSectionPackedWeights = blob::fourcc("NWGT");
+
+struct WeightSections {
+  uint64_t plain = 0;   // WGHT: the graph's constants as stored (FP32 in format 1.0)
+  uint64_t packed = 0;  // NWGT: weights packed for the NPU, when the lowering wrote them
+};
+
+// Sizes of the weight sections of a blob readBlobBytes has already verified.
+WeightSections weightSectionBytes(const std::string& bytes) {
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
   blob::ByteReader header(data, blob::kHeaderSize, 0, "blob header");
   for (size_t skip = 0; skip < blob::kOffSectionCount; ++skip) header.u8("header");
   const uint32_t count = header.u32("section count");
   const uint64_t table = header.u64("section table offset");
   blob::ByteReader r(data + table, bytes.size() - table, table, "section table");
+  WeightSections out;
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t kind = r.u32("section kind");
     r.u32("section flags");
     r.u64("section offset");
     const uint64_t size = r.u64("section size");
     r.u64("section reserved");
-    if (kind == blob::kSectionWeights) return size;
+    if (kind == blob::kSectionWeights) out.plain = size;
+    if (kind == kSectionPackedWeights) out.packed = size;
   }
-  return 0;
+  return out;
 }
 
 // The plan must describe this graph: every buffer names one of its values.
@@ -156,7 +167,8 @@ std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* 
 }
 
 MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-                          NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes) {
+                          NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes,
+                          uint64_t blob_packed_weight_section_bytes) {
   MemoryReport rep;
   rep.soc = soc.name;
   rep.mode = quant_plan ? "int8" : "fp16";
@@ -168,7 +180,9 @@ MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan
   rep.io_bytes = plan.ioBytes();
   rep.blob_bytes = blob_bytes;
   rep.blob_weight_section_bytes = blob_weight_section_bytes;
-  rep.other_bytes = blob_bytes - std::min(blob_bytes, blob_weight_section_bytes);
+  rep.blob_packed_weight_section_bytes = blob_packed_weight_section_bytes;
+  const uint64_t weight_sections = blob_weight_section_bytes + blob_packed_weight_section_bytes;
+  rep.other_bytes = blob_bytes - std::min(blob_bytes, weight_sections);
   rep.total_bytes = rep.weight_bytes + rep.arena_bytes + rep.io_bytes + rep.other_bytes;
   rep.plan = std::move(plan);
   return rep;
@@ -188,8 +202,9 @@ MemoryReport memoryReportFromBlob(const std::string& path, const std::optional<s
   const quant::QuantPlan* qp = quant_plan ? &*quant_plan : nullptr;
   if (stored) checkPlanNamesGraph(*stored, *b.graph, path);
   NpuMemoryPlan plan = stored ? std::move(*stored) : planNpuMemory(*b.graph, qp, soc);
+  const WeightSections sections = weightSectionBytes(bytes);
   MemoryReport rep =
-      memoryReport(*b.graph, qp, soc, std::move(plan), bytes.size(), weightSectionBytes(bytes));
+      memoryReport(*b.graph, qp, soc, std::move(plan), bytes.size(), sections.plain, sections.packed);
   rep.plan_from_blob = stored.has_value();
   return rep;
 }

@@ -10,7 +10,7 @@
 //   arena     the activation arena of the NpuMemoryPlan;
 //   I/O       the plan's input and output buffers;
 //   other     what the blob holds besides weights (header, graph, tasks, pipelines, quantization,
-//             memory plan, metadata): the blob's size minus its WGHT section;
+//             memory plan, metadata): the blob's size minus its WGHT (and packed NWGT) sections;
 //   total     the sum of the four.
 #pragma once
 
@@ -43,6 +43,7 @@ struct MemoryReport {
   // The blob's WGHT section as stored today (format 1.0 keeps FP32 plain weights; the NPU-packed
   // form is what weight_bytes counts).
   uint64_t blob_weight_section_bytes = 0;
+  uint64_t blob_packed_weight_section_bytes = 0;  // NWGT, when the lowering wrote packed weights
   uint64_t blob_bytes = 0;
   bool plan_from_blob = false;  // the MPLN section's plan, not a fresh one
   NpuMemoryPlan plan;
@@ -57,10 +58,11 @@ struct MemoryReport {
 std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* quant_plan,
                                     const SocProfile& soc, const PartitionReport& placement);
 
-// A report from its parts; `blob_bytes` / `blob_weight_section_bytes` describe the blob the
-// model was (or would be) written to (other = blob_bytes - blob_weight_section_bytes).
+// A report from its parts; the blob sizes describe the blob the model was (or would be) written
+// to (other = blob_bytes - the two weight sections).
 MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-                          NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes);
+                          NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes,
+                          uint64_t blob_packed_weight_section_bytes = 0);
 
 // The report of a .npub file: its graph, its QUNT plan (an INT8 build) or none (a float build,
 // FP16), its MPLN plan when `use_stored_plan` and present (else planned afresh), its size.

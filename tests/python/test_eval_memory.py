@@ -33,7 +33,9 @@ def _check_adds_up(report: dict) -> None:
     assert report["total_bytes"] == (
         report["weight_bytes"] + report["arena_bytes"] + report["io_bytes"] + report["other_bytes"]
     )
-    assert report["other_bytes"] == report["blob_bytes"] - report["blob_weight_section_bytes"]
+    assert report["other_bytes"] == (
+        report["blob_bytes"] - report["blob_weight_section_bytes"] - report["blob_packed_weight_section_bytes"]
+    )
     assert report["weight_bytes"] == sum(w["bytes"] for w in report["weights"])
     arena = [t for t in report["tensors"] if t["home"] == "arena"]
     io = [t for t in report["tensors"] if t["home"] != "arena"]

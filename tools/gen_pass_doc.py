@@ -197,7 +197,7 @@ def fuse_matmul_bias() -> onnx.ModelProto:
     r = _rng()
     n = [helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
          helper.make_node("Add", ["m", "b"], ["y"], name="add_bias")]
-    return _model(n, [_f("x", [2, 8])], [_f("y", [2, 4])],
+    return _model(n, [_f("x", [1, 6, 8])], [_f("y", [1, 6, 4])],
                   [_const("w", r.standard_normal((8, 4)).astype(np.float32)),
                    _const("b", r.standard_normal(4).astype(np.float32))])
 
@@ -239,7 +239,7 @@ EXAMPLES: Dict[str, Example] = {
                               "with zero weights where the cost model says it pays", mode="target"),
     "channel_shuffle_to_conv": Example(channel_shuffle_to_conv, "the Reshape-Transpose-Reshape shuffle is folded "
                                        "into the next Conv's weights (a permutation of its input channels)"),
-    "fuse_matmul_bias": Example(fuse_matmul_bias, "`MatMul(x, W) + b` with constant W and b becomes one Gemm"),
+    "fuse_matmul_bias": Example(fuse_matmul_bias, "`MatMul(x, W) + b` with constant W and b becomes one Gemm (Reshapes around it for rank > 2)"),
     "fold_focus": Example(fold_focus, "the YOLOv5 Focus stem (4 strided Slices + Concat + Conv) becomes one "
                           "stride-2 Conv on the input"),
 }

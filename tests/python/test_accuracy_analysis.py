@@ -104,3 +104,27 @@ def test_fp16_build_is_analysed_too(tmp_path: Path) -> None:
 )
 def test_tensor_names_are_sanitized(name: str, stem: str) -> None:
     assert sanitize_tensor_name(name) == stem
+
+
+@pytest.mark.parametrize("name", ["glu_net", "yolo_focus", "tiny_vit", "shufflenet_v2_x0_5"])
+def test_single_mode_on_shared_models(name: str, tmp_path: Path) -> None:
+    """Every op kind of the real exports (Concat, Split, LUTs, Softmax, LayerNorm, shared-scale
+    data movement) runs in the isolated mode; no layer of these models quantizes badly alone."""
+    from conftest import shared_models_dir
+
+    folder = shared_models_dir()
+    if folder is None or not (folder / f"{name}.onnx").is_file():
+        pytest.skip(f"shared model {name} not found (set NPUC_SHARED_MODELS)")
+    ref = np.load(folder / f"{name}.ref.npz")
+    x = next(ref[k] for k in ref.files if k.startswith("input:")).astype(np.float32)
+    rng = np.random.default_rng(1)
+    calibration = [(x + 0.3 * rng.standard_normal(x.shape)).astype(np.float32) for _ in range(4)]
+    tk = npuc.Toolkit()
+    tk.load_onnx(model=str(folder / f"{name}.onnx"))
+    tk.build(dataset=calibration)
+    tk.accuracy_analysis(inputs=[x], output_dir=str(tmp_path))
+    rows = [r for r in tk.accuracy_report.rows if r["node"]]
+    assert rows[0]["single_cosine"] == rows[0]["cosine"]
+    assert min(r["single_cosine"] for r in rows) > 0.99
+    # Single never sees more error than entire by much: upstream error is what it removes.
+    assert np.median([r["single_sqnr_db"] - r["sqnr_db"] for r in rows]) >= 0

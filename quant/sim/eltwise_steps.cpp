@@ -295,6 +295,7 @@ std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx) {
   return std::make_unique<LutStep>(ctx);
 }
 std::unique_ptr<SimStep> makeSharedScaleStep(const StepContext& ctx) {
+  if (supportsInt8MaxPool(ctx.node)) return makeMaxPoolStep(ctx);
   return std::make_unique<SharedScaleStep>(ctx);
 }
 

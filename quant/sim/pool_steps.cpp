@@ -2,6 +2,10 @@
 // in-bounds taps, requantized once by s_in / (count * s_out). count is the number of in-bounds
 // taps, or the full kernel area with count_include_pad (padding is real 0, adding nothing to
 // the sum). One multiplier per possible count is prepared at compile time.
+//
+// MaxPool keeps its input's parameters, and dequantization is increasing, so the max of the
+// int8 values is the int8 of the max: the same bytes the dequantize -> float MaxPool ->
+// quantize path gives, without leaving int8 (padding is -inf, i.e. never chosen).
 #include <algorithm>
 
 #include "common/error.h"
@@ -85,7 +89,72 @@ class AveragePoolStep : public SimStep {
   std::vector<FixedPointMultiplier> multipliers_;  // index count - 1
 };
 
+// 2-D MaxPool, explicit pads, no dilation, floor mode (supportsInt8MaxPool). Per output row:
+// the element-wise max of the kernel_h input rows (a contiguous loop the compiler vectorizes),
+// then the max over each window of that row.
+class MaxPoolStep : public SimStep {
+ public:
+  explicit MaxPoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+    const Node& n = ctx.node;
+    const Attributes& a = n.attrs();
+    in_shape_ = n.input(0)->shape();
+    out_shape_ = n.output(0)->shape();
+    kernel_ = a.ints("kernel_shape");
+    strides_ = a.ints("strides", {1, 1});
+    pads_ = a.ints("pads", {0, 0, 0, 0});
+  }
+
+  void run(SimSlots& slots) const override {
+    const SimValue& xv = in(slots, 0);
+    const int8_t* x = xv.tensor.data<int8_t>();
+    SimValue y{Tensor(DType::Int8, out_shape_), true, xv.params};
+    int8_t* d = y.tensor.data<int8_t>();
+    const int64_t planes = in_shape_[0] * in_shape_[1], ih = in_shape_[2], iw = in_shape_[3];
+    const int64_t oh = out_shape_[2], ow = out_shape_[3];
+    std::vector<int8_t> column_max(static_cast<size_t>(iw));
+    for (int64_t p = 0; p < planes; ++p) {
+      const int8_t* plane = x + p * ih * iw;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const int64_t y0 = std::max<int64_t>(oy * strides_[0] - pads_[0], 0);
+        const int64_t y1 = std::min<int64_t>(oy * strides_[0] - pads_[0] + kernel_[0], ih);
+        int8_t* m = column_max.data();
+        std::fill(m, m + iw, static_cast<int8_t>(kActivationQMin));
+        for (int64_t iy = y0; iy < y1; ++iy) {
+          const int8_t* row = plane + iy * iw;
+          for (int64_t ix = 0; ix < iw; ++ix) m[ix] = std::max(m[ix], row[ix]);
+        }
+        int8_t* out = d + (p * oh + oy) * ow;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t x0 = std::max<int64_t>(ox * strides_[1] - pads_[1], 0);
+          const int64_t x1 = std::min<int64_t>(ox * strides_[1] - pads_[1] + kernel_[1], iw);
+          // A window of padding only is max(-inf) = -inf, which quantizes to the minimum.
+          int8_t v = static_cast<int8_t>(kActivationQMin);
+          for (int64_t ix = x0; ix < x1; ++ix) v = std::max(v, m[ix]);
+          out[ox] = v;
+        }
+      }
+    }
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  Shape in_shape_, out_shape_;
+  std::vector<int64_t> kernel_, strides_, pads_;
+};
+
 }  // namespace
+
+bool supportsInt8MaxPool(const Node& n) {
+  const Attributes& a = n.attrs();
+  const std::vector<int64_t> ones{1, 1};
+  return n.opType() == "MaxPool" && n.numOutputs() == 1 && n.input(0)->shape().size() == 4 &&
+         a.ints("kernel_shape", {}).size() == 2 && a.s("auto_pad", "NOTSET") == "NOTSET" &&
+         a.i("ceil_mode", 0) == 0 && a.ints("dilations", ones) == ones;
+}
+
+std::unique_ptr<SimStep> makeMaxPoolStep(const StepContext& ctx) {
+  return std::make_unique<MaxPoolStep>(ctx);
+}
 
 std::unique_ptr<SimStep> makeAveragePoolStep(const StepContext& ctx) {
   return std::make_unique<AveragePoolStep>(ctx);

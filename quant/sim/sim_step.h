@@ -71,6 +71,9 @@ std::unique_ptr<SimStep> makeConcatStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeClampStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeGlobalAveragePoolStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeAveragePoolStep(const StepContext& ctx);
+// MaxPool on int8 bytes (a SharedScale op); only when supportsInt8MaxPool, else the float path.
+bool supportsInt8MaxPool(const Node& n);
+std::unique_ptr<SimStep> makeMaxPoolStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx);
 
 }  // namespace npuc::quant

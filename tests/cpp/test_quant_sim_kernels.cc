@@ -4,14 +4,21 @@
 // test_quant_sim.cc's, with extreme inputs and weights that push the accumulator bounds.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <map>
 #include <random>
 #include <sstream>
 
+#include "opset/eval.h"
+#include "pass_test_util.h"
+#include "quant/graph/calibrator.h"
+#include "quant/graph/quantizer.h"
 #include "quant/int_limits.h"
 #include "quant/requant.h"
 #include "quant/sim/int8_conv.h"
 #include "quant/sim/int8_gemm_kernel.h"
+#include "quant/sim/quantized_executor.h"
 #include "quant/sim/requant_row.h"
 
 namespace npuc::quant {
@@ -168,6 +175,41 @@ TEST(QuantSimKernels, FastConvPathsMatchReferenceOnLargerShapesAndExtremes) {
     ++tested;
   }
   EXPECT_GT(tested, 180);
+}
+
+// The int8 MaxPool must give the bytes of dequantize -> float MaxPool -> quantize (the generic
+// shared-scale path it replaces), including windows that hang over the padding.
+TEST(QuantSimKernels, Int8MaxPoolEqualsTheFloatRoundTrip) {
+  using passtest::attrs;
+  for (const auto& [k, s, pad] :
+       std::vector<std::array<int64_t, 3>>{{3, 2, 1}, {2, 2, 0}, {3, 1, 2}, {5, 3, 2}}) {
+    passtest::GraphBuilder b;
+    Value* x = b.input("x", {1, 3, 11, 9});
+    Value* y = b.op("MaxPool", {x},
+                    attrs({{"kernel_shape", std::vector<int64_t>{k, k}},
+                           {"strides", std::vector<int64_t>{s, s}},
+                           {"pads", std::vector<int64_t>{pad, pad, pad, pad}}}));
+    b.output(y);
+    const Graph& g = b.graph();
+    Calibrator cal(g);
+    for (uint32_t i = 0; i < 4; ++i)
+      cal.addSample({passtest::randomTensor({1, 3, 11, 9}, 40 + i, -3.0f, 3.0f)});
+    const QuantPlan plan = buildQuantPlan(g, cal.ranges({}), {});
+    const QuantizedExecutor sim(g, plan);
+    ASSERT_NE(sim.describe().find("MaxPool -> int8"), std::string::npos) << sim.describe();
+    const std::map<std::string, Tensor> values =
+        sim.runAllValues({passtest::randomTensor({1, 3, 11, 9}, 7, -4.0f, 4.0f)});
+    const Tensor& x_deq = values.at("x");
+    const Tensor want_float = evalNode(*y->producer(), {&x_deq})[0];
+    const QuantParams py = plan.at(y->name()).params(y->name());
+    const Tensor& got = values.at(y->name());
+    ASSERT_EQ(got.numel(), want_float.numel());
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const float want = dequantizeValue(quantizeValue(want_float.data<float>()[i], py), py);
+      ASSERT_EQ(got.data<float>()[i], want)
+          << "kernel " << k << " stride " << s << " pad " << pad << " at " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ std::vector<TaskNodes> groupTasks(const Graph& graph, const PartitionReport& pla
   std::vector<TaskNodes> tasks;
   for (const Node* n : graph.nodes()) {
     auto it = group_of.find(n);
-    if (it != group_of.end() && it->second->anchor != n) continue;  // runs with its anchor
+    // A group runs where its last node sits: a fused residual Add may read a value (e.g. a
+    // downsample Conv's output) produced after the anchor, so the anchor's slot is too early.
+    if (it != group_of.end() && it->second->nodes().back() != n) continue;
     TaskNodes t;
     t.device = placement.deviceOf(n);
     if (it != group_of.end()) {

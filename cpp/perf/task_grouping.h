@@ -20,7 +20,8 @@ struct TaskNodes {
   std::string full_name;  // node labels joined by '+'
 };
 
-// Tasks in graph order (a group sits at its anchor's position).
+// Tasks in graph order (a group sits at its last node's position, so every value it reads from
+// outside has been produced).
 std::vector<TaskNodes> groupTasks(const Graph& graph, const PartitionReport& placement,
                                   const std::vector<FusionGroup>& groups);
 

@@ -70,6 +70,26 @@ TEST(Lower, OneTaskPerFusionGroupAndCpuOpsStayOps) {
     }
 }
 
+// ResNet's downsample block: the main branch's Conv+Relu+Add group reads the shortcut Conv's
+// output, which the graph orders after the group's anchor. The task must run after it (found on
+// torchvision resnet50: "value ... is read before any task produces it").
+TEST(Lower, ResidualGroupRunsAfterAShortcutProducedBehindItsAnchor) {
+  PerfGraph p;
+  Value* x = p.input("x", {1, 16, 8, 8});
+  Node* main = p.conv("main", x, 16, 3);
+  Node* shortcut = p.conv("shortcut", x, 16, 1);
+  Node* add = p.op("Add", "add", {main->output(), shortcut->output()});
+  Node* relu = p.op("Relu", "relu", {add->output()});
+  p.g.addOutput(relu->output());
+  LoweredProgram prog = lowerGraph(p.g, socProfile("rk3588"), LowerOptions{});
+  EXPECT_NO_THROW(verifyProgram(prog, p.g));
+  std::vector<std::string> npu_patterns;
+  for (const Task& t : prog.tasks)
+    if (t.kind == TaskKind::Npu) npu_patterns.push_back(t.pattern);
+  // The shortcut Conv runs first, then the main branch with its fused residual Add.
+  EXPECT_EQ(npu_patterns, (std::vector<std::string>{"Conv", "Conv+Add", "Relu"}));
+}
+
 TEST(Lower, ConvertAtEveryBoundary) {
   MixedGraph m;
   LoweredProgram prog = lowerMixed(m.p.g);

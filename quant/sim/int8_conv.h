@@ -4,10 +4,12 @@
 //
 //   int8ConvReference  the formula as written: acc = b_q + sum (q_x - z_x) * q_w over the
 //                      in-bounds taps (padding is real 0), then requantizeToInt8 per element;
-//   Int8ConvFast       the deployment form: z_x folded into the bias at construction, im2col
-//                      with padding = z_x, the packed u8 x s8 GEMM (int8_gemm_kernel.h, AVX-512
-//                      VNNI when compiled for it) and the batch per-channel requantization;
-//                      one input channel per group (depthwise) runs a direct int32 loop.
+//   Int8ConvFast       the deployment form: z_x folded into the bias at construction, the input
+//                      copied once into padded phase-split planes (phase_plane.h, padding = z_x)
+//                      whose contiguous runs are the rows of the packed u8 x s8 GEMM
+//                      (int8_gemm_kernel.h, AVX-512 VNNI when compiled for it; no im2col), and
+//                      the vector per-channel requantization (requant_row.h); one input channel
+//                      per group (depthwise) runs a direct int32 loop over the same planes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -49,20 +51,10 @@ void validateInt8Conv(const Int8ConvParams& p, const std::string& what);
 
 void int8ConvReference(const Int8ConvParams& p, const int8_t* x, int8_t* y);
 
-// The padded input plane of the direct (one input channel per group) path, split by phase:
-// padded element (r, c) lives in sub-plane (r % stride_h, c % stride_w) at (r / stride_h,
-// c / stride_w). Each sub-plane has `sub_rows` rows of `sub_cols` columns plus one spare row,
-// so a tap at any stride reads one contiguous run (see runDirect).
-struct DirectPlane {
-  int64_t row_phases = 1, col_phases = 1, sub_rows = 0, sub_cols = 0;
-  int64_t subPlaneElements() const { return (sub_rows + 1) * sub_cols; }
-  int64_t elements() const { return row_phases * col_phases * subPlaneElements(); }
-};
-
 class Int8ConvFast {
  public:
   explicit Int8ConvFast(Int8ConvParams params);
-  // Scratch bytes run() needs (im2col rows, packed activations, one accumulator tile).
+  // Scratch bytes run() needs (split input planes, packed activations, outputs, one tile).
   size_t workspaceBytes() const;
   void run(const int8_t* x, int8_t* y, void* workspace) const;
   const Int8ConvParams& params() const { return p_; }
@@ -70,12 +62,10 @@ class Int8ConvFast {
  private:
   // One input channel per group (depthwise): a direct loop beats packing a 1-row GEMM.
   bool direct() const { return p_.geometry.inPerGroup() == 1; }
-  // 1x1, stride 1, no padding: the input planes are the GEMM's B rows, no im2col.
+  // 1x1, stride 1, no padding: the input planes are the GEMM's B rows as they are.
   bool pointwise() const;
-  void im2col(const int8_t* image, int64_t group, int8_t* cols) const;
   void runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const;
   void runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) const;
-  DirectPlane directPlane() const;
 
   Int8ConvParams p_;
   std::vector<PackedGemmWeights> packed_;  // per group (GEMM path)

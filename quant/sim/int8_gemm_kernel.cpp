@@ -66,24 +66,37 @@ void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t colum
 #ifdef NPUC_GEMM_VNNI
 
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile) {
-  constexpr int kVectors = kGemmCols / 16;  // int32 lanes per 512-bit vector
-  __m512i acc[kGemmRows][kVectors];
-  for (auto& row : acc)
-    for (auto& v : row) v = _mm512_setzero_si512();
-  for (int64_t g = 0; g < depth_groups; ++g) {
-    const uint8_t* b = b_panel + g * kGemmCols * kGroupBytes;
-    const int8_t* a = a_block + g * kGemmRows * kGroupBytes;
-    __m512i bv[kVectors];
-    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_loadu_si512(b + v * 64);
-    for (int m = 0; m < kGemmRows; ++m) {
-      int32_t four_weights;
-      std::memcpy(&four_weights, a + m * kGroupBytes, sizeof(four_weights));
-      const __m512i w = _mm512_set1_epi32(four_weights);
-      for (int v = 0; v < kVectors; ++v) acc[m][v] = _mm512_dpbusd_epi32(acc[m][v], bv[v], w);
-    }
+  static_assert(kGemmRows == 8 && kGemmCols == 32, "the VNNI tile is written out for 8 x 32");
+  // Sixteen named accumulators (8 rows x 2 vectors of 16 columns): written out rather than an
+  // array so the compiler keeps them all in registers (with an array GCC copied and spilled).
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+          c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  const int32_t* a = reinterpret_cast<const int32_t*>(a_block);  // four int8 weights per lane
+  const uint8_t* b = b_panel;
+  for (int64_t g = 0; g < depth_groups; ++g, a += kGemmRows, b += kGemmCols * kGroupBytes) {
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+#define NPUC_VNNI_ROW(m, lo, hi)               \
+  {                                            \
+    const __m512i w = _mm512_set1_epi32(a[m]); \
+    lo = _mm512_dpbusd_epi32(lo, b0, w);       \
+    hi = _mm512_dpbusd_epi32(hi, b1, w);       \
   }
-  for (int m = 0; m < kGemmRows; ++m)
-    for (int v = 0; v < kVectors; ++v) _mm512_storeu_si512(tile + m * kGemmCols + v * 16, acc[m][v]);
+    NPUC_VNNI_ROW(0, c00, c01)
+    NPUC_VNNI_ROW(1, c10, c11)
+    NPUC_VNNI_ROW(2, c20, c21)
+    NPUC_VNNI_ROW(3, c30, c31)
+    NPUC_VNNI_ROW(4, c40, c41)
+    NPUC_VNNI_ROW(5, c50, c51)
+    NPUC_VNNI_ROW(6, c60, c61)
+    NPUC_VNNI_ROW(7, c70, c71)
+#undef NPUC_VNNI_ROW
+  }
+  const __m512i rows[kGemmRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                                      {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+  for (int m = 0; m < kGemmRows; ++m) {
+    _mm512_storeu_si512(tile + m * kGemmCols, rows[m][0]);
+    _mm512_storeu_si512(tile + m * kGemmCols + 16, rows[m][1]);
+  }
 }
 
 #else

@@ -119,6 +119,17 @@ void QuantizedExecutor::compile() {
                                : std::string("int8 ") + quantOpKindName(effective)));
   }
   for (const Value* v : graph_->outputs()) output_slots_.push_back(slotFor(v));
+  for (const auto& [v, slot] : slot_of) slot_by_name_[v->name()] = slot;
+}
+
+int QuantizedExecutor::slotOf(const std::string& value) const {
+  auto it = slot_by_name_.find(value);
+  return it == slot_by_name_.end() ? -1 : it->second;
+}
+
+SimValue QuantizedExecutor::inputToSim(size_t index, const Tensor& t) const {
+  const Value* v = graph_->inputs().at(index);
+  return v->dtype() == DType::Float32 ? toSimFloat(*v, t) : SimValue{t, false, {}};
 }
 
 void QuantizedExecutor::checkInputs(const std::vector<Tensor>& inputs) const {
@@ -154,9 +165,7 @@ SimSlots QuantizedExecutor::execute(const std::vector<Tensor>& inputs) const {
   checkInputs(inputs);
   SimSlots slots = initial_;  // shallow: constant tensors share storage
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value* v = graph_->inputs()[i];
-    SimValue& s = slots[static_cast<size_t>(input_slots_[i])];
-    s = v->dtype() == DType::Float32 ? toSimFloat(*v, inputs[i]) : SimValue{inputs[i], false, {}};
+    slots[static_cast<size_t>(input_slots_[i])] = inputToSim(i, inputs[i]);
   }
   for (const auto& step : steps_) step->run(slots);
   return slots;

@@ -52,12 +52,27 @@ class QuantizedExecutor {
 
   const Graph& graph() const { return *graph_; }
   SimMode mode() const { return options_.mode; }
+  const QuantPlan& plan() const { return plan_; }
+
+  // ---- The compiled steps one by one, for the program runtime (runtime/program_runtime.h),
+  // which runs them in the lowered program's task order over its own activation arena.
+  // The slots before a run: constants bound, every activation empty.
+  const SimSlots& initialSlots() const { return initial_; }
+  // The slot of a graph value (input, node output or constant) by name; -1 when there is none.
+  int slotOf(const std::string& value) const;
+  size_t numSteps() const { return steps_.size(); }
+  // Runs the step of the graph node at `node_index` (graph order; one step per node).
+  void runStep(size_t node_index, SimSlots& slots) const { steps_[node_index]->run(slots); }
+  // Graph input `index` as the simulator holds it: quantized with its plan entry (INT8), rounded
+  // to half (float), as is (non-float): what run() does at the graph boundary.
+  SimValue inputToSim(size_t index, const Tensor& t) const;
+  // InputError naming the input on a count/dtype/shape mismatch.
+  void checkInputs(const std::vector<Tensor>& inputs) const;
   // Per node: "name: op -> int8 conv" / "fp16", for logs and tests.
   std::string describe() const;
 
  private:
   void compile();
-  void checkInputs(const std::vector<Tensor>& inputs) const;
   SimSlots execute(const std::vector<Tensor>& inputs) const;
   // A float value as the simulator holds it: quantized with its plan entry (INT8 mode), or
   // rounded to half (FP16 mode, or a float value the plan does not quantize).
@@ -76,6 +91,7 @@ class QuantizedExecutor {
   };
   std::vector<StepFloatValues> step_float_values_;
   std::vector<int> input_slots_, output_slots_;
+  std::map<std::string, int> slot_by_name_;                // every graph value's slot (slotOf)
   std::vector<std::pair<std::string, int>> float_values_;  // inputs and node outputs of float type
 };
 

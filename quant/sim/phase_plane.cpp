@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__AVX512BW__) && defined(__AVX512VBMI__)
+#include <immintrin.h>
+#endif
+
 namespace npuc::quant {
 
 namespace {
@@ -36,23 +40,86 @@ std::vector<int64_t> PhasePlane::tapOffsets(const ConvGeometry& g) const {
   return offsets;
 }
 
+// dst[i] = src[i * kStride] for i in [first, end): a compile-time stride the compiler turns into
+// vector shuffles (a run-time stride stays a scalar loop).
+template <int kStride, typename T>
+void gatherStrided(const int8_t* __restrict src, int64_t first, int64_t end, T* __restrict dst) {
+  // Source and destination are distinct buffers (input tensor, workspace): no alias checks.
+#pragma GCC ivdep
+  for (int64_t i = first; i < end; ++i) dst[i] = src[i * kStride];
+}
+
+#if defined(__AVX512BW__) && defined(__AVX512VBMI__)
+// The depthwise planes are int16 and their rows are short (7 to 114 elements): the compiler's
+// vector loop needs 32+ elements and leaves short rows to a scalar tail, so these widen 32
+// elements per step with masked loads/stores instead. Stride 2 loads 64 bytes and keeps the
+// even ones.
+void widenRow(const int8_t* src, int64_t n, int16_t* dst) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __mmask32 m = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
+    const __m256i bytes = _mm256_maskz_loadu_epi8(m, src + i);
+    _mm512_mask_storeu_epi16(dst + i, m, _mm512_cvtepi8_epi16(bytes));
+  }
+}
+
+void widenEvenOfRow(const int8_t* src, int64_t n, int16_t* dst) {
+  const __m512i even = _mm512_set_epi8(126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100,
+                                       98, 96, 94, 92, 90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64,
+                                       62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28,
+                                       26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  for (int64_t i = 0; i < n; i += 32) {
+    const int64_t left = n - i;  // outputs still to write; source bytes needed: 2 * left - 1
+    const __mmask32 m = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
+    const int64_t need = std::min<int64_t>(64, 2 * left - 1);
+    const __mmask64 load = need >= 64 ? ~__mmask64{0} : (__mmask64{1} << need) - 1;
+    const __m512i bytes = _mm512_maskz_loadu_epi8(load, src + 2 * i);
+    const __m256i picked = _mm512_castsi512_si256(_mm512_permutexvar_epi8(even, bytes));
+    _mm512_mask_storeu_epi16(dst + i, m, _mm512_cvtepi8_epi16(picked));
+  }
+}
+
+void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end, int16_t* dst) {
+  if (end <= first) return;
+  if (stride == 1) return widenRow(src + first, end - first, dst + first);
+  if (stride == 2) return widenEvenOfRow(src + 2 * first, end - first, dst + first);
+  for (int64_t i = first; i < end; ++i) dst[i] = src[i * stride];
+}
+#endif
+
+template <typename T>
+void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end, T* dst) {
+  switch (stride) {
+    case 1: gatherStrided<1>(src, first, end, dst); break;
+    case 2: gatherStrided<2>(src, first, end, dst); break;
+    default:
+      for (int64_t i = first; i < end; ++i) dst[i] = src[i * stride];
+  }
+}
+
 template <typename T>
 void PhasePlane::fill(const ConvGeometry& g, const int8_t* plane, T pad, T* dst) const {
-  std::fill(dst, dst + elements(), pad);
   const auto [row_lo, row_hi] = inputSpan(sub_rows * row_phases, g.in_h, g.pad_top);
   const auto [col_lo, col_hi] = inputSpan(sub_cols * col_phases, g.in_w, g.pad_left);
+  // Padding only where no input lands; when there is no padding at all, nothing is filled twice.
+  const bool full_rows = row_lo == 0 && row_hi == sub_rows * row_phases;
+  const bool full_cols = col_lo == 0 && col_hi == sub_cols * col_phases;
+  if (!(full_rows && full_cols)) {
+    std::fill(dst, dst + elements(), pad);
+  } else {
+    // Only the spare row of each sub-plane is not written below.
+    for (int64_t sub = 0; sub < row_phases * col_phases; ++sub) {
+      T* spare = dst + sub * subPlaneElements() + sub_rows * sub_cols;
+      std::fill(spare, spare + sub_cols, pad);
+    }
+  }
   for (int64_t r = row_lo; r < row_hi; ++r) {
     const int8_t* src = plane + (r - g.pad_top) * g.in_w - g.pad_left;  // indexed by padded column
     T* row = dst + (r % row_phases) * col_phases * subPlaneElements() + (r / row_phases) * sub_cols;
-    if (col_phases == 1) {
-      std::copy(src + col_lo, src + col_hi, row + col_lo);
-      continue;
-    }
     for (int64_t phase = 0; phase < col_phases; ++phase) {
       // Padded columns c = i * col_phases + phase within [col_lo, col_hi).
-      T* out = row + phase * subPlaneElements();
       const int64_t first = (std::max<int64_t>(col_lo - phase, 0) + col_phases - 1) / col_phases;
-      for (int64_t i = first; i * col_phases + phase < col_hi; ++i) out[i] = src[i * col_phases + phase];
+      const int64_t end = std::max<int64_t>(first, (col_hi - phase + col_phases - 1) / col_phases);
+      gatherStrided(col_phases, src + phase, first, end, row + phase * subPlaneElements());
     }
   }
 }

@@ -18,20 +18,17 @@ void requantizeRowScalar(const int32_t* acc, int64_t n, int32_t bias, FixedPoint
 
 #ifdef NPUC_REQUANT_AVX512
 
-// Eight accumulators (sign-extended to 64-bit lanes) -> eight int8 outputs. Same arithmetic as
-// applyMultiplier: |acc * m| < 2^62 exact in int64, + 2^(r-1), logical shift right by r, sign
-// restored. Saturating to int32, adding z_out and saturating to int8 equals clamping
-// (rounded + z_out) to [-128, 127] directly, since |z_out| <= 128 and int32 saturation only
-// matters far outside the int8 range.
-inline __m128i requantizeEight(__m512i acc64, __m512i multiplier, __m512i offset, __m128i right_shift,
-                               __m512i zero_point, __m512i lo, __m512i hi) {
-  const __m512i product = _mm512_mul_epi32(acc64, multiplier);  // low 32 bits of each lane, signed
-  const __mmask8 negative = _mm512_cmplt_epi64_mask(product, _mm512_setzero_si512());
-  const __m512i magnitude = _mm512_abs_epi64(product);
-  const __m512i rounded = _mm512_srl_epi64(_mm512_add_epi64(magnitude, offset), right_shift);
-  const __m512i signed_rounded = _mm512_mask_sub_epi64(rounded, negative, _mm512_setzero_si512(), rounded);
-  const __m512i shifted = _mm512_add_epi64(signed_rounded, zero_point);
-  return _mm512_cvtepi64_epi8(_mm512_min_epi64(_mm512_max_epi64(shifted, lo), hi));
+// The same arithmetic as applyMultiplier on the eight int64 lanes of `product` (= acc * m,
+// exact: |acc * m| < 2^62): round half away from zero of product / 2^r is
+// floor((product + 2^(r-1) - [product < 0]) / 2^r), an arithmetic shift (for negative p,
+// -floor((-p + h) / 2^r) = floor((p + h - 1) / 2^r) with h = 2^(r-1)). Then saturating to
+// int32, adding z_out and saturating to int8 equals clamping (rounded + z_out) to [-128, 127]
+// directly, since |z_out| <= 128 and int32 saturation only matters far outside the int8 range.
+inline __m512i roundShiftClamp(__m512i product, __m512i offset, __m128i right_shift, __m512i zero_point,
+                               __m512i lo, __m512i hi) {
+  const __m512i biased = _mm512_add_epi64(_mm512_add_epi64(product, offset), _mm512_srai_epi64(product, 63));
+  const __m512i rounded = _mm512_add_epi64(_mm512_sra_epi64(biased, right_shift), zero_point);
+  return _mm512_min_epi64(_mm512_max_epi64(rounded, lo), hi);
 }
 
 #endif
@@ -52,16 +49,24 @@ void requantizeRowToInt8(const int32_t* acc, int64_t n, int32_t bias, FixedPoint
   const __m512i zero_point = _mm512_set1_epi64(output_zero_point);
   const __m512i lo = _mm512_set1_epi64(kActivationQMin), hi = _mm512_set1_epi64(kActivationQMax);
   const __m512i bias_v = _mm512_set1_epi32(bias);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m512i a = _mm512_add_epi32(_mm512_loadu_si512(acc + i), bias_v);
-    const __m512i low = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(a));
-    const __m512i high = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(a, 1));
-    const __m128i r0 = requantizeEight(low, multiplier, offset, right_shift, zero_point, lo, hi);
-    const __m128i r1 = requantizeEight(high, multiplier, offset, right_shift, zero_point, lo, hi);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_unpacklo_epi64(r0, r1));
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const __mmask16 lanes = n - i >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(lanes, acc + i), bias_v);
+    // _mm512_mul_epi32 multiplies the sign-extended low int32 of each 64-bit lane: the even
+    // accumulators directly, the odd ones after shifting them down.
+    const __m512i even =
+        roundShiftClamp(_mm512_mul_epi32(a, multiplier), offset, right_shift, zero_point, lo, hi);
+    const __m512i odd = roundShiftClamp(_mm512_mul_epi32(_mm512_srli_epi64(a, 32), multiplier), offset,
+                                        right_shift, zero_point, lo, hi);
+    const __m512i both = _mm512_mask_blend_epi32(__mmask16{0xAAAA}, even, _mm512_slli_epi64(odd, 32));
+    // Narrow in a register, then store: a masked narrowing store to memory is slow on AMD Zen 4.
+    const __m128i bytes = _mm512_cvtepi32_epi8(both);
+    if (lanes == __mmask16{0xFFFF}) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bytes);
+    } else {
+      _mm_mask_storeu_epi8(out + i, lanes, bytes);
+    }
   }
-  requantizeRowScalar(acc + i, n - i, bias, m, output_zero_point, out + i);
 #else
   requantizeRowScalar(acc, n, bias, m, output_zero_point, out);
 #endif

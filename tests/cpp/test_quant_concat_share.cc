@@ -1,0 +1,73 @@
+// The quantizer gives a Concat input that only the Concat reads the Concat's parameters (its
+// producer, or the Conv feeding its fused ReLU, requantizes straight onto the Concat's grid, so
+// the Concat is a byte copy), keeps its own parameters for an input with another reader, and the
+// simulator's reference and fast paths still agree to the bit.
+#include <gtest/gtest.h>
+
+#include "pass_test_util.h"
+#include "quant/graph/calibrator.h"
+#include "quant/graph/quantizer.h"
+#include "quant/sim/quantized_executor.h"
+
+namespace npuc::quant {
+namespace {
+
+using passtest::attrs;
+using passtest::GraphBuilder;
+using passtest::randomTensor;
+
+struct ConcatModel {
+  std::unique_ptr<Graph> graph;
+  Value *relu, *shared, *concat;
+};
+
+// x -> conv_a -> Relu ─┐
+// x -> conv_b ─────────┼─ Concat -> output      (conv_b's output is also a graph output)
+ConcatModel concatModel() {
+  GraphBuilder b;
+  Value* x = b.input("x", {1, 3, 6, 6});
+  Value* a = b.op("Conv", {x, b.randomConstant({4, 3, 1, 1}, 1), b.randomConstant({4}, 2)}, {}, "conv_a");
+  Value* relu = b.op("Relu", {a}, {}, "relu");
+  Value* wide = b.constant(randomTensor({5, 3, 1, 1}, 3, -4.0f, 4.0f), "w_b");
+  Value* bconv = b.op("Conv", {x, wide}, {}, "conv_b");
+  Value* cat = b.op("Concat", {relu, bconv}, attrs({{"axis", int64_t{1}}}), "concat");
+  b.output(cat);
+  b.output(bconv);
+  return ConcatModel{b.release(), relu, bconv, cat};
+}
+
+TEST(QuantConcatShare, SoleReaderInputTakesTheConcatParameters) {
+  ConcatModel m = concatModel();
+  Calibrator cal(*m.graph);
+  for (uint32_t s = 0; s < 4; ++s) cal.addSample({randomTensor({1, 3, 6, 6}, s)});
+  const QuantPlan plan = buildQuantPlan(*m.graph, cal.ranges({}), {});
+  const QuantParams cat = plan.tensors.at(m.concat->name()).params(m.concat->name());
+  const QuantParams relu = plan.tensors.at(m.relu->name()).params(m.relu->name());
+  const QuantParams shared = plan.tensors.at(m.shared->name()).params(m.shared->name());
+  EXPECT_EQ(relu.scale, cat.scale);
+  EXPECT_EQ(relu.zero_point, cat.zero_point);
+  // conv_b's output is also a graph output: it keeps the parameters of its own range.
+  const ClipRange own = cal.ranges({}).at(m.shared->name());
+  const QuantParams expected = chooseActivationParams(own.min, own.max);
+  EXPECT_EQ(shared.scale, expected.scale);
+  EXPECT_EQ(shared.zero_point, expected.zero_point);
+}
+
+TEST(QuantConcatShare, SimulatorStaysBitExactBetweenPaths) {
+  ConcatModel m = concatModel();
+  Calibrator cal(*m.graph);
+  for (uint32_t s = 0; s < 4; ++s) cal.addSample({randomTensor({1, 3, 6, 6}, s)});
+  const QuantPlan plan = buildQuantPlan(*m.graph, cal.ranges({}), {});
+  SimOptions fast_options, reference_options;
+  reference_options.path = SimPath::Reference;
+  const QuantizedExecutor fast(*m.graph, plan, fast_options);
+  const QuantizedExecutor reference(*m.graph, plan, reference_options);
+  const std::vector<Tensor> in = {randomTensor({1, 3, 6, 6}, 11)};
+  const std::vector<Tensor> a = fast.run(in), b = reference.run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    for (int64_t j = 0; j < a[i].numel(); ++j) EXPECT_EQ(a[i].data<float>()[j], b[i].data<float>()[j]);
+}
+
+}  // namespace
+}  // namespace npuc::quant

@@ -11,6 +11,7 @@
 #include "bindings/model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
+#include "lower/program_sections.h"
 #include "memory/memory_report.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/qdq_export.h"
@@ -18,6 +19,7 @@
 #include "quant/graph/quantizer.h"
 #include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/quantized_executor.h"
+#include "runtime/program_runtime_loader.h"
 
 namespace npuc::bindings {
 
@@ -51,10 +53,22 @@ class PyQuantizedModel {
       : sim_(std::move(sim)), plan_(std::move(plan)) {}
   const QuantizedExecutor& sim() const { return *sim_; }
   const quant::QuantPlan& plan() const { return plan_; }
+  // A loaded blob's compiled program over its planned arena (run() uses it), or null with why.
+  const runtime::ProgramRuntime* program() const { return program_.get(); }
+  const std::string& programNote() const { return program_note_; }
+  void setProgram(std::shared_ptr<const runtime::ProgramRuntime> program, std::string note) {
+    program_ = std::move(program);
+    program_note_ = std::move(note);
+  }
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const {
+    return program_ ? program_->run(inputs) : sim_->run(inputs);
+  }
 
  private:
   std::shared_ptr<const QuantizedExecutor> sim_;
   quant::QuantPlan plan_;
+  std::shared_ptr<const runtime::ProgramRuntime> program_;
+  std::string program_note_ = "built in memory: the simulator runs the graph node by node";
 };
 
 class PyCalibrator {
@@ -98,7 +112,7 @@ py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs) {
   std::vector<Tensor> outs;
   {
     py::gil_scoped_release release;
-    outs = qm.sim().run(tensors);
+    outs = qm.run(tensors);
   }
   py::list result;
   for (const Tensor& t : outs) result.append(tensorToNumpy(t));
@@ -185,10 +199,14 @@ void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, co
   opts.options = options;
   opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(qm.plan())});
   py::gil_scoped_release release;
+  // The lowered program (TASK, PIPE, CPUO, NWGT); an FP16 simulator lowers as a float build.
+  lower::appendProgramSections(qm.sim().graph(),
+                               qm.sim().mode() == quant::SimMode::Int8 ? &qm.plan() : nullptr, &opts);
   // The activation memory plan (optional MPLN section; an FP16 simulator has no int8 plan).
   const bool int8 = qm.sim().mode() == quant::SimMode::Int8;
-  opts.extra_sections.push_back({blob::kSectionMemoryPlan, false,
-                                 memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc)});
+  opts.extra_sections.push_back(
+      {blob::kSectionMemoryPlan, false,
+       memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc)});
   blob::writeBlob(qm.sim().graph(), path, opts);
 }
 
@@ -201,6 +219,17 @@ void exportQuantizedOnnx(const PyQuantizedModel& qm, const std::string& path) {
   quant::exportQdqOnnxFile(qm.sim().graph(), qm.plan(), path, opts);
 }
 
+// The model of a loaded blob on `sim`, run by the blob's compiled program over its planned arena
+// when the blob carries both (else by the simulator, with the reason recorded).
+PyQuantizedModel withProgram(const blob::LoadedBlob& b, std::shared_ptr<const QuantizedExecutor> sim,
+                             quant::QuantPlan plan) {
+  std::string why_not;
+  auto program = runtime::programRuntimeForBlob(b, sim, &why_not);
+  PyQuantizedModel model(std::move(sim), std::move(plan));
+  model.setProgram(std::move(program), why_not);
+  return model;
+}
+
 // The simulator of a blob written by exportQuantizedBlob; None for a blob without a QUNT section.
 std::optional<PyQuantizedModel> loadQuantizedBlob(const std::string& path,
                                                   const std::optional<std::string>& expected_soc) {
@@ -210,9 +239,19 @@ std::optional<PyQuantizedModel> loadQuantizedBlob(const std::string& path,
     if (s.kind != blob::kSectionQuant) continue;
     quant::QuantPlan plan = quant::decodeQuantPlan(s.bytes);
     auto sim = std::make_shared<const QuantizedExecutor>(*b.graph, plan);
-    return PyQuantizedModel(std::move(sim), std::move(plan));
+    return withProgram(b, std::move(sim), std::move(plan));
   }
   return std::nullopt;
+}
+
+// A float blob (do_quantization=False) on the FP16 simulator, as the NPU runs it.
+PyQuantizedModel loadFp16Blob(const std::string& path, const std::optional<std::string>& expected_soc) {
+  py::gil_scoped_release release;
+  blob::LoadedBlob b = blob::loadBlob(path, expected_soc);
+  for (const blob::ExtraSection& s : b.extra_sections)
+    if (s.kind == blob::kSectionQuant) throw BlobError(path + ": a quantized blob; use load_quantized_blob");
+  auto sim = std::make_shared<const QuantizedExecutor>(*b.graph);
+  return withProgram(b, std::move(sim), quant::QuantPlan{});
 }
 
 }  // namespace
@@ -222,6 +261,24 @@ void bindQuant(py::module_& m) {
                                "A model on the bit-exact INT8 (or FP16) simulator (thread-safe run()).")
       .def("run", &runQuantized, py::arg("inputs"),
            "Runs the simulator on a list of numpy arrays (one per input); returns float32 outputs.")
+      .def_property_readonly(
+          "runtime", [](const PyQuantizedModel& q) { return q.program() ? "program" : "simulator"; },
+          "'program': a loaded blob's tasks run in program order over the planned activation arena; "
+          "'simulator': the graph node by node (after build(), or a blob without program/memory plan).")
+      .def_property_readonly("runtime_note", &PyQuantizedModel::programNote,
+                             "Why run() does not use the program runtime ('' when it does).")
+      .def_property_readonly(
+          "arena_bytes",
+          [](const PyQuantizedModel& q) { return q.program() ? q.program()->arenaBytes() : 0; },
+          "Size of the program runtime's activation arena (0 on the simulator).")
+      .def_property_readonly(
+          "arena_allocations",
+          [](const PyQuantizedModel& q) { return q.program() ? q.program()->arenasAllocated() : 0; },
+          "Arenas the program runtime allocated so far: one per run in flight at once, reused after.")
+      .def(
+          "describe_program",
+          [](const PyQuantizedModel& q) { return q.program() ? q.program()->describe() : std::string(); },
+          "One line per task in execution order ('' on the simulator).")
       .def_property_readonly(
           "mode",
           [](const PyQuantizedModel& q) { return q.sim().mode() == quant::SimMode::Int8 ? "int8" : "fp16"; })
@@ -268,6 +325,9 @@ void bindQuant(py::module_& m) {
           "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
           "One line per node: the kernel it runs on (int8 ... or fp16).");
 
+  m.def("load_fp16_blob", &loadFp16Blob, py::arg("path"), py::arg("expected_soc") = py::none(),
+        "A float blob's model on the FP16 simulator (run by its compiled program when the blob has one). "
+        "Verifies the blob like load_blob.");
   m.def("load_quantized_blob", &loadQuantizedBlob, py::arg("path"), py::arg("expected_soc") = py::none(),
         "The quantized model stored in a .npub blob (None if the blob holds a float model). Verifies the "
         "blob like load_blob.");

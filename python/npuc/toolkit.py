@@ -485,15 +485,17 @@ class Toolkit:
         Raises:
             BlobError: corrupt, truncated, newer-format or foreign-SoC blob (named).
         """
-        from npuc._npuc import load_blob, load_quantized_blob
+        from npuc._npuc import load_blob, load_fp16_blob, load_quantized_blob
 
         expected_soc = self._config.get("target_platform") or None
         model, meta = load_blob(os.fspath(path), expected_soc)
         self._model, self._runtime, self._float_model = model, None, model
-        if "QUNT" in meta["extra_sections"]:  # a quantized build: run it on the INT8 simulator
+        # Both run the blob's compiled program over its planned activation arena when the blob
+        # carries them (TASK + MPLN sections; `.runtime == "program"`), else the plain simulator.
+        if "QUNT" in meta["extra_sections"]:  # a quantized build: INT8 simulator kernels
             self._quantized = (model, load_quantized_blob(os.fspath(path), expected_soc))
         elif meta["options"].get("quantized") == "False":  # a float build: the NPU's FP16
-            self._use_fp16()
+            self._quantized = (model, load_fp16_blob(os.fspath(path), expected_soc))
         if not self._config.get("target_platform"):
             self._config["target_platform"] = meta["soc"]
         self._built_float = meta["options"].get("quantized") == "False"

@@ -8,9 +8,13 @@
 #include <random>
 #include <thread>
 
+#include "blob/blob.h"
+#include "blob/blob_format.h"
 #include "common/error.h"
 #include "frontend/onnx_import.h"
 #include "lower/lower.h"
+#include "lower/program_sections.h"
+#include "memory/memory_report.h"
 #include "memory/npu_memory_plan.h"
 #include "onnx_test_util.h"
 #include "passes/optimize.h"
@@ -18,6 +22,7 @@
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
 #include "runtime/program_runtime.h"
+#include "runtime/program_runtime_loader.h"
 #include "target/soc_profile.h"
 
 namespace npuc::runtime {
@@ -210,6 +215,44 @@ TEST(ProgramRuntime, RefusesABufferTooSmallAndAPlanForAnotherPartition) {
   lo.op_target = {{"r2", "cpu"}};
   const lower::LoweredProgram moved = lower::lowerGraph(p.g, socProfile("rk3588"), lo);
   EXPECT_THROW(ProgramRuntime(c.sim, moved, c.memory), BlobError);
+}
+
+// A blob with TASK + MPLN gets the program runtime; one written without them (as before the
+// lowering existed) keeps the simulator, with the reason.
+TEST(ProgramRuntimeLoader, UsesTheProgramOnlyWhenTheBlobCarriesIt) {
+  perf::testing::PerfGraph p;
+  Value* x = p.input("x", {1, 16, 8, 8});
+  Node* c1 = p.conv("c1", x, 16, 3);
+  Node* r1 = p.op("Relu", "r1", {c1->output()});
+  p.g.addOutput(r1->output());
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string with = (dir / "npuc_progrt_with.npub").string();
+  const std::string without = (dir / "npuc_progrt_without.npub").string();
+  blob::BlobWriteOptions plain;
+  plain.soc = "rk3588";
+  blob::writeBlob(p.g, without, plain);
+  blob::BlobWriteOptions full = plain;
+  full.extra_sections.push_back(
+      {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlanFor(p.g, nullptr, "rk3588")});
+  lower::appendProgramSections(p.g, nullptr, &full);
+  blob::writeBlob(p.g, with, full);
+
+  const std::vector<Tensor> inputs = randomInputs(p.g, 4);
+  for (const std::string& path : {with, without}) {
+    blob::LoadedBlob b = blob::loadBlob(path);
+    auto sim = std::make_shared<const QuantizedExecutor>(*b.graph);
+    std::string why_not;
+    auto rt = programRuntimeForBlob(b, sim, &why_not);
+    if (path == with) {
+      ASSERT_NE(rt, nullptr) << why_not;
+      EXPECT_EQ(why_not, "");
+      expectBitEqual(rt->run(inputs), sim->run(inputs), "loaded program");
+    } else {
+      EXPECT_EQ(rt, nullptr);
+      EXPECT_NE(why_not.find("no lowered program"), std::string::npos) << why_not;
+    }
+    std::filesystem::remove(path);
+  }
 }
 
 }  // namespace

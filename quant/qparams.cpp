@@ -56,7 +56,23 @@ float dequantizeValue(int8_t q, QuantParams p) {
 }
 
 void quantizeTensor(const float* x, int64_t n, QuantParams p, int8_t* q) {
-  for (int64_t i = 0; i < n; ++i) q[i] = quantizeValue(x[i], p);
+  // quantizeValue per element (test_quant_sim_kernels.cc checks it), written without the libm
+  // round() call so the loop vectorizes (the simulator quantizes every graph input with it):
+  // round half away from zero = trunc + (fraction >= 0.5) - (fraction <= -0.5), exact in double;
+  // |scaled| beyond kSaturated ends at -128 or 127 whatever the zero point, as with the
+  // reference's wider clamp.
+  constexpr double kSaturated = 1024.0;
+  const double scale = p.scale;
+  for (int64_t i = 0; i < n; ++i) {
+    const double scaled = static_cast<double>(x[i]) / scale;
+    const bool nan = std::isnan(scaled);
+    const double v = nan ? 0.0 : std::min(std::max(scaled, -kSaturated), kSaturated);
+    const double whole = std::trunc(v);
+    const double fraction = v - whole;
+    const int64_t rounded = static_cast<int64_t>(whole) + (fraction >= 0.5) - (fraction <= -0.5);
+    const int64_t shifted = nan ? p.zero_point : rounded + p.zero_point;
+    q[i] = static_cast<int8_t>(std::clamp<int64_t>(shifted, kActivationQMin, kActivationQMax));
+  }
 }
 
 void dequantizeTensor(const int8_t* q, int64_t n, QuantParams p, float* x) {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
 #include "quant/int_limits.h"
+#include "quant/qparams.h"
 #include "quant/requant.h"
 #include "quant/sim/int8_conv.h"
 #include "quant/sim/int8_gemm_kernel.h"
@@ -175,6 +177,30 @@ TEST(QuantSimKernels, FastConvPathsMatchReferenceOnLargerShapesAndExtremes) {
     ++tested;
   }
   EXPECT_GT(tested, 180);
+}
+
+// quantizeTensor (the vectorizable loop every simulator input goes through) must equal
+// quantizeValue on every value: random, exact halves of the step (the rounding ties), values
+// around the saturation points, infinities and NaN.
+TEST(QuantSimKernels, QuantizeTensorEqualsQuantizeValue) {
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> wide(-300.0f, 300.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int trial = 0; trial < 50; ++trial) {
+    const QuantParams p{std::exp2(std::uniform_real_distribution<float>(-12.0f, 2.0f)(gen)),
+                        pick(gen, -128, 127)};
+    std::vector<float> x;
+    for (int i = 0; i < 200; ++i) x.push_back(wide(gen) * p.scale);
+    for (int k = -300; k <= 300; ++k) x.push_back((static_cast<float>(k) + 0.5f) * p.scale);  // ties
+    for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e30f, -1e30f})
+      x.push_back(v);
+    std::vector<int8_t> got(x.size());
+    quantizeTensor(x.data(), static_cast<int64_t>(x.size()), p, got.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i], quantizeValue(x[i], p))
+          << "x " << x[i] << " scale " << p.scale << " zp " << p.zero_point;
+    }
+  }
 }
 
 // The int8 MaxPool must give the bytes of dequantize -> float MaxPool -> quantize (the generic

@@ -11,6 +11,7 @@
 #include "blob/byte_io.h"
 #include "blob/checksum.h"
 #include "blob/graph_section.h"
+#include "blob/graph_shape_check.h"
 #include "blob/soc_name.h"
 #include "common/error.h"
 
@@ -190,6 +191,7 @@ LoadedBlob decodeBlob(const AlignedBuffer& buf, const std::optional<std::string>
     }
     DecodedGraph g = decodeGraph(ByteReader(f + graph.offset, graph.size, graph.offset, "GRAPH section"),
                                  f + weights.offset, weights.size, weights.offset, buf.data);
+    checkRecordedShapes(*g.graph);  // the runtimes size buffers from the recorded shapes
     out.graph = std::move(g.graph);
     out.quant = std::move(g.quant);
   } catch (const BlobError& e) {

@@ -1,23 +1,33 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of a fuzz target into a folder.
 
-    python3 tests/fuzz/make_seeds.py onnx OUT_DIR
+    python3 tests/fuzz/make_seeds.py {onnx,blob,dataset} OUT_DIR
 
 For ``onnx`` (fuzz_onnx_import): the bad-input corpus (tests/bad_inputs/make_corpus.py), the
 shared real models small enough for the fuzzer's -max_len, and the ONNX backend node-test models
 (one small model per op, so mutations start from every op npuc knows).
+
+For ``blob`` (fuzz_blob_load): float (FP16-build) and INT8 blobs of the small generated model and
+of the shared models below -max_len, each twice: with mode byte 0 (bytes as they are) and 1
+(re-sealed after mutation, see fuzz_blob_load.cc). Needs an importable npuc.
+
+For ``dataset`` (fuzz_dataset_list): dataset.txt texts and .npy files in the input format of
+fuzz_dataset_list.cc (a text, a separator line, then .npy bytes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Tuple
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Seeds above this size are skipped: libFuzzer would truncate them to -max_len (run.sh) anyway.
@@ -78,12 +88,107 @@ def write_onnx_seeds(out_dir: Path) -> int:
     return count
 
 
+# Blob seeds come from these shared models: small blobs keep the fuzzer fast (tiny_vit, 460 KB,
+# ran at under 10 executions per second).
+BLOB_SHARED_MODELS = ("glu_net", "conv_transpose_clip", "yolo_focus")
+# Calibration samples for the INT8 seeds: few, since seeds only need a valid plan, not a good one.
+BLOB_CALIBRATION_SAMPLES = 2
+
+
+def _blob_variants(onnx_path: Path, tmp: Path) -> Iterator[Tuple[str, bytes]]:
+    """(kind, blob bytes) for a float (FP16 build) and an INT8 build of one model."""
+    import numpy as np
+    import npuc
+
+    for quantized in (False, True):
+        tk = npuc.Toolkit()
+        tk.config(target_platform="rk3588")
+        tk.load_onnx(str(onnx_path))
+        dataset = None
+        if quantized:
+            rng = np.random.default_rng(0)
+            dataset = [
+                [rng.standard_normal(i["shape"]).astype(np.float32) for i in tk.model.inputs]
+                for _ in range(BLOB_CALIBRATION_SAMPLES)
+            ]
+        with contextlib.redirect_stdout(io.StringIO()):
+            tk.build(do_quantization=quantized, dataset=dataset)
+        out = tmp / "seed.npub"
+        tk.export_blob(str(out))
+        yield ("int8" if quantized else "float"), out.read_bytes()
+
+
+def write_blob_seeds(out_dir: Path) -> int:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    corpus = load_bad_input_corpus()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        sources = {"conv_relu": tmp / "conv_relu.onnx"}
+        sources["conv_relu"].write_bytes(corpus.conv_model())
+        shared = shared_models_dir()
+        for name in BLOB_SHARED_MODELS:
+            if shared is not None and (shared / f"{name}.onnx").is_file():
+                sources[name] = shared / f"{name}.onnx"
+        count = 0
+        for name, path in sources.items():
+            for kind, blob in _blob_variants(path, tmp):
+                if len(blob) + 1 > MAX_SEED_BYTES:
+                    continue
+                for mode in (0, 1):
+                    (out_dir / f"{name}_{kind}_mode{mode}.bin").write_bytes(bytes([mode]) + blob)
+                    count += 1
+    return count
+
+
+def write_dataset_seeds(out_dir: Path) -> int:
+    """Inputs of fuzz_dataset_list: dataset text, the separator line, then .npy bytes."""
+    import numpy as np
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    texts = [
+        b"a.npy\n",
+        b"# calibration set\n\nimg0.jpg\nsub/img1.png  extra.npy\n",
+        b"x0.npy y0.npy\r\nx1.npy y1.npy\r\n",
+        b"/abs/path/a.npy\n   \n\t# comment\n../up.npy\n",
+    ]
+    arrays = [
+        np.zeros((1, 3, 4, 4), np.float32),
+        np.arange(6, dtype=np.int64).reshape(2, 3),
+        np.asfortranarray(np.ones((2, 3), np.float64)),
+        np.array(3.5, np.float32),
+        np.zeros((0, 4), np.uint8),
+        np.ones((5,), ">f4"),
+    ]
+    npys = []
+    for a in arrays:
+        buf = io.BytesIO()
+        np.save(buf, a)
+        npys.append(buf.getvalue())
+    # A version 2.0 header (4-byte header length), written by hand: numpy only uses it when needed.
+    v1 = npys[0]
+    header = v1[10 : 10 + int.from_bytes(v1[8:10], "little")]
+    npys.append(b"\x93NUMPY\x02\x00" + len(header).to_bytes(4, "little") + header + v1[10 + len(header) :])
+    count = 0
+    for i, text in enumerate(texts):
+        for j, npy in enumerate(npys):
+            if (i + j) % 2:  # not every pair: enough variety without a quadratic corpus
+                continue
+            (out_dir / f"dataset_{i}_{j}.bin").write_bytes(text + DATASET_SEPARATOR + npy)
+            count += 1
+    return count
+
+
+# Separates the dataset text from the .npy bytes in a fuzz_dataset_list input (fuzz_dataset_list.cc).
+DATASET_SEPARATOR = b"\n--npy--\n"
+
+
 def main(argv) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["onnx"])
+    parser.add_argument("kind", choices=["onnx", "blob", "dataset"])
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)
-    count = write_onnx_seeds(args.out_dir)
+    writers = {"onnx": write_onnx_seeds, "blob": write_blob_seeds, "dataset": write_dataset_seeds}
+    count = writers[args.kind](args.out_dir)
     print(f"wrote {count} {args.kind} seeds to {args.out_dir}")
     return 0
 

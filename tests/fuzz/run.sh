@@ -8,8 +8,15 @@
 #                the target binaries, the growing corpora (corpus/<target>) and any crash
 #                artifacts (artifacts/<target>/)
 #   FUZZ_JOBS    parallel compile jobs (default: nproc)
-#   FUZZ_ONLY    run only the target of this name (e.g. fuzz_onnx_import)
+#   FUZZ_ONLY    run only the targets of these names, comma-separated (e.g. fuzz_onnx_import)
+#   FUZZ_PARALLEL  non-empty: run the selected targets at the same time (logs in $FUZZ_BUILD/logs/)
 #   PYTHON       interpreter with the onnx package, for seed generation (default /usr/bin/python3)
+#   PYTHONPATH   must reach a built npuc package for fuzz_blob_load's seeds (blobs are compiled by
+#                npuc; default: the checkout's python/ folder)
+#
+# Targets: fuzz_onnx_import (ONNX bytes -> import -> passes -> export), fuzz_blob_load (.npub bytes,
+# as is or re-sealed -> verify -> FP32 executor or INT8 simulator -> one run), fuzz_dataset_list
+# (dataset.txt text and .npy bytes -> the calibration-input parsers).
 #
 # The core is compiled with clang, ASan + UBSan (NPUC_SANITIZE) and libFuzzer's coverage
 # instrumentation (-fsanitize=fuzzer-no-link) so the fuzzer sees edges inside npuc, not only in
@@ -54,7 +61,7 @@ build_target() {
   clang++ -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
     -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$REPO/cpp" -I"$REPO" \
     "$src" "$BUILD/libnpuc_core.a" \
-    -lonnx_proto -lprotobuf -ldnnl -lyaml-cpp -lpthread -o "$out"
+    -lonnx_proto -lprotobuf -ldnnl -lyaml-cpp -lxxhash -lpthread -o "$out"  # as npuc_core in CMakeLists.txt
 }
 
 # Seeds: generated valid and broken models plus the small real models (tests/fuzz/make_seeds.py).
@@ -63,6 +70,10 @@ make_seeds() {
   mkdir -p "$dir"
   case "$name" in
     fuzz_onnx_import) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" onnx "$dir" ;;
+    # Blob seeds are compiled by npuc itself: the regular build's module must be importable
+    # (PYTHONPATH, or python/npuc of a checkout that was built).
+    fuzz_blob_load) PYTHONPATH="${PYTHONPATH:-$REPO/python}" "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" blob "$dir" ;;
+    fuzz_dataset_list) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" dataset "$dir" ;;
     *) echo "no seed generator for $name (starting from an empty corpus)" ;;
   esac
 }
@@ -83,17 +94,38 @@ run_target() {
 
 main() {
   configure_core
-  local failed=0
+  local names=()
   for src in "$REPO"/tests/fuzz/fuzz_*.cc; do
     local name
     name="$(basename "$src" .cc)"
-    if [[ -n "${FUZZ_ONLY:-}" && "$name" != "$FUZZ_ONLY" ]]; then continue; fi
+    if [[ -n "${FUZZ_ONLY:-}" && ",$FUZZ_ONLY," != *",$name,"* ]]; then continue; fi
     build_target "$name"
-    if ! run_target "$name"; then
-      echo "!! $name found a problem; inputs in $BUILD/artifacts/$name/" >&2
-      failed=1
-    fi
+    names+=("$name")
   done
+  local failed=0
+  if [[ -n "${FUZZ_PARALLEL:-}" ]]; then
+    # All targets at once (one core each), each logging to $BUILD/logs/<target>.log.
+    mkdir -p "$BUILD/logs"
+    local pids=()
+    for name in "${names[@]}"; do
+      run_target "$name" >"$BUILD/logs/$name.log" 2>&1 &
+      pids+=($!)
+    done
+    for i in "${!names[@]}"; do
+      if ! wait "${pids[$i]}"; then
+        echo "!! ${names[$i]} found a problem; inputs in $BUILD/artifacts/${names[$i]}/" >&2
+        failed=1
+      fi
+      grep -E '^stat::number_of_executed_units|^Done [0-9]+ runs' "$BUILD/logs/${names[$i]}.log" | sed "s/^/${names[$i]}: /"
+    done
+  else
+    for name in "${names[@]}"; do
+      if ! run_target "$name"; then
+        echo "!! $name found a problem; inputs in $BUILD/artifacts/$name/" >&2
+        failed=1
+      fi
+    done
+  fi
   return "$failed"
 }
 

@@ -13,6 +13,7 @@
 
 #include "opset/eval.h"
 #include "pass_test_util.h"
+#include "quant/binary_requant.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
 #include "quant/int_limits.h"
@@ -200,6 +201,36 @@ TEST(QuantSimKernels, QuantizeTensorEqualsQuantizeValue) {
       ASSERT_EQ(got[i], quantizeValue(x[i], p))
           << "x " << x[i] << " scale " << p.scale << " zp " << p.zero_point;
     }
+  }
+}
+
+// The simulator's Add (per-input tables + vector requantization when shapes match) must give
+// addInt8's bytes for every element.
+TEST(QuantSimKernels, AddStepEqualsAddInt8) {
+  passtest::GraphBuilder b;
+  const Shape shape{1, 4, 9, 9};
+  Value* a = b.input("a", shape);
+  Value* c = b.input("c", shape);
+  Value* y = b.op("Add", {a, c});
+  b.output(y);
+  const Graph& g = b.graph();
+  Calibrator cal(g);
+  for (uint32_t i = 0; i < 4; ++i) {
+    cal.addSample({passtest::randomTensor(shape, 60 + i, -3.0f, 3.0f),
+                   passtest::randomTensor(shape, 70 + i, -0.5f, 1.0f)});
+  }
+  const QuantPlan plan = buildQuantPlan(g, cal.ranges({}), {});
+  const QuantizedExecutor sim(g, plan);
+  const std::map<std::string, Tensor> values = sim.runAllValues(
+      {passtest::randomTensor(shape, 8, -4.0f, 4.0f), passtest::randomTensor(shape, 9, -1.0f, 1.5f)});
+  const QuantParams pa = plan.at("a").params("a"), pc = plan.at("c").params("c");
+  const QuantParams py = plan.at(y->name()).params(y->name());
+  const AddRequant r = makeAddRequant(pa, pc, py);
+  const Tensor& got = values.at(y->name());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const int8_t qa = quantizeValue(values.at("a").data<float>()[i], pa);
+    const int8_t qc = quantizeValue(values.at("c").data<float>()[i], pc);
+    ASSERT_EQ(got.data<float>()[i], dequantizeValue(addInt8(qa, qc, r), py)) << "element " << i;
   }
 }
 

@@ -26,10 +26,22 @@ def _torch() -> tuple[Any, Any]:
     return torch, torchvision
 
 
-def reestimate_batchnorm(model: Any, make_batch: Callable[[int], Any], batches: int = BN_BATCHES) -> Any:
+def reestimate_batchnorm(model: Any, make_batch: Callable[[int], Any], batches: int = BN_BATCHES,
+                         exact: bool = False) -> Any:
     """Runs `batches` batches from `make_batch(index)` in train mode (no gradients) so BatchNorm
-    running statistics describe those inputs, then returns the model in eval mode."""
+    running statistics describe those inputs, then returns the model in eval mode.
+
+    `exact=False` keeps PyTorch's momentum 0.1 from the initial statistics (mean 0, variance 1),
+    as the shared models were made: after 4 batches the running statistics are only 34% of the
+    way to the data's. `exact=True` resets them and uses the cumulative average (momentum None),
+    so they are the statistics of the batches seen; without it deep random-weight nets can
+    saturate (mobilenet_v2's output then hardly depends on its input)."""
     torch, _ = _torch()
+    if exact:
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.reset_running_stats()
+                m.momentum = None
     model.train()
     with torch.no_grad():
         for i in range(batches):
@@ -38,15 +50,17 @@ def reestimate_batchnorm(model: Any, make_batch: Callable[[int], Any], batches: 
 
 
 def build_torchvision(arch: str, input_shape: tuple[int, ...] = (1, 3, 224, 224), seed: int = 0,
-                      make_batch: Optional[Callable[[int], Any]] = None) -> Any:
+                      make_batch: Optional[Callable[[int], Any]] = None, batches: int = BN_BATCHES,
+                      exact: bool = False) -> Any:
     """torchvision `arch` with seeded random weights and BatchNorm statistics re-estimated on
-    `make_batch(i)` (default: standard normal batches of 8), in eval mode."""
+    `batches` batches `make_batch(i)` (default: standard normal batches of 8), in eval mode
+    (`exact`: see reestimate_batchnorm)."""
     torch, torchvision = _torch()
     torch.manual_seed(seed)
     model = getattr(torchvision.models, arch)(weights=None)
     if make_batch is None:
         make_batch = lambda _i: torch.randn(BN_BATCH_SIZE, *input_shape[1:])  # noqa: E731
-    return reestimate_batchnorm(model, make_batch)
+    return reestimate_batchnorm(model, make_batch, batches, exact)
 
 
 def export_module(model: Any, out: Path, input_shape: tuple[int, ...], opset: int = 13) -> Path:

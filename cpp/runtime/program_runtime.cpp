@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "runtime/half_codec.h"
 
 namespace npuc::runtime {
 
@@ -16,8 +17,6 @@ namespace {
 uint8_t* bytesOf(Tensor& t) {
   return static_cast<uint8_t*>(t.raw());
 }
-
-uint8_t* storageOf(const ProgramRuntime::Placement& p, ProgramRuntime::RunContext& ctx);
 
 }  // namespace
 
@@ -76,7 +75,7 @@ void store(const SimValue& v, const ProgramRuntime::Placement& p, ProgramRuntime
   if (p.half) {
     const float* src = v.tensor.data<float>();
     auto* out = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < p.numel; ++i) out[i] = floatToHalf(src[i]);
+    for (int64_t i = 0; i < p.numel; ++i) out[i] = halfBitsOfRounded(src[i]);
   } else {
     // memmove: a step may hand back a view of its input (Reshape), which a corrupted plan could
     // overlap with this buffer; a sound plan never does.
@@ -96,7 +95,7 @@ SimValue load(const ProgramRuntime::Placement& p, uint32_t tensor, ProgramRuntim
   if (p.half) {
     auto* out = reinterpret_cast<float*>(bytesOf(ctx.decode) + decode_at);
     const auto* in = reinterpret_cast<const uint16_t*>(src);
-    for (int64_t i = 0; i < p.numel; ++i) out[i] = halfToFloat(in[i]);
+    for (int64_t i = 0; i < p.numel; ++i) out[i] = floatOfHalfBits(in[i]);
     src = reinterpret_cast<uint8_t*>(out);
   }
   return SimValue{Tensor::wrap(p.dtype, p.shape, src, nullptr), p.quantized, p.params};

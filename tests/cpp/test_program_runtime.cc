@@ -5,6 +5,7 @@
 // buffer too small for its value, a plan for another partition.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "perf_test_util.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
+#include "runtime/half_codec.h"
 #include "runtime/program_runtime.h"
 #include "runtime/program_runtime_loader.h"
 #include "target/soc_profile.h"
@@ -215,6 +217,16 @@ TEST(ProgramRuntime, RefusesABufferTooSmallAndAPlanForAnotherPartition) {
   lo.op_target = {{"r2", "cpu"}};
   const lower::LoweredProgram moved = lower::lowerGraph(p.g, socProfile("rk3588"), lo);
   EXPECT_THROW(ProgramRuntime(c.sim, moved, c.memory), BlobError);
+}
+
+// The fast codec of fp16-planned buffers equals the general conversions on every half value.
+TEST(ProgramRuntimeHalfCodec, ExactOnAllHalfBitPatterns) {
+  for (uint32_t h = 0; h <= 0xffffu; ++h) {
+    const float f = halfToFloat(static_cast<uint16_t>(h));
+    const float fast = floatOfHalfBits(static_cast<uint16_t>(h));
+    ASSERT_EQ(std::memcmp(&f, &fast, sizeof f), 0) << std::hex << h;
+    ASSERT_EQ(halfBitsOfRounded(f), floatToHalf(f)) << std::hex << h;
+  }
 }
 
 // A blob with TASK + MPLN gets the program runtime; one written without them (as before the

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#if defined(__AVX512VNNI__) || defined(__AVX512VBMI__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define NPUC_GEMM_VNNI 1
 #endif
 
@@ -16,6 +18,53 @@ constexpr int64_t kGroupBytes = kGemmDepthStep;  // one int32 lane: four 8-bit v
 static_assert(kGemmDepthStep == 4, "the packing composes four bytes into one 32-bit lane");
 // XOR with 0x80 per byte adds 128 to a signed byte, giving its unsigned 8-bit image.
 constexpr uint32_t kSignFlip = 0x80808080u;
+
+}  // namespace
+
+namespace {
+
+#if defined(__AVX512VBMI__)
+// Permute indices of interleaveFourRows: output byte b of half h is column h * 16 + b / 4 of
+// row b % 4, i.e. byte (b % 4) * 32 + column of the rows01|rows23 pair (bit 6 picks rows23).
+struct InterleaveIndex {
+  alignas(64) uint8_t bytes[2][64];
+};
+constexpr InterleaveIndex makeInterleaveIndex() {
+  InterleaveIndex x{};
+  for (int half = 0; half < 2; ++half)
+    for (int b = 0; b < 64; ++b) x.bytes[half][b] = static_cast<uint8_t>((b % 4) * 32 + half * 16 + b / 4);
+  return x;
+}
+constexpr InterleaveIndex kInterleaveIndex = makeInterleaveIndex();
+
+// 128 output bytes: byte 4j + t = row t's byte j (+128) for the 32 columns j. Two 64-byte
+// sources hold rows 0|1 and 2|3; one two-source byte permute per 64 output bytes. Columns past
+// `n` read as 0 (masked loads) and are never used.
+void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
+  static_assert(kGemmCols == 32, "one 256-bit load per row");
+  const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+  const __m512i rows01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[0])),
+                                            _mm256_maskz_loadu_epi8(m, r[1]), 1);
+  const __m512i rows23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[2])),
+                                            _mm256_maskz_loadu_epi8(m, r[3]), 1);
+  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(kSignFlip));
+  for (int half = 0; half < 2; ++half) {
+    const __m512i idx = _mm512_load_si512(kInterleaveIndex.bytes[half]);
+    const __m512i v = _mm512_xor_si512(_mm512_permutex2var_epi8(rows01, idx, rows23), flip);
+    _mm512_storeu_si512(out + half * 64, v);
+  }
+}
+#else
+void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
+  uint32_t lanes[kGemmCols] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    lanes[j] =
+        (uint32_t{r[0][j]} | uint32_t{r[1][j]} << 8 | uint32_t{r[2][j]} << 16 | uint32_t{r[3][j]} << 24) ^
+        kSignFlip;
+  }
+  std::memcpy(out, lanes, sizeof(lanes));
+}
+#endif
 
 }  // namespace
 
@@ -52,13 +101,7 @@ void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t colum
       for (int64_t i = 0; i < kGemmDepthStep; ++i) {
         r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + p0;
       }
-      uint32_t lanes[kGemmCols] = {};
-      for (int64_t j = 0; j < n; ++j) {
-        lanes[j] =
-            (uint32_t{r[0][j]} | uint32_t{r[1][j]} << 8 | uint32_t{r[2][j]} << 16 | uint32_t{r[3][j]} << 24) ^
-            kSignFlip;
-      }
-      std::memcpy(panel + g * kGemmCols * kGroupBytes, lanes, sizeof(lanes));
+      interleaveFourRows(r, n, panel + g * kGemmCols * kGroupBytes);
     }
   }
 }

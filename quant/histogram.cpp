@@ -86,12 +86,21 @@ void ActivationHistogram::addSample(const float* values, int64_t n) {
   if (r.finite == 0) return;
   widenRange(r.min, r.max);
   count_ += r.finite;
+  // floor(x * 2^-e) as absoluteBinOf computes it, with the power of two hoisted out of the loop
+  // (std::ldexp per value was most of the calibration time: 140 ms of a mobilenet_v2 sample).
+  // Scaling a float by a power of two in double is exact, and the range contains 0, so
+  // |x| 2^-e stays below 2^12: the bin is the same bit for bit.
+  const double inv_width = std::ldexp(1.0, -exponent_);
+  const bool all_finite = r.finite == static_cast<uint64_t>(n);
+  uint64_t zeros = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(values[i])) continue;
-    zeros_ += values[i] == 0.0f;
-    const int64_t j = absoluteBinOf(values[i], exponent_) - first_bin_;
+    const float v = values[i];
+    if (!all_finite && !std::isfinite(v)) continue;
+    zeros += v == 0.0f;
+    const int64_t j = static_cast<int64_t>(std::floor(static_cast<double>(v) * inv_width)) - first_bin_;
     ++counts_[static_cast<size_t>(std::clamp<int64_t>(j, 0, kHistogramBins - 1))];
   }
+  zeros_ += zeros;
 }
 
 ActivationHistogram ActivationHistogram::fromSample(const float* values, int64_t n) {

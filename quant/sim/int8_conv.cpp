@@ -93,6 +93,8 @@ Int8ConvFast::Int8ConvFast(Int8ConvParams params) : p_(std::move(params)) {
   }
   if (direct()) {
     weights32_.assign(p_.weights.begin(), p_.weights.end());
+    pair_taps_in_int16_ = std::all_of(p_.weights.begin(), p_.weights.end(),
+                                      [](int8_t w) { return w >= -kWeightQMax && w <= kWeightQMax; });
     return;
   }
   for (int64_t group = 0; group < g.groups; ++group) {
@@ -180,11 +182,10 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
         const uint8_t* panel = packed + (p0 / kGemmCols) * depth_groups * kGemmCols * kGemmDepthStep;
         for (int64_t r0 = 0; r0 < cout_g; r0 += kGemmRows) {
           gemmMicroTile(weights.rowBlock(r0 / kGemmRows), panel, depth_groups, tile);
-          for (int64_t m = 0; m < std::min(kGemmRows, cout_g - r0); ++m) {
-            const size_t oc = static_cast<size_t>(group * cout_g + r0 + m);
-            requantizeRowToInt8(tile + m * kGemmCols, np, folded_bias_[oc], p_.multipliers[oc],
-                                p_.output_zero_point, out_base + (r0 + m) * columns + p0);
-          }
+          const size_t oc = static_cast<size_t>(group * cout_g + r0);
+          requantizeRowsToInt8(tile, std::min(kGemmRows, cout_g - r0), np, kGemmCols,
+                               folded_bias_.data() + oc, p_.multipliers.data() + oc, p_.output_zero_point,
+                               out_base + r0 * columns + p0, columns);
         }
       }
       if (!no_copy) {
@@ -225,7 +226,21 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
           const int64_t len = std::min(kChunk, virtual_outputs - i0);
           int32_t* a = acc + i0;
           std::fill(a, a + len, 0);
-          for (int64_t t = 0; t < taps; ++t) {
+          int64_t t = 0;
+          if (pair_taps_in_int16_) {
+            // |w| <= 127 and |q| <= 128: each product and the sum of two fit int16 exactly
+            // (2 * 127 * 128 = 32512), so two taps cost one 16-bit multiply-add and one widening.
+            for (; t + 1 < taps; t += 2) {
+              const int16_t w0 = static_cast<int16_t>(w[t]), w1 = static_cast<int16_t>(w[t + 1]);
+              const int16_t* in0 = padded + tap_offsets[static_cast<size_t>(t)] + i0;
+              const int16_t* in1 = padded + tap_offsets[static_cast<size_t>(t + 1)] + i0;
+              for (int64_t i = 0; i < len; ++i) {
+                a[i] += static_cast<int16_t>(static_cast<int16_t>(w0 * in0[i]) +
+                                             static_cast<int16_t>(w1 * in1[i]));
+              }
+            }
+          }
+          for (; t < taps; ++t) {
             const int32_t wt = w[t];
             const int16_t* in = padded + tap_offsets[static_cast<size_t>(t)] + i0;
             for (int64_t i = 0; i < len; ++i) a[i] += wt * in[i];

@@ -35,19 +35,16 @@ inline __m512i roundShiftClamp(__m512i product, __m512i offset, __m128i right_sh
 
 }  // namespace
 
-void requantizeRowToInt8(const int32_t* acc, int64_t n, int32_t bias, FixedPointMultiplier m,
-                         int32_t output_zero_point, int8_t* out) {
+namespace {
+
 #ifdef NPUC_REQUANT_AVX512
-  if (m.isZero()) {
-    requantizeRowScalar(acc, n, bias, m, output_zero_point, out);
-    return;
-  }
+// One row with the row-independent constants already in registers.
+inline void requantizeRowAvx512(const int32_t* acc, int64_t n, int32_t bias, FixedPointMultiplier m,
+                                __m512i zero_point, __m512i lo, __m512i hi, int8_t* out) {
   constexpr int64_t kLanes = 16;
   const __m512i multiplier = _mm512_set1_epi64(m.multiplier);
   const __m512i offset = _mm512_set1_epi64(int64_t{1} << (m.rightShift() - 1));
   const __m128i right_shift = _mm_cvtsi32_si128(m.rightShift());
-  const __m512i zero_point = _mm512_set1_epi64(output_zero_point);
-  const __m512i lo = _mm512_set1_epi64(kActivationQMin), hi = _mm512_set1_epi64(kActivationQMax);
   const __m512i bias_v = _mm512_set1_epi32(bias);
   for (int64_t i = 0; i < n; i += kLanes) {
     const __mmask16 lanes = n - i >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n - i)) - 1);
@@ -67,8 +64,36 @@ void requantizeRowToInt8(const int32_t* acc, int64_t n, int32_t bias, FixedPoint
       _mm_mask_storeu_epi8(out + i, lanes, bytes);
     }
   }
+}
+#endif
+
+}  // namespace
+
+void requantizeRowToInt8(const int32_t* acc, int64_t n, int32_t bias, FixedPointMultiplier m,
+                         int32_t output_zero_point, int8_t* out) {
+  requantizeRowsToInt8(acc, 1, n, n, &bias, &m, output_zero_point, out, n);
+}
+
+void requantizeRowsToInt8(const int32_t* acc, int64_t rows, int64_t n, int64_t acc_stride,
+                          const int32_t* biases, const FixedPointMultiplier* multipliers,
+                          int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+#ifdef NPUC_REQUANT_AVX512
+  const __m512i zero_point = _mm512_set1_epi64(output_zero_point);
+  const __m512i lo = _mm512_set1_epi64(kActivationQMin), hi = _mm512_set1_epi64(kActivationQMax);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (multipliers[r].isZero()) {
+      requantizeRowScalar(acc + r * acc_stride, n, biases[r], multipliers[r], output_zero_point,
+                          out + r * out_stride);
+    } else {
+      requantizeRowAvx512(acc + r * acc_stride, n, biases[r], multipliers[r], zero_point, lo, hi,
+                          out + r * out_stride);
+    }
+  }
 #else
-  requantizeRowScalar(acc, n, bias, m, output_zero_point, out);
+  for (int64_t r = 0; r < rows; ++r) {
+    requantizeRowScalar(acc + r * acc_stride, n, biases[r], multipliers[r], output_zero_point,
+                        out + r * out_stride);
+  }
 #endif
 }
 

@@ -14,4 +14,10 @@ namespace npuc::quant {
 void requantizeRowToInt8(const int32_t* acc, int64_t n, int32_t bias, FixedPointMultiplier m,
                          int32_t output_zero_point, int8_t* out);
 
+// `rows` rows at once (one micro tile): row r reads acc + r * acc_stride, adds biases[r], uses
+// multipliers[r] and writes out + r * out_stride. Same result as one call per row.
+void requantizeRowsToInt8(const int32_t* acc, int64_t rows, int64_t n, int64_t acc_stride,
+                          const int32_t* biases, const FixedPointMultiplier* multipliers,
+                          int32_t output_zero_point, int8_t* out, int64_t out_stride);
+
 }  // namespace npuc::quant

@@ -55,6 +55,11 @@ float dequantizeValue(int8_t q, QuantParams p) {
   return p.scale * static_cast<float>(static_cast<int32_t>(q) - p.zero_point);
 }
 
+// GCC keeps this loop scalar unless told that FP operations need not trap (results are the same
+// bits; only FP exception flags, which nothing reads, could differ).
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-trapping-math")))
+#endif
 void quantizeTensor(const float* x, int64_t n, QuantParams p, int8_t* q) {
   // quantizeValue per element (test_quant_sim_kernels.cc checks it), written without the libm
   // round() call so the loop vectorizes (the simulator quantizes every graph input with it):
@@ -63,15 +68,21 @@ void quantizeTensor(const float* x, int64_t n, QuantParams p, int8_t* q) {
   // reference's wider clamp.
   constexpr double kSaturated = 1024.0;
   const double scale = p.scale;
+  const double zero_point = p.zero_point;
+  const double lo = kActivationQMin, hi = kActivationQMax;
+  // All in double (small integers are exact there) so that every step has a vector instruction.
   for (int64_t i = 0; i < n; ++i) {
     const double scaled = static_cast<double>(x[i]) / scale;
-    const bool nan = std::isnan(scaled);
-    const double v = nan ? 0.0 : std::min(std::max(scaled, -kSaturated), kSaturated);
-    const double whole = std::trunc(v);
+    const bool nan = scaled != scaled;
+    // Ternaries, not std::min/max: GCC does not inline those into a function with its own
+    // optimize attribute.
+    const double v =
+        nan ? 0.0 : (scaled < -kSaturated ? -kSaturated : (scaled > kSaturated ? kSaturated : scaled));
+    const double whole = __builtin_trunc(v);
     const double fraction = v - whole;
-    const int64_t rounded = static_cast<int64_t>(whole) + (fraction >= 0.5) - (fraction <= -0.5);
-    const int64_t shifted = nan ? p.zero_point : rounded + p.zero_point;
-    q[i] = static_cast<int8_t>(std::clamp<int64_t>(shifted, kActivationQMin, kActivationQMax));
+    const double rounded = whole + (fraction >= 0.5 ? 1.0 : 0.0) - (fraction <= -0.5 ? 1.0 : 0.0);
+    const double shifted = nan ? zero_point : rounded + zero_point;
+    q[i] = static_cast<int8_t>(static_cast<int32_t>(shifted < lo ? lo : (shifted > hi ? hi : shifted)));
   }
 }
 

@@ -113,8 +113,7 @@ size_t Int8ConvFast::workspaceBytes() const {
   const PhasePlane d = PhasePlane::forConv(g);
   const size_t outputs = static_cast<size_t>(d.virtualOutputs(g));
   if (direct()) {
-    return alignUp(static_cast<size_t>(d.elements()) * sizeof(int16_t)) + alignUp(outputs * sizeof(int32_t)) +
-           alignUp(outputs);
+    return alignUp(static_cast<size_t>(d.elements())) + alignUp(outputs * sizeof(int32_t)) + alignUp(outputs);
   }
   const int64_t k = g.reduction();
   const int64_t columns = pointwise() ? g.out_h * g.out_w : d.virtualOutputs(g);
@@ -197,7 +196,7 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
   }
 }
 
-// One input channel per group (depthwise): per input channel the split plane (int16, padding
+// One input channel per group (depthwise): per input channel the split plane (int8, padding
 // z_x) is written once; per output channel each tap is one contiguous widening multiply-add
 // over the whole virtual output plane, which the compiler vectorizes fully even for 7-wide
 // outputs. Chunks keep the accumulators in L1.
@@ -209,8 +208,8 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
   const int64_t taps = g.kernel_h * g.kernel_w;
   const PhasePlane d = PhasePlane::forConv(g);
   const int64_t virtual_outputs = d.virtualOutputs(g);
-  int16_t* padded = reinterpret_cast<int16_t*>(workspace);
-  uint8_t* next = workspace + alignUp(static_cast<size_t>(d.elements()) * sizeof(int16_t));
+  int8_t* padded = reinterpret_cast<int8_t*>(workspace);
+  uint8_t* next = workspace + alignUp(static_cast<size_t>(d.elements()));
   int32_t* acc = reinterpret_cast<int32_t*>(next);
   int8_t* out_virtual =
       reinterpret_cast<int8_t*>(next + alignUp(static_cast<size_t>(virtual_outputs) * sizeof(int32_t)));
@@ -218,7 +217,7 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
 
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t ic = 0; ic < g.in_channels; ++ic) {
-      d.fill(g, x + (n * g.in_channels + ic) * g.in_h * g.in_w, static_cast<int16_t>(p_.input_zero_point),
+      d.fill(g, x + (n * g.in_channels + ic) * g.in_h * g.in_w, static_cast<int8_t>(p_.input_zero_point),
              padded);
       for (int64_t oc = ic * cout_g; oc < (ic + 1) * cout_g; ++oc) {
         const int32_t* w = weights32_.data() + oc * taps;
@@ -232,8 +231,8 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
             // (2 * 127 * 128 = 32512), so two taps cost one 16-bit multiply-add and one widening.
             for (; t + 1 < taps; t += 2) {
               const int16_t w0 = static_cast<int16_t>(w[t]), w1 = static_cast<int16_t>(w[t + 1]);
-              const int16_t* in0 = padded + tap_offsets[static_cast<size_t>(t)] + i0;
-              const int16_t* in1 = padded + tap_offsets[static_cast<size_t>(t + 1)] + i0;
+              const int8_t* in0 = padded + tap_offsets[static_cast<size_t>(t)] + i0;
+              const int8_t* in1 = padded + tap_offsets[static_cast<size_t>(t + 1)] + i0;
               for (int64_t i = 0; i < len; ++i) {
                 a[i] += static_cast<int16_t>(static_cast<int16_t>(w0 * in0[i]) +
                                              static_cast<int16_t>(w1 * in1[i]));
@@ -242,7 +241,7 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
           }
           for (; t < taps; ++t) {
             const int32_t wt = w[t];
-            const int16_t* in = padded + tap_offsets[static_cast<size_t>(t)] + i0;
+            const int8_t* in = padded + tap_offsets[static_cast<size_t>(t)] + i0;
             for (int64_t i = 0; i < len; ++i) a[i] += wt * in[i];
           }
         }

@@ -50,40 +50,35 @@ void gatherStrided(const int8_t* __restrict src, int64_t first, int64_t end, T* 
 }
 
 #if defined(__AVX512BW__) && defined(__AVX512VBMI__)
-// The depthwise planes are int16 and their rows are short (7 to 114 elements): the compiler's
-// vector loop needs 32+ elements and leaves short rows to a scalar tail, so these widen 32
-// elements per step with masked loads/stores instead. Stride 2 loads 64 bytes and keeps the
-// even ones.
-void widenRow(const int8_t* src, int64_t n, int16_t* dst) {
-  for (int64_t i = 0; i < n; i += 32) {
-    const __mmask32 m = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
-    const __m256i bytes = _mm256_maskz_loadu_epi8(m, src + i);
-    _mm512_mask_storeu_epi16(dst + i, m, _mm512_cvtepi8_epi16(bytes));
-  }
-}
-
-void widenEvenOfRow(const int8_t* src, int64_t n, int16_t* dst) {
+// The even bytes of 2 * n source bytes. Rows are short (7 to 114 elements) and the compiler's
+// vector loop leaves short rows to a scalar tail, so this takes the even bytes of 64 loaded
+// bytes with masked loads/stores instead.
+void evenBytesOfRow(const int8_t* src, int64_t n, int8_t* dst) {
   const __m512i even = _mm512_set_epi8(126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100,
                                        98, 96, 94, 92, 90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64,
                                        62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28,
                                        26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   for (int64_t i = 0; i < n; i += 32) {
-    const int64_t left = n - i;  // outputs still to write; source bytes needed: 2 * left - 1
+    const int64_t left = n - i;
     const __mmask32 m = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
     const int64_t need = std::min<int64_t>(64, 2 * left - 1);
     const __mmask64 load = need >= 64 ? ~__mmask64{0} : (__mmask64{1} << need) - 1;
     const __m512i bytes = _mm512_maskz_loadu_epi8(load, src + 2 * i);
-    const __m256i picked = _mm512_castsi512_si256(_mm512_permutexvar_epi8(even, bytes));
-    _mm512_mask_storeu_epi16(dst + i, m, _mm512_cvtepi8_epi16(picked));
+    _mm256_mask_storeu_epi8(dst + i, m, _mm512_castsi512_si256(_mm512_permutexvar_epi8(even, bytes)));
   }
 }
 
-void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end, int16_t* dst) {
+void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end, int8_t* dst) {
   if (end <= first) return;
-  if (stride == 1) return widenRow(src + first, end - first, dst + first);
-  if (stride == 2) return widenEvenOfRow(src + 2 * first, end - first, dst + first);
-  for (int64_t i = first; i < end; ++i) dst[i] = src[i * stride];
+  if (stride == 1) {
+    std::copy(src + first, src + end, dst + first);
+  } else if (stride == 2) {
+    evenBytesOfRow(src + 2 * first, end - first, dst + first);
+  } else {
+    for (int64_t i = first; i < end; ++i) dst[i] = src[i * stride];
+  }
 }
+
 #endif
 
 template <typename T>
@@ -131,6 +126,5 @@ void PhasePlane::compact(const ConvGeometry& g, const int8_t* virtual_plane, int
 }
 
 template void PhasePlane::fill<int8_t>(const ConvGeometry&, const int8_t*, int8_t, int8_t*) const;
-template void PhasePlane::fill<int16_t>(const ConvGeometry&, const int8_t*, int16_t, int16_t*) const;
 
 }  // namespace npuc::quant

@@ -34,6 +34,5 @@ struct PhasePlane {
 };
 
 extern template void PhasePlane::fill<int8_t>(const ConvGeometry&, const int8_t*, int8_t, int8_t*) const;
-extern template void PhasePlane::fill<int16_t>(const ConvGeometry&, const int8_t*, int16_t, int16_t*) const;
 
 }  // namespace npuc::quant

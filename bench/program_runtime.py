@@ -37,10 +37,12 @@ def build_pair(model: Path, soc: str, quantize: bool, inputs: list[np.ndarray], 
     return simulator, program
 
 
-def one_run_ms(model, feed: list[np.ndarray]) -> float:
-    start = time.perf_counter()
+def one_run_ms(model, feed: list[np.ndarray]) -> tuple[float, float]:
+    """Wall and process CPU milliseconds of one run (CPU time is steadier on a shared machine:
+    it leaves out the time other jobs hold the cores)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     model.run(feed)
-    return (time.perf_counter() - start) * 1e3
+    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
 def main() -> None:
@@ -55,7 +57,8 @@ def main() -> None:
     inputs_by_name, _ = load_ref(model)
     inputs = list(inputs_by_name.values())
     modes = ["int8", "fp16"] if args.mode == "both" else [args.mode]
-    print(f"{'model':<20} {'mode':<5} {'arena KiB':>9} {'sim ms':>8} {'program ms':>10} {'ratio':>6}  equal")
+    print(f"{'model':<20} {'mode':<5} {'arena KiB':>9} {'sim ms':>8} {'program ms':>10} {'ratio':>6}"
+          f" {'sim cpu ms':>10} {'prog cpu ms':>11} {'cpu ratio':>9}  equal")
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes:
             simulator, program = build_pair(model, args.soc, mode == "int8", inputs, Path(tmp))
@@ -63,13 +66,15 @@ def main() -> None:
             for _ in range(args.warmup):
                 simulator.run(inputs)
                 program.run(inputs)
-            sim_ms, prog_ms = [], []
+            sim_runs, prog_runs = [], []
             for _ in range(args.runs):  # interleaved, one run each
-                sim_ms.append(one_run_ms(simulator, inputs))
-                prog_ms.append(one_run_ms(program, inputs))
-            s, p = median(sim_ms), median(prog_ms)
+                sim_runs.append(one_run_ms(simulator, inputs))
+                prog_runs.append(one_run_ms(program, inputs))
+            s, p = median([r[0] for r in sim_runs]), median([r[0] for r in prog_runs])
+            sc, pc = median([r[1] for r in sim_runs]), median([r[1] for r in prog_runs])
             print(f"{args.model:<20} {mode:<5} {program.arena_bytes / 1024:>9.1f} {s:>8.2f} {p:>10.2f} "
-                  f"{p / s:>6.3f}  {equal} (arenas allocated: {program.arena_allocations})")
+                  f"{p / s:>6.3f} {sc:>10.2f} {pc:>11.2f} {pc / sc:>9.3f}  {equal} "
+                  f"(arenas allocated: {program.arena_allocations})")
 
 
 if __name__ == "__main__":

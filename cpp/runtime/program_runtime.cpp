@@ -73,9 +73,7 @@ void store(const SimValue& v, const ProgramRuntime::Placement& p, ProgramRuntime
   }
   uint8_t* dst = storageOf(p, ctx);
   if (p.half) {
-    const float* src = v.tensor.data<float>();
-    auto* out = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < p.numel; ++i) out[i] = halfBitsOfRounded(src[i]);
+    encodeHalfRounded(v.tensor.data<float>(), reinterpret_cast<uint16_t*>(dst), p.numel);
   } else {
     // memmove: a step may hand back a view of its input (Reshape), which a corrupted plan could
     // overlap with this buffer; a sound plan never does.
@@ -94,8 +92,7 @@ SimValue load(const ProgramRuntime::Placement& p, uint32_t tensor, ProgramRuntim
   uint8_t* src = storageOf(p, ctx);
   if (p.half) {
     auto* out = reinterpret_cast<float*>(bytesOf(ctx.decode) + decode_at);
-    const auto* in = reinterpret_cast<const uint16_t*>(src);
-    for (int64_t i = 0; i < p.numel; ++i) out[i] = floatOfHalfBits(in[i]);
+    decodeHalf(reinterpret_cast<const uint16_t*>(src), out, p.numel);
     src = reinterpret_cast<uint8_t*>(out);
   }
   return SimValue{Tensor::wrap(p.dtype, p.shape, src, nullptr), p.quantized, p.params};

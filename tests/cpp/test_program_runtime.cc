@@ -227,6 +227,19 @@ TEST(ProgramRuntimeHalfCodec, ExactOnAllHalfBitPatterns) {
     ASSERT_EQ(std::memcmp(&f, &fast, sizeof f), 0) << std::hex << h;
     ASSERT_EQ(halfBitsOfRounded(f), floatToHalf(f)) << std::hex << h;
   }
+  // The bulk (vector) paths, on every pattern in order (NaN/Inf blocks included) and shifted by
+  // one so blocks mix finite and non-finite lanes differently.
+  for (uint32_t shift : {0u, 1u}) {
+    std::vector<uint16_t> halves;
+    for (uint32_t h = 0; h <= 0xffffu; ++h) halves.push_back(static_cast<uint16_t>(h + shift));
+    std::vector<float> floats(halves.size()), want_floats(halves.size());
+    decodeHalf(halves.data(), floats.data(), static_cast<int64_t>(halves.size()));
+    for (size_t i = 0; i < halves.size(); ++i) want_floats[i] = halfToFloat(halves[i]);
+    ASSERT_EQ(std::memcmp(floats.data(), want_floats.data(), floats.size() * sizeof(float)), 0);
+    std::vector<uint16_t> back(halves.size());
+    encodeHalfRounded(floats.data(), back.data(), static_cast<int64_t>(floats.size()));
+    for (size_t i = 0; i < halves.size(); ++i) ASSERT_EQ(back[i], floatToHalf(floats[i])) << i;
+  }
 }
 
 // A blob with TASK + MPLN gets the program runtime; one written without them (as before the

@@ -25,8 +25,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from common import median  # noqa: E402
-from export_torchvision import build_torchvision, export  # noqa: E402
+from common import CACHE, median  # noqa: E402
+from export_torchvision import build_torchvision, export_module  # noqa: E402
 
 INPUT_SHAPE = (1, 3, 224, 224)
 DEFAULT_MODELS = "mobilenet_v2,shufflenet_v2_x0_5,resnet18"
@@ -94,12 +94,19 @@ def torch_quantized(arch: str, samples: List[np.ndarray], engine: str) -> Tuple[
     return fp32, convert_fx(prepared)
 
 
-def npuc_quantized(arch: str, samples: List[np.ndarray]) -> Any:
-    """npuc's INT8 simulator of the exported `arch` (optimized graph, per-channel weights)."""
+def exported(arch: str, module: Any) -> Any:
+    """`module` (the FP32 module PyTorch quantizes) as ONNX, cached under this bench's own name
+    so the two sides always run the very same weights."""
+    out = CACHE / f"simspeed_{arch}.onnx"
+    return out if out.exists() else export_module(module, out, INPUT_SHAPE)
+
+
+def npuc_quantized(onnx_path: Any, samples: List[np.ndarray]) -> Any:
+    """npuc's INT8 simulator of the exported model (optimized graph, per-channel weights)."""
     import npuc
     from npuc.quantize import quantize
 
-    model = npuc.Model.load(str(export(arch, INPUT_SHAPE)))
+    model = npuc.Model.load(str(onnx_path))
     optimized, _ = npuc.optimize(model)
     return quantize(optimized, samples, algorithm="normal", method="channel")
 
@@ -142,8 +149,8 @@ def main() -> int:
 
     rows = []
     for arch in args.models.split(","):
-        qnpuc = npuc_quantized(arch, samples)
         fp32, qtorch = torch_quantized(arch, samples, engine)
+        qnpuc = npuc_quantized(exported(arch, fp32), samples)
         with torch.no_grad():
             ref = fp32(tx).numpy()
             ours_cos = cosine(qnpuc.run([x])[0], ref)

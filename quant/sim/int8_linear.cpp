@@ -57,8 +57,10 @@ size_t Int8LinearFast::workspaceBytes() const {
 }
 
 void Int8LinearFast::run(const int8_t* x, int8_t* y, void* workspace) const {
-  int16_t* row = static_cast<int16_t*>(workspace);
-  int32_t* acc = reinterpret_cast<int32_t*>(row + p_.depth);
+  // The int32 accumulators first: after `depth` int16s they would be misaligned for odd depths
+  // (UBSan, tools/sanitize_test.sh). The workspace itself is 64-byte aligned.
+  int32_t* acc = static_cast<int32_t*>(workspace);
+  int16_t* row = reinterpret_cast<int16_t*>(acc + p_.columns);
   for (int64_t m = 0; m < p_.rows; ++m) {
     std::copy(x + m * p_.depth, x + (m + 1) * p_.depth, row);
     for (int64_t n = 0; n < p_.columns; ++n) {

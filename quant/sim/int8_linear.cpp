@@ -58,7 +58,7 @@ size_t Int8LinearFast::workspaceBytes() const {
 
 void Int8LinearFast::run(const int8_t* x, int8_t* y, void* workspace) const {
   // The int32 accumulators first: after `depth` int16s they would be misaligned for odd depths
-  // (UBSan, tools/sanitize_test.sh). The workspace itself is 64-byte aligned.
+  // (UBSan, tools/sanitize_test.sh). The workspace (threadScratch, operator new) is aligned for them.
   int32_t* acc = static_cast<int32_t*>(workspace);
   int16_t* row = reinterpret_cast<int16_t*>(acc + p_.columns);
   for (int64_t m = 0; m < p_.rows; ++m) {

@@ -21,6 +21,7 @@
 #include "quant/requant.h"
 #include "quant/sim/int8_conv.h"
 #include "quant/sim/int8_gemm_kernel.h"
+#include "quant/sim/phase_plane.h"
 #include "quant/sim/quantized_executor.h"
 #include "quant/sim/requant_row.h"
 
@@ -178,6 +179,43 @@ TEST(QuantSimKernels, FastConvPathsMatchReferenceOnLargerShapesAndExtremes) {
     ++tested;
   }
   EXPECT_GT(tested, 180);
+}
+
+// Every tap's run over the virtual output grid stays inside its own sub-plane (the spare row
+// absorbs the overhang), for all small geometries: the fast conv paths never read past the
+// split plane into the next workspace piece, which the bit-exactness tests could not notice.
+TEST(QuantSimKernels, PhasePlaneTapRunsStayInTheirSubPlane) {
+  int64_t checked = 0;
+  for (int in = 1; in <= 16; ++in) {
+    for (int k = 1; k <= 6; ++k) {
+      for (int s = 1; s <= 4; ++s) {
+        for (int d = 1; d <= 3; ++d) {
+          for (int pad = 0; pad <= k; ++pad) {
+            for (int pad_end = 0; pad_end <= k; ++pad_end) {
+              ConvGeometry g;
+              g.in_h = g.in_w = in;
+              g.kernel_h = g.kernel_w = k;
+              g.stride_h = g.stride_w = s;
+              g.dilation_h = g.dilation_w = d;
+              g.pad_top = g.pad_left = pad;
+              const int64_t span = (k - 1) * d + 1;
+              if (in + pad + pad_end < span) continue;
+              g.out_h = g.out_w = (in + pad + pad_end - span) / s + 1;
+              const PhasePlane plane = PhasePlane::forConv(g);
+              for (int64_t offset : plane.tapOffsets(g)) {
+                const int64_t sub_plane_end =
+                    (offset / plane.subPlaneElements() + 1) * plane.subPlaneElements();
+                ASSERT_LE(offset + plane.virtualOutputs(g), sub_plane_end)
+                    << "in " << in << " k " << k << " stride " << s << " dilation " << d << " pad " << pad;
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100000);
 }
 
 // quantizeTensor (the vectorizable loop every simulator input goes through) must equal

@@ -13,8 +13,9 @@ namespace npuc::bindings {
 
 namespace {
 
-// Counts of the lowered program (TASK/PIPE/CPUO/NWGT), None for a blob without one.
-py::object programDict(const std::optional<lower::LoweredProgram>& program) {
+// Counts of the lowered program (TASK/PIPE/CPUO/NWGT), None for a blob without one; the names of
+// the nodes it runs on the CPU (`graph`: the blob's graph, which the program indexes).
+py::object programDict(const std::optional<lower::LoweredProgram>& program, const Graph& graph) {
   if (!program) return py::none();
   const lower::ProgramSummary s = lower::summarize(*program);
   py::dict d;
@@ -27,6 +28,10 @@ py::object programDict(const std::optional<lower::LoweredProgram>& program) {
   d["tiled_tasks"] = s.tiled_tasks;
   d["total_tiles"] = s.total_tiles;
   d["packed_weight_bytes"] = s.packed_weight_bytes;
+  const std::vector<Node*> nodes = graph.nodeList();
+  py::list cpu_nodes;
+  for (const lower::CpuOp& op : program->cpu_ops) cpu_nodes.append(nodes.at(op.node)->name());
+  d["cpu_op_nodes"] = cpu_nodes;
   return d;
 }
 
@@ -54,9 +59,10 @@ void bindBlob(py::module_& m) {
         opts.soc = soc;
         opts.options = options;
         py::gil_scoped_release release;
-        // The FP16 memory plan (optional MPLN section): eval_memory after load_blob reads it.
-        opts.extra_sections.push_back(
-            {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlanFor(model.graph(), nullptr, soc)});
+        // The FP16 memory plan (optional MPLN section): eval_memory after load_blob reads it. Planned
+        // for the partition the recorded options give (op_target), as the program below is lowered.
+        opts.extra_sections.push_back({blob::kSectionMemoryPlan, false,
+                                       memory::encodeMemoryPlanFor(model.graph(), nullptr, soc, opts.options)});
         lower::appendProgramSections(model.graph(), nullptr, &opts);  // TASK, PIPE, CPUO, NWGT
         blob::writeBlob(model.graph(), path, opts);
       },
@@ -75,13 +81,13 @@ void bindBlob(py::module_& m) {
           program = lower::readProgram(b);  // decoded and verified against the graph
         }
         py::dict meta = metaDict(b);
-        meta["program"] = programDict(program);
+        meta["program"] = programDict(program, *b.graph);
         return py::make_tuple(Model(std::shared_ptr<const Graph>(std::move(b.graph))), meta);
       },
       py::arg("path"), py::arg("expected_soc") = py::none(),
       "Verifies and loads a .npub blob; returns (Model, meta dict with format_version, producer, soc, "
       "options, "
-      "model_digest, extra_sections, program: task/pipeline counts and reuse rate or None). Raises BlobError for a corrupt, truncated, newer-format or (with "
+      "model_digest, extra_sections, program: task/pipeline counts, reuse rate and cpu_op_nodes, or None). Raises BlobError for a corrupt, truncated, newer-format or (with "
       "expected_soc) foreign-SoC blob.");
   m.attr("BLOB_FORMAT_VERSION") =
       std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);

@@ -202,11 +202,12 @@ void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, co
   // The lowered program (TASK, PIPE, CPUO, NWGT); an FP16 simulator lowers as a float build.
   lower::appendProgramSections(qm.sim().graph(),
                                qm.sim().mode() == quant::SimMode::Int8 ? &qm.plan() : nullptr, &opts);
-  // The activation memory plan (optional MPLN section; an FP16 simulator has no int8 plan).
+  // The activation memory plan (optional MPLN section; an FP16 simulator has no int8 plan), for the
+  // partition the recorded options give (op_target), as the program above is lowered.
   const bool int8 = qm.sim().mode() == quant::SimMode::Int8;
   opts.extra_sections.push_back(
       {blob::kSectionMemoryPlan, false,
-       memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc)});
+       memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc, opts.options)});
   blob::writeBlob(qm.sim().graph(), path, opts);
 }
 

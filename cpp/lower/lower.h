@@ -32,4 +32,10 @@ LoweredProgram lowerGraph(const Graph& graph, const SocProfile& soc, const Lower
 // BlobError naming the task and the problem otherwise.
 void verifyProgram(const LoweredProgram& program, const Graph& graph);
 
+// Checks that the program runs every node on the device `placement` gives it (NPU tasks on the
+// NPU, CPU tasks on the CPU): a blob's program must agree with the partition its recorded build
+// options (SoC, op_target) give. BlobError naming the task and node otherwise.
+void verifyProgramPlacement(const LoweredProgram& program, const Graph& graph,
+                            const PartitionReport& placement);
+
 }  // namespace npuc::lower

@@ -16,15 +16,19 @@ namespace npuc::lower {
 
 // Lowers `graph` for `options->soc` (with `plan` for an INT8 build, null for FP16) and appends the
 // TASK, PIPE, CPUO and NWGT sections to `options->extra_sections`. The recorded build options
-// supply the placement: op_target (a Python dict repr, as the Toolkit records it) and
-// single_core_mode ("True").
+// supply the placement: op_target (a Python dict repr, as the Toolkit records it; parsed by
+// target/build_options.h) and single_core_mode ("True").
 void appendProgramSections(const Graph& graph, const quant::QuantPlan* plan, blob::BlobWriteOptions* options);
 
-// The op_target build option as recorded ("{'conv1': 'cpu'}"); ConfigError when malformed.
-OpTargetMap opTargetFromOption(const std::string& repr);
+// Whether the blob carries a lowered program (TASK, PIPE and CPUO; BlobError when only some).
+bool hasProgram(const blob::LoadedBlob& loaded);
 
-// Decodes and verifies the program of a loaded blob against its graph; nullopt when the blob has
-// none (written before the lowering existed). BlobError on a malformed or mismatching program.
+// Decodes and verifies the program of a loaded blob against its graph and against `placement`
+// (every NPU / CPU task's nodes on that device); nullopt when the blob has none (written before
+// the lowering existed). BlobError on a malformed or mismatching program.
+std::optional<LoweredProgram> readProgram(const blob::LoadedBlob& loaded, const PartitionReport& placement);
+// Same, with the placement re-derived from the blob's recorded build options
+// (target/build_options.h: its SoC and op_target), as the export lowered it.
 std::optional<LoweredProgram> readProgram(const blob::LoadedBlob& loaded);
 
 }  // namespace npuc::lower

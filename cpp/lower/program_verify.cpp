@@ -107,3 +107,27 @@ void verifyProgram(const LoweredProgram& program, const Graph& graph) {
 }
 
 }  // namespace npuc::lower
+
+namespace npuc::lower {
+
+void verifyProgramPlacement(const LoweredProgram& program, const Graph& graph,
+                            const PartitionReport& placement) {
+  const std::vector<Node*> nodes = graph.nodeList();
+  for (const Task& t : program.tasks) {
+    if (t.kind == TaskKind::Convert) continue;
+    const Device device = t.kind == TaskKind::Npu ? Device::Npu : Device::Cpu;
+    for (uint32_t n : t.nodes) {
+      if (n >= nodes.size()) fail(t, "node index " + std::to_string(n) + " is past the graph");
+      // partitionGraph lists nodes in graph order; deviceOf (a scan) only if this one is not.
+      const bool in_order = n < placement.nodes.size() && placement.nodes[n].node == nodes[n];
+      if ((in_order ? placement.nodes[n].device : placement.deviceOf(nodes[n])) != device) {
+        fail(t, "node '" + nodes[n]->name() + "' (" + nodes[n]->opType() + ") is placed on the " +
+                    (device == Device::Npu ? "CPU" : "NPU") +
+                    " by the blob's SoC and recorded op_target, but the program runs it on the " +
+                    (device == Device::Npu ? "NPU" : "CPU"));
+      }
+    }
+  }
+}
+
+}  // namespace npuc::lower

@@ -13,6 +13,7 @@
 #include "memory/memory_plan_codec.h"
 #include "quant/graph/quant_plan_codec.h"
 #include "runtime/memory_planner.h"
+#include "target/build_options.h"
 #include "target/op_geometry.h"
 
 namespace npuc::memory {
@@ -169,10 +170,16 @@ std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* 
 MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
                           NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes,
                           uint64_t blob_packed_weight_section_bytes) {
+  return memoryReport(graph, quant_plan, soc, partitionGraph(graph, soc), std::move(plan), blob_bytes,
+                      blob_weight_section_bytes, blob_packed_weight_section_bytes);
+}
+
+MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                          const PartitionReport& placement, NpuMemoryPlan plan, uint64_t blob_bytes,
+                          uint64_t blob_weight_section_bytes, uint64_t blob_packed_weight_section_bytes) {
   MemoryReport rep;
   rep.soc = soc.name;
   rep.mode = quant_plan ? "int8" : "fp16";
-  const PartitionReport placement = partitionGraph(graph, soc);
   rep.weights = weightMemory(graph, quant_plan, soc, placement);
   for (const WeightRow& w : rep.weights) rep.weight_bytes += w.bytes;
   rep.arena_bytes = plan.arena_bytes;
@@ -200,18 +207,28 @@ MemoryReport memoryReportFromBlob(const std::string& path, const std::optional<s
   }
   const SocProfile& soc = socProfile(b.meta.soc);
   const quant::QuantPlan* qp = quant_plan ? &*quant_plan : nullptr;
-  if (stored) checkPlanNamesGraph(*stored, *b.graph, path);
-  NpuMemoryPlan plan = stored ? std::move(*stored) : planNpuMemory(*b.graph, qp, soc);
+  // The partition the blob was built with (its recorded op_target), as the export planned it.
+  const PartitionReport placement = placementOfRecordedBuild(*b.graph, soc, b.meta.options);
+  if (stored) {
+    checkPlanNamesGraph(*stored, *b.graph, path);
+    const std::string mismatch = findPlanMismatch(*stored, *b.graph, qp, soc, placement);
+    if (!mismatch.empty())
+      throw BlobError("blob '" + path +
+                      "': MPLN section is not the plan of its build's partition: " + mismatch);
+  }
+  NpuMemoryPlan plan = stored ? std::move(*stored) : planNpuMemory(*b.graph, qp, soc, placement);
   const WeightSections sections = weightSectionBytes(bytes);
-  MemoryReport rep =
-      memoryReport(*b.graph, qp, soc, std::move(plan), bytes.size(), sections.plain, sections.packed);
+  MemoryReport rep = memoryReport(*b.graph, qp, soc, placement, std::move(plan), bytes.size(), sections.plain,
+                                  sections.packed);
   rep.plan_from_blob = stored.has_value();
   return rep;
 }
 
 std::string encodeMemoryPlanFor(const Graph& graph, const quant::QuantPlan* quant_plan,
-                                const std::string& soc) {
-  return encodeMemoryPlan(planNpuMemory(graph, quant_plan, socProfile(soc)));
+                                const std::string& soc, const BuildOptions& build_options) {
+  const SocProfile& profile = socProfile(soc);
+  return encodeMemoryPlan(
+      planNpuMemory(graph, quant_plan, profile, placementOfBuild(graph, profile, build_options)));
 }
 
 std::string MemoryReport::toText(size_t max_tensor_rows) const {

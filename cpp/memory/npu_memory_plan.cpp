@@ -85,6 +85,19 @@ class PlanBuilder {
         schedule_(scheduleTasks(graph, soc, placement)) {}
 
   NpuMemoryPlan build() {
+    collectBuffers();
+    place();
+    return std::move(plan_);
+  }
+
+  // The buffers with their sizes and live ranges, not yet placed (every offset 0).
+  std::vector<PlannedBuffer> unplacedBuffers() {
+    collectBuffers();
+    return std::move(plan_.buffers);
+  }
+
+ private:
+  void collectBuffers() {
     for (const Value* v : graph_.inputs()) addValue(*v, 0, homeOfInput(*v));
     for (const Node* n : graph_.nodes()) {
       const int64_t step = schedule_.step.at(n);
@@ -93,11 +106,8 @@ class PlanBuilder {
         addValue(*v, step, placement_.deviceOf(n));
       }
     }
-    place();
-    return std::move(plan_);
   }
 
- private:
   // A graph input is stored as its readers need it: NPU format if any reader is on the NPU.
   Device homeOfInput(const Value& v) const {
     for (const Use& u : v.uses())
@@ -182,6 +192,26 @@ NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_pl
 NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc) {
   const PartitionReport placement = partitionGraph(graph, soc);
   return planNpuMemory(graph, quant_plan, soc, placement);
+}
+
+std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
+                             const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                             const PartitionReport& placement) {
+  std::vector<PlannedBuffer> expected = PlanBuilder(graph, quant_plan, soc, placement).unplacedBuffers();
+  if (expected.size() != plan.buffers.size()) {
+    return "it has " + std::to_string(plan.buffers.size()) + " buffers, the partition needs " +
+           std::to_string(expected.size());
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    PlannedBuffer stored = plan.buffers[i];
+    stored.offset = 0;  // any sound placement will do: findPlanViolation checks the offsets
+    if (!(stored == expected[i])) {
+      expected[i].offset = plan.buffers[i].offset;
+      return "buffer " + std::to_string(i) + " is " + describe(plan.buffers[i]) + ", the partition needs " +
+             describe(expected[i]);
+    }
+  }
+  return "";
 }
 
 std::string findPlanViolation(const NpuMemoryPlan& plan) {

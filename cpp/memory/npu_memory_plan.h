@@ -73,6 +73,15 @@ NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_pl
 // Same, with the default partition of `graph` on `soc` (no op_target overrides).
 NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc);
 
+// Checks that `plan` is a plan of `graph` for `placement`: its buffers (value, format, home,
+// dtype, shape, bytes, live range, in order) are exactly those planNpuMemory derives for that
+// partition; offsets are not compared (findPlanViolation checks them). Returns the first
+// difference as text, "" when they agree. A blob's stored plan is checked this way against the
+// partition of its recorded build options (op_target), so a plan for another partition is refused.
+std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
+                             const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                             const PartitionReport& placement);
+
 // Checks the plan's invariants by brute force: offsets and sizes aligned, arena buffers inside
 // the arena, and no two arena buffers whose live ranges intersect share a byte. Returns the
 // first violation as text, "" when the plan is sound.

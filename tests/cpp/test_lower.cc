@@ -386,14 +386,7 @@ TEST(ProgramSections, ResealedCorruptTaskSectionAndForeignProgramAreRefused) {
   EXPECT_THROW(readProgram(blob::readBlobBytes(blob::writeBlobBytes(m.p.g, foreign))), BlobError);
 }
 
-TEST(ProgramSections, OpTargetOptionParses) {
-  EXPECT_EQ(opTargetFromOption("{}"), OpTargetMap{});
-  EXPECT_EQ(opTargetFromOption("{'Conv': 'cpu', \"it's\": 'npu'}"),
-            (OpTargetMap{{"Conv", "cpu"}, {"it's", "npu"}}));
-  EXPECT_EQ(opTargetFromOption("{'a\\'b': 'cpu'}"), (OpTargetMap{{"a'b", "cpu"}}));
-  EXPECT_THROW(opTargetFromOption("{'a': 'cpu'"), ConfigError);
-  EXPECT_THROW(opTargetFromOption("['a']"), ConfigError);
-}
+// The op_target option parser is tested with the build placement (test_build_options.cc).
 
 }  // namespace
 }  // namespace npuc::lower

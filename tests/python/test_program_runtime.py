@@ -2,7 +2,7 @@
 plan runs its tasks in program order over the planned activation arena (runtime == "program"),
 and its outputs equal the in-memory build's simulator bit for bit, for every shared model in INT8
 and FP16 on rk3588; the arena is allocated once and serves concurrent runs; a blob without the
-program sections keeps the plain simulator."""
+program sections keeps the plain simulator; op_target builds run their program too."""
 
 from __future__ import annotations
 
@@ -106,9 +106,10 @@ def test_arena_serves_threads_and_stays_allocated_once_per_concurrent_run(tmp_pa
     tk.release()
 
 
-def test_blob_built_with_op_target_keeps_the_simulator(tmp_path: Path) -> None:
-    """The stored memory plan is for the SoC's default partition; a program with op_target moves
-    nodes off it, so that blob runs node by node (and says why), with the same outputs."""
+def test_blob_built_with_op_target_runs_its_program(tmp_path: Path) -> None:
+    """The export lowers and plans the partition op_target gives and the loader re-derives it from
+    the recorded options, so an op_target blob runs its program too, with the same outputs
+    (more in test_op_target_blob.py)."""
     onnx_path = tmp_path / "conv_relu.onnx"
     onnx_path.write_bytes(conv_relu_model().SerializeToString())
     x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
@@ -121,8 +122,9 @@ def test_blob_built_with_op_target_keeps_the_simulator(tmp_path: Path) -> None:
         assert tk.export_blob(blob) == 0
     tk, model = loaded(blob)
     with tk:
-        assert model.runtime == "simulator"
-        assert "op_target" in model.runtime_note
-        assert model.arena_allocations == 0
+        assert model.runtime == "program", model.runtime_note
+        assert model.runtime_note == ""
+        assert tk.blob_meta["program"]["cpu_op_nodes"] == ["relu"]
         for g, e in zip(tk.inference(inputs=[x]), expected):
             np.testing.assert_array_equal(g, e)
+        assert model.arena_allocations == 1

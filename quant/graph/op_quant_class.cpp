@@ -132,4 +132,16 @@ QuantOpKind classifyForInt8(const Node& n) {
   return QuantOpKind::Float16;
 }
 
+bool readsAsActivation(QuantOpKind kind, size_t input) {
+  switch (kind) {
+    case QuantOpKind::Add:
+    case QuantOpKind::Mul:
+    case QuantOpKind::Concat:
+    case QuantOpKind::MatMulActivation: return true;  // every operand is an activation
+    case QuantOpKind::NonFloat:
+    case QuantOpKind::Float16: return false;  // no int8 kernel reads anything
+    default: return input == 0;               // input 0 is the data; the rest are weights / params
+  }
+}
+
 }  // namespace npuc::quant

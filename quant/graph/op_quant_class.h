@@ -2,6 +2,8 @@
 // The quantizer (which parameters a node's output takes) and the simulator (which kernel runs
 // it) both decide from this one classification, so they cannot disagree.
 #pragma once
+#include <cstddef>
+
 #include "ir/graph.h"
 
 namespace npuc::quant {
@@ -27,6 +29,13 @@ const char* quantOpKindName(QuantOpKind k);
 
 // The kernel class of `node` in an INT8 model (shapes must be known).
 QuantOpKind classifyForInt8(const Node& node);
+
+// True when input `input` of an int8 node of class `kind` is read by its kernel as an int8
+// activation; every other input is a weight, bias or parameter read as a float/int constant. A
+// float constant at such an input gets its own int8 copy. The simulator (which operands it
+// quantizes) and the QDQ export (which constants it wraps in Q/DQ) both use this one rule, so the
+// exported model reads exactly what the simulator reads.
+bool readsAsActivation(QuantOpKind kind, size_t input);
 
 // True for the kinds whose output takes its input's parameters instead of being calibrated.
 inline bool keepsInputParams(QuantOpKind k) {

@@ -24,20 +24,6 @@ bool isFloat(const Value* v) {
   return v && v->dtype() == DType::Float32;
 }
 
-// Inputs of an int8 node that the simulator reads as int8 activations (a float constant there
-// gets its own int8 copy); mirrors QuantizedExecutor's rule.
-bool readsAsActivation(QuantOpKind kind, size_t input) {
-  switch (kind) {
-    case QuantOpKind::Add:
-    case QuantOpKind::Mul:
-    case QuantOpKind::Concat:
-    case QuantOpKind::MatMulActivation: return true;
-    case QuantOpKind::NonFloat:
-    case QuantOpKind::Float16: return false;
-    default: return input == 0;
-  }
-}
-
 bool hasConstantWeights(QuantOpKind kind) {
   return kind == QuantOpKind::Conv || kind == QuantOpKind::Gemm || kind == QuantOpKind::MatMulConst;
 }

@@ -32,20 +32,6 @@ StepFactory int8Factory(QuantOpKind kind) {
   return makeFloat16Step;
 }
 
-// Inputs of an int8 node read as int8 activations (all others are weights, biases or
-// parameters read as float/int constants).
-bool readsAsActivation(QuantOpKind kind, size_t input) {
-  switch (kind) {
-    case QuantOpKind::Add:
-    case QuantOpKind::Mul:
-    case QuantOpKind::Concat:
-    case QuantOpKind::MatMulActivation: return true;
-    case QuantOpKind::NonFloat:
-    case QuantOpKind::Float16: return false;
-    default: return input == 0;
-  }
-}
-
 }  // namespace
 
 QuantizedExecutor::QuantizedExecutor(const Graph& graph, const QuantPlan& plan, SimOptions options)

@@ -108,10 +108,11 @@ size_t int8BatchMatMulWorkspaceBytes(const Int8BatchMatMulParams& p) {
 
 void int8BatchMatMulFast(const Int8BatchMatMulParams& p, const int8_t* a, const int8_t* b, int8_t* y,
                          void* workspace) {
-  int16_t* bt = static_cast<int16_t*>(workspace);
-  int16_t* row = bt + p.n * p.k;
-  int32_t* col_sums = reinterpret_cast<int32_t*>(row + p.k);
+  // int32 arrays first, int16 after them: the other order misaligns the int32s for odd sizes.
+  int32_t* col_sums = static_cast<int32_t*>(workspace);
   int32_t* acc = col_sums + p.n;
+  int16_t* bt = reinterpret_cast<int16_t*>(acc + p.n);
+  int16_t* row = bt + p.n * p.k;
   const int64_t constant = p.k * int64_t{p.zero_point_a} * p.zero_point_b;
   for (int64_t bi = 0; bi < p.batch; ++bi) {
     const int8_t* bb = b + bi * p.k * p.n;

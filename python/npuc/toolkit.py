@@ -486,6 +486,7 @@ class Toolkit:
             BlobError: corrupt, truncated, newer-format or foreign-SoC blob (named).
         """
         from npuc._npuc import load_blob, load_fp16_blob, load_quantized_blob
+        from npuc.build_options import recorded_placement
 
         expected_soc = self._config.get("target_platform") or None
         model, meta = load_blob(os.fspath(path), expected_soc)
@@ -498,6 +499,13 @@ class Toolkit:
             self._quantized = (model, load_fp16_blob(os.fspath(path), expected_soc))
         if not self._config.get("target_platform"):
             self._config["target_platform"] = meta["soc"]
+        # The partition the blob was compiled for, so eval_perf costs what the blob runs (unless
+        # config() set its own).
+        op_target, single_core = recorded_placement(meta["options"])
+        if op_target and not self._config.get("op_target"):
+            self._config["op_target"] = op_target
+        if single_core and self._config.get("single_core_mode") is None:
+            self._config["single_core_mode"] = True
         self._built_float = meta["options"].get("quantized") == "False"
         self.blob_meta = meta
         self._loaded_blob = (model, os.fspath(path))  # eval_memory reads its stored memory plan

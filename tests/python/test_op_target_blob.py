@@ -125,3 +125,36 @@ def test_cli_convert_op_target_blob_runs_on_the_program(tmp_path: Path) -> None:
         assert tk.blob_meta["options"]["op_target"] == "{'relu2': 'cpu'}"
         assert model.runtime == "program", model.runtime_note
         assert tk.blob_meta["program"]["cpu_op_nodes"] == ["relu2"]
+
+
+def test_eval_perf_after_load_blob_costs_the_recorded_partition(tmp_path: Path) -> None:
+    """load_blob restores the recorded op_target, so eval_perf (and ``npuc perf blob.npub``) cost the
+    partition the blob runs, as after build()."""
+    path = tmp_path / "chain.onnx"
+    onnx.save(chain_model(), str(path))
+    blob = tmp_path / "m.npub"
+    x = np.random.default_rng(2).standard_normal((1, 8, 8, 8)).astype(np.float32)
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588", op_target={"relu1": "cpu"})
+        tk.load_onnx(model=str(path))
+        tk.build(do_quantization=True, dataset=[[x]])
+        built = tk.eval_perf(is_print=False).summary
+        tk.export_blob(blob)
+    assert built["cpu_ops"] == 1
+    with npuc.Toolkit() as tk:
+        tk.load_blob(blob)
+        loaded = tk.eval_perf(is_print=False).summary
+    assert loaded["cpu_ops"] == built["cpu_ops"]
+    assert loaded["total_time_us"] == built["total_time_us"]
+    r = subprocess.run([sys.executable, "-m", "npuc", "perf", str(blob)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "in 1 ops" in r.stdout and "CPU    (1,8,8,8)" in r.stdout, r.stdout  # relu1's own CPU row
+
+
+def test_recorded_placement_reads_and_refuses() -> None:
+    from npuc.build_options import recorded_placement
+
+    assert recorded_placement({}) == ({}, False)
+    assert recorded_placement({"op_target": "{'a': 'cpu'}", "single_core_mode": "True"}) == ({"a": "cpu"}, True)
+    with pytest.raises(npuc.BlobError, match="op_target"):
+        recorded_placement({"op_target": "['a']"})

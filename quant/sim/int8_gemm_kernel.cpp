@@ -108,21 +108,28 @@ void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t colum
 
 #ifdef NPUC_GEMM_VNNI
 
+// Four int8 weights as one int32 lane (memcpy: the bytes are int8 storage; one load in the end).
+inline int32_t lane(const int8_t* four) {
+  int32_t v;
+  std::memcpy(&v, four, sizeof(v));
+  return v;
+}
+
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile) {
   static_assert(kGemmRows == 8 && kGemmCols == 32, "the VNNI tile is written out for 8 x 32");
   // Sixteen named accumulators (8 rows x 2 vectors of 16 columns): written out rather than an
   // array so the compiler keeps them all in registers (with an array GCC copied and spilled).
   __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
           c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
-  const int32_t* a = reinterpret_cast<const int32_t*>(a_block);  // four int8 weights per lane
+  const int8_t* a = a_block;  // four int8 weights per int32 lane, kGemmRows lanes per depth group
   const uint8_t* b = b_panel;
-  for (int64_t g = 0; g < depth_groups; ++g, a += kGemmRows, b += kGemmCols * kGroupBytes) {
+  for (int64_t g = 0; g < depth_groups; ++g, a += kGemmRows * kGroupBytes, b += kGemmCols * kGroupBytes) {
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-#define NPUC_VNNI_ROW(m, lo, hi)               \
-  {                                            \
-    const __m512i w = _mm512_set1_epi32(a[m]); \
-    lo = _mm512_dpbusd_epi32(lo, b0, w);       \
-    hi = _mm512_dpbusd_epi32(hi, b1, w);       \
+#define NPUC_VNNI_ROW(m, lo, hi)                                    \
+  {                                                                 \
+    const __m512i w = _mm512_set1_epi32(lane(a + (m)*kGroupBytes)); \
+    lo = _mm512_dpbusd_epi32(lo, b0, w);                            \
+    hi = _mm512_dpbusd_epi32(hi, b1, w);                            \
   }
     NPUC_VNNI_ROW(0, c00, c01)
     NPUC_VNNI_ROW(1, c10, c11)

@@ -6,7 +6,8 @@
 #   tools/sanitize_test.sh            # build in build-asan/, run the subset, print the time taken
 #
 # Environment: ASAN_BUILD (build folder, default build-asan), JOBS (default nproc),
-#              PYTHON (default /usr/bin/python3), GTEST_FILTER / PYTEST_FILES to change the subset.
+#              PYTHON (default /usr/bin/python3), GTEST_FILTER / PYTEST_FILES / PYTEST_DESELECT
+#              (a pytest -k expression) to change the subset.
 #
 # Recipe for the sanitized extension in an unsanitized CPython: the ASan runtime must be the first
 # library in the process, so it is LD_PRELOADed (libasan of the compiler that built the extension;
@@ -21,18 +22,29 @@ BUILD="${ASAN_BUILD:-$REPO/build-asan}"
 JOBS="${JOBS:-$(nproc)}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 PKG="$BUILD/pkg"
-# Suites whose code parses, rewrites or runs user models.
-GTEST_FILTER="${GTEST_FILTER:-Frontend*:Graph*:Tensor*:Executor*:MemoryPlanner*:Pass*}"
+# Suites whose code parses, rewrites or runs user models and blobs, and the quantizer/simulator.
+GTEST_FILTER="${GTEST_FILTER:-Frontend*:Graph*:Tensor*:Executor*:MemoryPlanner*:Pass*:Blob*:Quant*}"
 # (test_resource_limits.py measures peak RSS, which ASan's shadow memory and quarantine distort.)
-PYTEST_FILES="${PYTEST_FILES:-tests/python/test_bad_inputs.py tests/python/test_thread_safety.py tests/python/test_toolkit.py}"
+PYTEST_FILES="${PYTEST_FILES:-tests/python/test_bad_inputs.py tests/python/test_thread_safety.py tests/python/test_toolkit.py tests/python/test_blob.py tests/python/test_quantize.py}"
+# Accuracy thresholds are a property of the release build: at -O1 our FP32 kernels sum in another
+# order, calibration ranges move by ulps and mobilenet_v2's best INT8 cosine measured 0.9797
+# against the test's 0.98 (0.98+ in Release). The sanitizers still see those code paths through
+# the other quantization tests.
+PYTEST_DESELECT="${PYTEST_DESELECT:-not test_int8_cnn_output_cosine}"
 
 start=$(date +%s)
 
+# -O1 -g1: the usual sanitizer setting (less compile time than -O2 -g, still file:line in
+# reports); the ccache launcher makes CI re-runs cheap.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 if [[ ! -f "$BUILD/build.ninja" ]]; then
   cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNPUC_SANITIZE=ON \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" "${launcher[@]}" \
     -DPython3_EXECUTABLE="$PYTHON" -DNPUC_PYTHON_OUT="$PKG/npuc"
 fi
-ninja -C "$BUILD" -j "$JOBS"
+export CCACHE_BASEDIR="$REPO"
+ninja -C "$BUILD" -j "$JOBS" npuc_tests _npuc
 built=$(date +%s)
 
 mkdir -p "$PKG/npuc"
@@ -43,16 +55,25 @@ status=0
 
 echo "== C++ tests ($GTEST_FILTER)"
 # Leaks are reported for the C++ tests: there is no interpreter keeping things alive on purpose.
-ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" "$BUILD/npuc_tests" --gtest_filter="$GTEST_FILTER" --gtest_brief=1 \
+# From the build folder, as ctest runs them: tests find their data relative to it.
+(cd "$BUILD" && ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" ./npuc_tests --gtest_filter="$GTEST_FILTER" --gtest_brief=1) \
   || status=1
+tested_cpp=$(date +%s)
 
 echo "== Python tests with the sanitized extension ($PYTEST_FILES)"
 libasan="$("${CXX:-c++}" -print-file-name=libasan.so)"
+# libstdc++ is preloaded too: python itself does not link it, so when libasan starts first its
+# __cxa_throw interceptor finds no real __cxa_throw and the first C++ exception aborts the
+# process ("CHECK failed: asan_interceptors.cpp ... real___cxa_throw").
+libstdcxx="$("${CXX:-c++}" -print-file-name=libstdc++.so)"
 cd "$REPO"
 # shellcheck disable=SC2086  # PYTEST_FILES is a list
-LD_PRELOAD="$libasan" ASAN_OPTIONS="detect_leaks=0" PYTHONPATH="$PKG" \
-  "$PYTHON" -m pytest -q -p no:cacheprovider $PYTEST_FILES || status=1
+# --capture=sys: pytest's default fd capture would swallow a sanitizer report (written to fd 2
+# just before the process exits), leaving only a silent exit status 1.
+LD_PRELOAD="$libasan $libstdcxx" ASAN_OPTIONS="detect_leaks=0" PYTHONPATH="$PKG" \
+  "$PYTHON" -m pytest -q -p no:cacheprovider --capture=sys -k "$PYTEST_DESELECT" $PYTEST_FILES || status=1
 
 end=$(date +%s)
-echo "sanitizer run: build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s (status $status)"
+echo "sanitizer run: build $((built - start)) s, C++ tests $((tested_cpp - built)) s, Python tests" \
+  "$((end - tested_cpp)) s, total $((end - start)) s (status $status)"
 exit "$status"

@@ -39,18 +39,24 @@ std::vector<int64_t> shapeStrides(const Shape& shape) {
 }
 
 namespace {
-std::shared_ptr<void> allocateAligned(size_t bytes) {
+std::shared_ptr<void> allocateAligned(size_t bytes, bool zero_fill) {
   // Round up so aligned_alloc's size-multiple requirement holds; never request 0 bytes.
   size_t padded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (padded == 0) padded = kTensorAlignment;
   void* p = std::aligned_alloc(kTensorAlignment, padded);
   if (!p) throw ResourceError("out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, padded);
+  if (zero_fill) std::memset(p, 0, padded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 }  // namespace
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), Fill::Zero) {}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  return Tensor(dtype, std::move(shape), Fill::None);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, Fill fill) : dtype_(dtype), shape_(std::move(shape)) {
   if (!isStorable(dtype)) throw Error(std::string("cannot allocate a tensor of dtype ") + dtypeName(dtype));
   numel_ = shapeNumel(shape_);
   const int64_t elem = static_cast<int64_t>(dtypeSize(dtype));
@@ -58,7 +64,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     throw ResourceError("tensor of shape " + shapeStr(shape_) + " and dtype " + dtypeName(dtype) +
                         " exceeds the " + std::to_string(kMaxTensorBytes >> 30) + " GiB tensor limit");
   }
-  owner_ = allocateAligned(nbytes());
+  owner_ = allocateAligned(nbytes(), fill == Fill::Zero);
   data_ = owner_.get();
 }
 

@@ -33,6 +33,9 @@ class Tensor {
   Tensor() = default;
   // Allocates a zero-filled, 64-byte-aligned tensor. Throws ResourceError beyond kMaxTensorBytes.
   Tensor(DType dtype, Shape shape);
+  // Same allocation without the zero fill, for a kernel output the caller writes element by
+  // element before anyone reads it (the simulator's step outputs: the fill cost 3-7% there).
+  static Tensor uninitialized(DType dtype, Shape shape);
   // Wraps memory owned elsewhere; `owner` keeps it alive (may be null for static memory).
   static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner);
   // Scalar and 1-D helpers for building constants.
@@ -89,6 +92,8 @@ class Tensor {
   bool operator==(const Tensor& other) const { return bitwiseEqual(other); }
 
  private:
+  enum class Fill { Zero, None };
+  Tensor(DType dtype, Shape shape, Fill fill);
   void checkType(DType requested) const;
 
   DType dtype_ = DType::Undefined;

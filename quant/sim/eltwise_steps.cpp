@@ -74,7 +74,7 @@ class BinaryStep : public SimStep {
   void run(SimSlots& slots) const override {
     const int8_t* a = in(slots, 0).tensor.template data<int8_t>();
     const int8_t* b = in(slots, 1).tensor.template data<int8_t>();
-    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, shape_), true, params_};
     int8_t* dst = y.tensor.data<int8_t>();
     const int64_t n = y.tensor.numel();
     const int8_t* table = table_.data();
@@ -138,7 +138,7 @@ class TableSumAddStep : public SimStep {
     constexpr int64_t kChunk = 1024;
     const int8_t* a = in(slots, 0).tensor.template data<int8_t>();
     const int8_t* b = in(slots, 1).tensor.template data<int8_t>();
-    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, shape_), true, params_};
     int8_t* dst = y.tensor.data<int8_t>();
     const int64_t n = y.tensor.numel();
     int32_t sums[kChunk];
@@ -183,7 +183,7 @@ class ConcatStep : public SimStep {
     }
   }
   void run(SimSlots& slots) const override {
-    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, shape_), true, params_};
     int8_t* dst = y.tensor.data<int8_t>();
     int64_t row = 0;
     for (int64_t c : chunks_) row += c;
@@ -232,7 +232,7 @@ class ClampStep : public SimStep {
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
-    SimValue y{Tensor(DType::Int8, x.tensor.shape()), true, x.params};
+    SimValue y{Tensor::uninitialized(DType::Int8, x.tensor.shape()), true, x.params};
     const int8_t* s = x.tensor.data<int8_t>();
     int8_t* d = y.tensor.data<int8_t>();
     // Locals: int8_t stores may alias the members, which would stop vectorization.
@@ -264,7 +264,7 @@ class GlobalAveragePoolStep : public SimStep {
   }
   void run(SimSlots& slots) const override {
     const int8_t* s = in(slots, 0).tensor.data<int8_t>();
-    SimValue y{Tensor(DType::Int8, shape_), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, shape_), true, params_};
     int8_t* d = y.tensor.data<int8_t>();
     for (int64_t p = 0; p < planes_; ++p) {
       int64_t acc = 0;
@@ -302,7 +302,7 @@ class LutStep : public SimStep {
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
-    SimValue y{Tensor(DType::Int8, x.tensor.shape()), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, x.tensor.shape()), true, params_};
     applyLut(lut_, x.tensor.data<int8_t>(), x.tensor.numel(), y.tensor.data<int8_t>());
     out(slots, 0) = std::move(y);
   }

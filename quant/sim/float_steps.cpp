@@ -16,7 +16,7 @@ Tensor roundToHalf(const Tensor& t) {
 
 SimValue quantizeFloat(const Tensor& t, QuantParams p) {
   SimValue v;
-  v.tensor = Tensor(DType::Int8, t.shape());
+  v.tensor = Tensor::uninitialized(DType::Int8, t.shape());  // quantizeTensor writes every byte
   quantizeTensor(t.data<float>(), t.numel(), p, v.tensor.data<int8_t>());
   v.quantized = true;
   v.params = p;

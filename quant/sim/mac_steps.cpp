@@ -95,7 +95,7 @@ class ConvStep : public SimStep {
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
-    SimValue y{Tensor(DType::Int8, output_shape_), true, output_params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, output_shape_), true, output_params_};
     if (path_ == SimPath::Reference) {
       int8ConvReference(fast_->params(), x.tensor.data<int8_t>(), y.tensor.data<int8_t>());
     } else {
@@ -147,7 +147,7 @@ class LinearStep : public SimStep {
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
-    SimValue y{Tensor(DType::Int8, output_shape_), true, output_params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, output_shape_), true, output_params_};
     if (path_ == SimPath::Reference) {
       int8LinearReference(params_, x.tensor.data<int8_t>(), y.tensor.data<int8_t>());
     } else {
@@ -186,7 +186,7 @@ class BatchMatMulStep : public SimStep {
     output_params_ = py;
   }
   void run(SimSlots& slots) const override {
-    SimValue y{Tensor(DType::Int8, output_shape_), true, output_params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, output_shape_), true, output_params_};
     const int8_t* a = in(slots, 0).tensor.data<int8_t>();
     const int8_t* b = in(slots, 1).tensor.data<int8_t>();
     if (path_ == SimPath::Reference) {

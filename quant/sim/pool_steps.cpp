@@ -40,7 +40,7 @@ class AveragePoolStep : public SimStep {
 
   void run(SimSlots& slots) const override {
     const int8_t* x = in(slots, 0).tensor.data<int8_t>();
-    SimValue y{Tensor(DType::Int8, out_shape_), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, out_shape_), true, params_};
     int8_t* d = y.tensor.data<int8_t>();
     const int64_t planes = in_shape_[0] * in_shape_[1], ih = in_shape_[2], iw = in_shape_[3];
     const int64_t oh = out_shape_[2], ow = out_shape_[3];
@@ -107,7 +107,7 @@ class MaxPoolStep : public SimStep {
   void run(SimSlots& slots) const override {
     const SimValue& xv = in(slots, 0);
     const int8_t* x = xv.tensor.data<int8_t>();
-    SimValue y{Tensor(DType::Int8, out_shape_), true, xv.params};
+    SimValue y{Tensor::uninitialized(DType::Int8, out_shape_), true, xv.params};
     int8_t* d = y.tensor.data<int8_t>();
     const int64_t planes = in_shape_[0] * in_shape_[1], ih = in_shape_[2], iw = in_shape_[3];
     const int64_t oh = out_shape_[2], ow = out_shape_[3];

@@ -19,6 +19,7 @@
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quant_plan_codec.h"
 #include "quant/graph/quantizer.h"
+#include "quant_test_util.h"
 #include "runtime/program_runtime_loader.h"
 #include "target/build_options.h"
 #include "target/soc_profile.h"
@@ -64,18 +65,6 @@ struct ChainGraph {
     return nullptr;
   }
 };
-
-std::vector<Tensor> randomInputs(const Graph& g, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<Tensor> inputs;
-  for (const Value* in : g.inputs()) {
-    Tensor t(in->dtype(), in->shape());
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
 
 // A blob of `g` as the export paths write it: MPLN planned and program lowered for the partition
 // `plan_options` give, META recording `meta_options` (equal for an honest export).
@@ -132,9 +121,7 @@ TEST(BuildPlacement, RecordedOpTargetMovesTheNodeAndBadRecordsAreBlobErrors) {
 TEST(BuildPlacement, OpTargetBlobCarriesItsPartitionAndRunsOnTheProgram) {
   ChainGraph c;
   const SocProfile& soc = socProfile(kSoc);
-  quant::Calibrator calibrator(c.g);
-  calibrator.addSample(randomInputs(c.g, 0));
-  const quant::QuantPlan q = quant::buildQuantPlan(c.g, calibrator.ranges({}), {});
+  const quant::QuantPlan q = ::npuc::testing::calibratedPlan(c.g);
   for (const quant::QuantPlan* qp : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
     const std::string what = qp ? "int8" : "fp16";
     blob::LoadedBlob b = blob::readBlobBytes(blobBytes(c.g, qp, kR2OnCpu, kR2OnCpu));
@@ -162,7 +149,7 @@ TEST(BuildPlacement, OpTargetBlobCarriesItsPartitionAndRunsOnTheProgram) {
     ASSERT_NE(rt, nullptr) << what << ": " << why_not;
     EXPECT_EQ(why_not, "") << what;
     for (uint32_t seed : {1u, 2u}) {
-      const std::vector<Tensor> inputs = randomInputs(*b.graph, seed);
+      const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(*b.graph, seed);
       const std::vector<Tensor> got = rt->run(inputs), want = sim->run(inputs);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwiseEqual(want[i])) << what << " " << i;

@@ -18,6 +18,7 @@
 #include "passes/optimize.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
+#include "quant_test_util.h"
 #include "runtime/memory_planner.h"
 
 namespace npuc::memory {
@@ -269,34 +270,12 @@ TEST(MemoryReport, PartsAddUpAndWeightsArePacked) {
 
 // ---- shared models: every plan sound, and within 1.05x of its bound (issue #6's target)
 
-std::unique_ptr<Graph> sharedModel(const std::string& file) {
-  const std::filesystem::path p = ::npuc::testing::sharedModelsDir() / file;
-  if (::npuc::testing::sharedModelsDir().empty() || !std::filesystem::exists(p)) return nullptr;
-  std::unique_ptr<Graph> g = importOnnxFile(p.string());
-  optimize(*g);
-  return g;
-}
-
-quant::QuantPlan calibratedPlan(const Graph& g) {
-  quant::Calibrator calibrator(g);
-  std::mt19937 rng(0);
-  std::normal_distribution<float> normal;
-  std::vector<Tensor> inputs;
-  for (const Value* in : g.inputs()) {
-    Tensor t(in->dtype(), in->shape());
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-    inputs.push_back(std::move(t));
-  }
-  calibrator.addSample(inputs);
-  return quant::buildQuantPlan(g, calibrator.ranges({}), {});
-}
-
 TEST(NpuMemoryPlanModels, EverySharedModelIsSoundAndNearTheBound) {
   for (const char* file : {"mobilenet_v2.onnx", "shufflenet_v2_x0_5.onnx", "tiny_vit.onnx", "glu_net.onnx",
                            "yolo_focus.onnx", "conv_transpose_clip.onnx"}) {
-    std::unique_ptr<Graph> g = sharedModel(file);
+    std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel(file);
     if (!g) GTEST_SKIP() << "shared models not found";
-    const quant::QuantPlan q = calibratedPlan(*g);
+    const quant::QuantPlan q = ::npuc::testing::calibratedPlan(*g);
     for (const char* soc : {"rk3588", "rk3566"}) {
       for (const quant::QuantPlan* plan : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
         const std::string what = std::string(file) + " " + soc + (plan ? " int8" : " fp16");
@@ -322,7 +301,7 @@ TEST(NpuMemoryPlanModels, Resnet50IfCachedIsSoundAndNearTheBound) {
   if (path.empty()) GTEST_SKIP() << "bench/.cache/resnet50.onnx not found";
   std::unique_ptr<Graph> g = importOnnxFile(path.string());
   optimize(*g);
-  const quant::QuantPlan q = calibratedPlan(*g);
+  const quant::QuantPlan q = ::npuc::testing::calibratedPlan(*g);
   for (const quant::QuantPlan* plan : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
     const NpuMemoryPlan p = planNpuMemory(*g, plan, socProfile("rk3588"));
     expectSoundByBruteForce(p, "resnet50");

@@ -22,6 +22,7 @@
 #include "perf_test_util.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
+#include "quant_test_util.h"
 #include "runtime/half_codec.h"
 #include "runtime/program_runtime.h"
 #include "runtime/program_runtime_loader.h"
@@ -30,33 +31,8 @@
 namespace npuc::runtime {
 namespace {
 
+using ::npuc::testing::calibratedPlan;
 using quant::QuantizedExecutor;
-
-std::vector<Tensor> randomInputs(const Graph& g, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<Tensor> inputs;
-  for (const Value* in : g.inputs()) {
-    Tensor t(in->dtype(), in->shape());
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
-
-quant::QuantPlan calibratedPlan(const Graph& g) {
-  quant::Calibrator calibrator(g);
-  calibrator.addSample(randomInputs(g, 0));
-  return quant::buildQuantPlan(g, calibrator.ranges({}), {});
-}
-
-std::unique_ptr<Graph> sharedModel(const std::string& file) {
-  const std::filesystem::path p = ::npuc::testing::sharedModelsDir() / file;
-  if (::npuc::testing::sharedModelsDir().empty() || !std::filesystem::exists(p)) return nullptr;
-  std::unique_ptr<Graph> g = importOnnxFile(p.string());
-  optimize(*g);
-  return g;
-}
 
 // The simulator, program and plan of `g` on `soc` (INT8 with `plan`, FP16 without).
 struct Compiled {
@@ -94,7 +70,7 @@ bool anyDifferent(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 TEST(ProgramRuntime, EverySharedModelEqualsTheSimulatorBitForBit) {
   for (const char* file : {"mobilenet_v2.onnx", "shufflenet_v2_x0_5.onnx", "tiny_vit.onnx", "glu_net.onnx",
                            "yolo_focus.onnx", "conv_transpose_clip.onnx"}) {
-    std::unique_ptr<Graph> g = sharedModel(file);
+    std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel(file);
     if (!g) GTEST_SKIP() << "shared models not found";
     const quant::QuantPlan q = calibratedPlan(*g);
     for (const quant::QuantPlan* plan : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
@@ -102,7 +78,7 @@ TEST(ProgramRuntime, EverySharedModelEqualsTheSimulatorBitForBit) {
       Compiled c = compile(*g, plan);
       ProgramRuntime rt(c.sim, c.program, c.memory);
       for (uint32_t seed : {1u, 2u}) {  // two runs: the second reuses the first one's arena
-        const std::vector<Tensor> inputs = randomInputs(*g, seed);
+        const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(*g, seed);
         expectBitEqual(rt.run(inputs), c.sim->run(inputs), what + " seed " + std::to_string(seed));
       }
       EXPECT_EQ(rt.arenasAllocated(), 1) << what;
@@ -133,13 +109,13 @@ TEST(ProgramRuntime, CpuOpsAndConvertsEqualTheSimulator) {
     ASSERT_EQ(cpu, 1);
     ASSERT_GE(converts, 4);
     ProgramRuntime rt(c.sim, c.program, c.memory);
-    const std::vector<Tensor> inputs = randomInputs(p.g, 3);
+    const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(p.g, 3);
     expectBitEqual(rt.run(inputs), c.sim->run(inputs), plan ? "int8" : "fp16");
   }
 }
 
 TEST(ProgramRuntime, ConcurrentRunsEachTakeTheirOwnArena) {
-  std::unique_ptr<Graph> g = sharedModel("glu_net.onnx");
+  std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel("glu_net.onnx");
   if (!g) GTEST_SKIP() << "shared models not found";
   const quant::QuantPlan q = calibratedPlan(*g);
   Compiled c = compile(*g, &q);
@@ -147,7 +123,7 @@ TEST(ProgramRuntime, ConcurrentRunsEachTakeTheirOwnArena) {
   constexpr int kThreads = 4, kRuns = 10;
   std::vector<std::vector<Tensor>> inputs, expected;
   for (int t = 0; t < kThreads; ++t) {
-    inputs.push_back(randomInputs(*g, 10 + t));
+    inputs.push_back(::npuc::testing::randomNormalInputs(*g, 10 + t));
     expected.push_back(c.sim->run(inputs.back()));
   }
   std::vector<int> mismatches(kThreads, 0);
@@ -166,11 +142,11 @@ TEST(ProgramRuntime, ConcurrentRunsEachTakeTheirOwnArena) {
 // Two arena buffers live at once, the second written while the first still has readers: placing
 // the second on top of the first must change the outputs if the runtime really reads the arena.
 TEST(ProgramRuntime, OverlappingLiveBuffersInTheArenaChangeTheOutputs) {
-  std::unique_ptr<Graph> g = sharedModel("mobilenet_v2.onnx");
+  std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel("mobilenet_v2.onnx");
   if (!g) GTEST_SKIP() << "shared models not found";
   const quant::QuantPlan q = calibratedPlan(*g);
   Compiled c = compile(*g, &q);
-  const std::vector<Tensor> inputs = randomInputs(*g, 5);
+  const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(*g, 5);
   const std::vector<Tensor> expected = c.sim->run(inputs);
   ASSERT_EQ(memory::findPlanViolation(c.memory), "");
   expectBitEqual(ProgramRuntime(c.sim, c.program, c.memory).run(inputs), expected, "sound plan");
@@ -262,7 +238,7 @@ TEST(ProgramRuntimeLoader, UsesTheProgramOnlyWhenTheBlobCarriesIt) {
   lower::appendProgramSections(p.g, nullptr, &full);
   blob::writeBlob(p.g, with, full);
 
-  const std::vector<Tensor> inputs = randomInputs(p.g, 4);
+  const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(p.g, 4);
   for (const std::string& path : {with, without}) {
     blob::LoadedBlob b = blob::loadBlob(path);
     auto sim = std::make_shared<const QuantizedExecutor>(*b.graph);

@@ -12,13 +12,13 @@ Usage (from the repository root):
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
+import doc_generator
 import npuc
 from npuc.toolkit import CONFIG_KEYS, TARGET_PLATFORMS
 
@@ -240,17 +240,7 @@ def render() -> str:
 
 
 def main(argv: Sequence[str] = ()) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with docs/toolkit_api.md instead of writing")
-    args = parser.parse_args(list(argv))
-    text = render()
-    if args.check:
-        same = DOC_PATH.is_file() and DOC_PATH.read_text() == text
-        print("docs/toolkit_api.md is up to date" if same else "docs/toolkit_api.md is stale: run tools/gen_api_doc.py")
-        return 0 if same else 1
-    DOC_PATH.write_text(text)
-    print(f"wrote {DOC_PATH.relative_to(REPO_ROOT)}")
-    return 0
+    return doc_generator.run(__doc__.splitlines()[0], DOC_PATH, REPO_ROOT, render, "tools/gen_api_doc.py", argv)
 
 
 if __name__ == "__main__":

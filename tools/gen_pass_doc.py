@@ -13,7 +13,6 @@ Usage (from the repository root, with the extension importable):
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import doc_generator
 import npuc
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -330,17 +330,7 @@ def render() -> str:
 
 
 def main(argv: Sequence[str] = ()) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with docs/passes.md instead of writing")
-    args = parser.parse_args(list(argv))
-    text = render()
-    if args.check:
-        same = DOC_PATH.is_file() and DOC_PATH.read_text() == text
-        print("docs/passes.md is up to date" if same else "docs/passes.md is stale: run tools/gen_pass_doc.py")
-        return 0 if same else 1
-    DOC_PATH.write_text(text)
-    print(f"wrote {DOC_PATH.relative_to(REPO_ROOT)} ({len(npuc.pass_names())} passes)")
-    return 0
+    return doc_generator.run(__doc__.splitlines()[0], DOC_PATH, REPO_ROOT, render, "tools/gen_pass_doc.py", argv, detail=f"{len(npuc.pass_names())} passes")
 
 
 if __name__ == "__main__":

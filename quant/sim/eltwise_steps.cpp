@@ -232,6 +232,13 @@ class ClampStep : public SimStep {
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
+    if (lo_ == kActivationQMin && hi_ == kActivationQMax) {
+      // The clamp is the int8 saturation its producer already applied (a fused clamp: ReLU with
+      // z = -128, ReLU6 on a [0, 6] grid), so the output is the input's bytes: share them
+      // instead of copying (no step writes into a tensor it reads).
+      out(slots, 0) = x;
+      return;
+    }
     SimValue y{Tensor::uninitialized(DType::Int8, x.tensor.shape()), true, x.params};
     const int8_t* s = x.tensor.data<int8_t>();
     int8_t* d = y.tensor.data<int8_t>();

@@ -40,13 +40,7 @@ constexpr InterleaveIndex kInterleaveIndex = makeInterleaveIndex();
 // 128 output bytes: byte 4j + t = row t's byte j (+128) for the 32 columns j. Two 64-byte
 // sources hold rows 0|1 and 2|3; one two-source byte permute per 64 output bytes. Columns past
 // `n` read as 0 (masked loads) and are never used.
-void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
-  static_assert(kGemmCols == 32, "one 256-bit load per row");
-  const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
-  const __m512i rows01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[0])),
-                                            _mm256_maskz_loadu_epi8(m, r[1]), 1);
-  const __m512i rows23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[2])),
-                                            _mm256_maskz_loadu_epi8(m, r[3]), 1);
+void interleaveRowPairs(__m512i rows01, __m512i rows23, uint8_t* out) {
   const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(kSignFlip));
   for (int half = 0; half < 2; ++half) {
     const __m512i idx = _mm512_load_si512(kInterleaveIndex.bytes[half]);
@@ -54,6 +48,30 @@ void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
     _mm512_storeu_si512(out + half * 64, v);
   }
 }
+
+void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
+  static_assert(kGemmCols == 32, "one 256-bit load per row");
+  const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+  const __m512i rows01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[0])),
+                                            _mm256_maskz_loadu_epi8(m, r[1]), 1);
+  const __m512i rows23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[2])),
+                                            _mm256_maskz_loadu_epi8(m, r[3]), 1);
+  interleaveRowPairs(rows01, rows23, out);
+}
+
+// Columns j < 32 of four rows gathered from offsets[j] < span <= 64 of each: one masked load and
+// one byte permute per row, then the same interleave.
+void gatherInterleaveFourRows(const uint8_t* const* r, int64_t span, const uint8_t* offsets, uint8_t* out) {
+  const __mmask64 m = span >= 64 ? ~__mmask64{0} : (__mmask64{1} << span) - 1;
+  const __m512i idx = _mm512_loadu_si512(offsets);
+  __m256i dense[kGemmDepthStep];
+  for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+    dense[i] = _mm512_castsi512_si256(_mm512_permutexvar_epi8(idx, _mm512_maskz_loadu_epi8(m, r[i])));
+  }
+  interleaveRowPairs(_mm512_inserti64x4(_mm512_castsi256_si512(dense[0]), dense[1], 1),
+                     _mm512_inserti64x4(_mm512_castsi256_si512(dense[2]), dense[3], 1), out);
+}
+constexpr bool kHasGatherInterleave = true;
 #else
 void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
   uint32_t lanes[kGemmCols] = {};
@@ -64,6 +82,8 @@ void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
   }
   std::memcpy(out, lanes, sizeof(lanes));
 }
+void gatherInterleaveFourRows(const uint8_t* const*, int64_t, const uint8_t*, uint8_t*) {}
+constexpr bool kHasGatherInterleave = false;
 #endif
 
 }  // namespace
@@ -102,6 +122,45 @@ void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t colum
         r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + p0;
       }
       interleaveFourRows(r, n, panel + g * kGemmCols * kGroupBytes);
+    }
+  }
+}
+
+void packGemmActivationsStrided(const int8_t* const* rows, int64_t depth, int64_t columns, int64_t width,
+                                int64_t row_length, uint8_t* packed) {
+  // A permute index reaches 64 bytes: panels spanning more take the scalar gather.
+  constexpr int64_t kPermuteSpan = 64;
+  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
+  auto runIndex = [&](int64_t j) { return (j / width) * row_length + j % width; };
+  for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
+    const int64_t n = std::min(kGemmCols, columns - p0);
+    const int64_t first = runIndex(p0);
+    const int64_t span = runIndex(p0 + n - 1) - first + 1;
+    int64_t offsets[kGemmCols];
+    alignas(64) uint8_t offsets8[kPermuteSpan] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      offsets[j] = runIndex(p0 + j) - first;
+      if (span <= kPermuteSpan) offsets8[j] = static_cast<uint8_t>(offsets[j]);
+    }
+    uint8_t* panel = packed + (p0 / kGemmCols) * groups * kGemmCols * kGroupBytes;
+    for (int64_t g = 0; g < groups; ++g) {
+      // Depth past the end reads the last row again: its weights are zero.
+      const uint8_t* r[kGemmDepthStep];
+      for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+        r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + first;
+      }
+      uint8_t* out = panel + g * kGemmCols * kGroupBytes;
+      if (kHasGatherInterleave && span <= kPermuteSpan) {
+        gatherInterleaveFourRows(r, span, offsets8, out);
+        continue;
+      }
+      uint8_t dense[kGemmDepthStep][kGemmCols];
+      const uint8_t* d[kGemmDepthStep];
+      for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+        for (int64_t j = 0; j < n; ++j) dense[i][j] = r[i][offsets[j]];
+        d[i] = dense[i];
+      }
+      interleaveFourRows(d, n, out);
     }
   }
 }

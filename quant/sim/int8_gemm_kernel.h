@@ -44,6 +44,11 @@ size_t packedActivationBytes(int64_t depth, int64_t columns);
 // Packs B from `depth` row pointers of `columns` signed int8 values each, adding 128 (the
 // rows are an im2col of q_x, or the input planes themselves for a 1x1 stride-1 conv).
 void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t columns, uint8_t* packed);
+// The same packing of `columns` outputs laid out `width` to a row, read from runs laid out
+// `row_length` >= width to a row (a conv's "virtual" grid, phase_plane.h): column j is byte
+// (j / width) * row_length + j % width of each run, so the GEMM skips the virtual columns.
+void packGemmActivationsStrided(const int8_t* const* rows, int64_t depth, int64_t columns, int64_t width,
+                                int64_t row_length, uint8_t* packed);
 
 // tile[m * kGemmCols + j] = sum over the depth of a row block x a column panel.
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile);

@@ -17,22 +17,29 @@ namespace npuc::quant {
 
 namespace {
 
+// The 2-D window of a pooling node: NCHW shapes, kernel, strides and explicit pads.
+struct PoolWindow {
+  Shape in_shape, out_shape;
+  std::vector<int64_t> kernel, strides, pads;
+  explicit PoolWindow(const Node& n)
+      : in_shape(n.input(0)->shape()),
+        out_shape(n.output(0)->shape()),
+        kernel(n.attrs().ints("kernel_shape")),
+        strides(n.attrs().ints("strides", {1, 1})),
+        pads(n.attrs().ints("pads", {0, 0, 0, 0})) {}
+};
+
 class AveragePoolStep : public SimStep {
  public:
-  explicit AveragePoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
+  explicit AveragePoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), w_(ctx.node) {
     const Node& n = ctx.node;
     const Attributes& a = n.attrs();
-    in_shape_ = n.input(0)->shape();
-    out_shape_ = n.output(0)->shape();
-    kernel_ = a.ints("kernel_shape");
-    strides_ = a.ints("strides", {1, 1});
-    pads_ = a.ints("pads", {0, 0, 0, 0});
     include_pad_ = a.i("count_include_pad", 0) != 0;
     const QuantParams pi = ctx.paramsOf(n.input(0));
     params_ = ctx.paramsOf(n.output(0));
     zero_point_in_ = pi.zero_point;
     const std::string what = "node '" + n.name() + "' (AveragePool)";
-    for (int64_t count = 1; count <= kernel_[0] * kernel_[1]; ++count) {
+    for (int64_t count = 1; count <= w_.kernel[0] * w_.kernel[1]; ++count) {
       multipliers_.push_back(
           quantizeMultiplier(double{pi.scale} / (static_cast<double>(count) * params_.scale), what.c_str()));
     }
@@ -40,20 +47,20 @@ class AveragePoolStep : public SimStep {
 
   void run(SimSlots& slots) const override {
     const int8_t* x = in(slots, 0).tensor.data<int8_t>();
-    SimValue y{Tensor::uninitialized(DType::Int8, out_shape_), true, params_};
+    SimValue y{Tensor::uninitialized(DType::Int8, w_.out_shape), true, params_};
     int8_t* d = y.tensor.data<int8_t>();
-    const int64_t planes = in_shape_[0] * in_shape_[1], ih = in_shape_[2], iw = in_shape_[3];
-    const int64_t oh = out_shape_[2], ow = out_shape_[3];
+    const int64_t planes = w_.in_shape[0] * w_.in_shape[1], ih = w_.in_shape[2], iw = w_.in_shape[3];
+    const int64_t oh = w_.out_shape[2], ow = w_.out_shape[3];
     for (int64_t p = 0; p < planes; ++p) {
       const int8_t* plane = x + p * ih * iw;
       for (int64_t oy = 0; oy < oh; ++oy) {
         for (int64_t ox = 0; ox < ow; ++ox) {
           int64_t acc = 0, count = 0;
-          for (int64_t ky = 0; ky < kernel_[0]; ++ky) {
-            const int64_t iy = oy * strides_[0] - pads_[0] + ky;
+          for (int64_t ky = 0; ky < w_.kernel[0]; ++ky) {
+            const int64_t iy = oy * w_.strides[0] - w_.pads[0] + ky;
             if (iy < 0 || iy >= ih) continue;
-            for (int64_t kx = 0; kx < kernel_[1]; ++kx) {
-              const int64_t ix = ox * strides_[1] - pads_[1] + kx;
+            for (int64_t kx = 0; kx < w_.kernel[1]; ++kx) {
+              const int64_t ix = ox * w_.strides[1] - w_.pads[1] + kx;
               if (ix < 0 || ix >= iw) continue;
               acc += int64_t{plane[iy * iw + ix]} - zero_point_in_;
               ++count;
@@ -76,13 +83,12 @@ class AveragePoolStep : public SimStep {
     auto extent = [](int64_t start, int64_t k, int64_t lo, int64_t hi) {
       return std::max<int64_t>(0, std::min(start + k, hi) - std::max(start, lo));
     };
-    const int64_t y0 = oy * strides_[0] - pads_[0], x0 = ox * strides_[1] - pads_[1];
-    return extent(y0, kernel_[0], -pads_[0], ih + pads_[2]) *
-           extent(x0, kernel_[1], -pads_[1], iw + pads_[3]);
+    const int64_t y0 = oy * w_.strides[0] - w_.pads[0], x0 = ox * w_.strides[1] - w_.pads[1];
+    return extent(y0, w_.kernel[0], -w_.pads[0], ih + w_.pads[2]) *
+           extent(x0, w_.kernel[1], -w_.pads[1], iw + w_.pads[3]);
   }
 
-  Shape in_shape_, out_shape_;
-  std::vector<int64_t> kernel_, strides_, pads_;
+  PoolWindow w_;
   bool include_pad_ = false;
   QuantParams params_;
   int32_t zero_point_in_ = 0;
@@ -94,29 +100,21 @@ class AveragePoolStep : public SimStep {
 // then the max over each window of that row.
 class MaxPoolStep : public SimStep {
  public:
-  explicit MaxPoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
-    const Node& n = ctx.node;
-    const Attributes& a = n.attrs();
-    in_shape_ = n.input(0)->shape();
-    out_shape_ = n.output(0)->shape();
-    kernel_ = a.ints("kernel_shape");
-    strides_ = a.ints("strides", {1, 1});
-    pads_ = a.ints("pads", {0, 0, 0, 0});
-  }
+  explicit MaxPoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), w_(ctx.node) {}
 
   void run(SimSlots& slots) const override {
     const SimValue& xv = in(slots, 0);
     const int8_t* x = xv.tensor.data<int8_t>();
-    SimValue y{Tensor::uninitialized(DType::Int8, out_shape_), true, xv.params};
+    SimValue y{Tensor::uninitialized(DType::Int8, w_.out_shape), true, xv.params};
     int8_t* d = y.tensor.data<int8_t>();
-    const int64_t planes = in_shape_[0] * in_shape_[1], ih = in_shape_[2], iw = in_shape_[3];
-    const int64_t oh = out_shape_[2], ow = out_shape_[3];
+    const int64_t planes = w_.in_shape[0] * w_.in_shape[1], ih = w_.in_shape[2], iw = w_.in_shape[3];
+    const int64_t oh = w_.out_shape[2], ow = w_.out_shape[3];
     std::vector<int8_t> column_max(static_cast<size_t>(iw));
     for (int64_t p = 0; p < planes; ++p) {
       const int8_t* plane = x + p * ih * iw;
       for (int64_t oy = 0; oy < oh; ++oy) {
-        const int64_t y0 = std::max<int64_t>(oy * strides_[0] - pads_[0], 0);
-        const int64_t y1 = std::min<int64_t>(oy * strides_[0] - pads_[0] + kernel_[0], ih);
+        const int64_t y0 = std::max<int64_t>(oy * w_.strides[0] - w_.pads[0], 0);
+        const int64_t y1 = std::min<int64_t>(oy * w_.strides[0] - w_.pads[0] + w_.kernel[0], ih);
         int8_t* m = column_max.data();
         std::fill(m, m + iw, static_cast<int8_t>(kActivationQMin));
         for (int64_t iy = y0; iy < y1; ++iy) {
@@ -125,8 +123,8 @@ class MaxPoolStep : public SimStep {
         }
         int8_t* out = d + (p * oh + oy) * ow;
         for (int64_t ox = 0; ox < ow; ++ox) {
-          const int64_t x0 = std::max<int64_t>(ox * strides_[1] - pads_[1], 0);
-          const int64_t x1 = std::min<int64_t>(ox * strides_[1] - pads_[1] + kernel_[1], iw);
+          const int64_t x0 = std::max<int64_t>(ox * w_.strides[1] - w_.pads[1], 0);
+          const int64_t x1 = std::min<int64_t>(ox * w_.strides[1] - w_.pads[1] + w_.kernel[1], iw);
           // A window of padding only is max(-inf) = -inf, which quantizes to the minimum.
           int8_t v = static_cast<int8_t>(kActivationQMin);
           for (int64_t ix = x0; ix < x1; ++ix) v = std::max(v, m[ix]);
@@ -138,8 +136,7 @@ class MaxPoolStep : public SimStep {
   }
 
  private:
-  Shape in_shape_, out_shape_;
-  std::vector<int64_t> kernel_, strides_, pads_;
+  PoolWindow w_;
 };
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include "common/error.h"
 #include "quant/int_limits.h"
 #include "quant/requant.h"
+#include "quant/sim/phase_plane.h"
+#include "quant/sim/scratch.h"
 #include "quant/sim/sim_step.h"
 
 namespace npuc::quant {
@@ -95,26 +97,54 @@ class AveragePoolStep : public SimStep {
   std::vector<FixedPointMultiplier> multipliers_;  // index count - 1
 };
 
-// 2-D MaxPool, explicit pads, no dilation, floor mode (supportsInt8MaxPool). Per output row:
-// the element-wise max of the kernel_h input rows (a contiguous loop the compiler vectorizes),
-// then the max over each window of that row.
+// 2-D MaxPool, explicit pads, no dilation, floor mode (supportsInt8MaxPool).
+//
+// Reference path: per output row, the element-wise max of the kernel_h input rows, then the max
+// over each window of that row. Fast path: the input plane split by PhasePlane (padding -128, the
+// int8 image of -inf, which no window's max can pick over a real element) makes every window tap
+// one contiguous run over the virtual output grid, as for a depthwise conv; the max is then
+// kernel_h * kernel_w contiguous byte-max passes (vectorized) and a compaction of the real
+// columns. The two agree on every input (test_quant_sim_kernels.cc).
 class MaxPoolStep : public SimStep {
  public:
-  explicit MaxPoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), w_(ctx.node) {}
+  explicit MaxPoolStep(const StepContext& ctx)
+      : SimStep(ctx.inputs, ctx.outputs), w_(ctx.node), split_(ctx.path == SimPath::Fast) {
+    g_.in_h = w_.in_shape[2];
+    g_.in_w = w_.in_shape[3];
+    g_.out_h = w_.out_shape[2];
+    g_.out_w = w_.out_shape[3];
+    g_.kernel_h = w_.kernel[0];
+    g_.kernel_w = w_.kernel[1];
+    g_.stride_h = w_.strides[0];
+    g_.stride_w = w_.strides[1];
+    g_.pad_top = w_.pads[0];
+    g_.pad_left = w_.pads[1];
+  }
 
   void run(SimSlots& slots) const override {
     const SimValue& xv = in(slots, 0);
-    const int8_t* x = xv.tensor.data<int8_t>();
     SimValue y{Tensor::uninitialized(DType::Int8, w_.out_shape), true, xv.params};
-    int8_t* d = y.tensor.data<int8_t>();
-    const int64_t planes = w_.in_shape[0] * w_.in_shape[1], ih = w_.in_shape[2], iw = w_.in_shape[3];
-    const int64_t oh = w_.out_shape[2], ow = w_.out_shape[3];
+    if (y.tensor.numel() > 0) {
+      if (split_) {
+        runSplit(xv.tensor.data<int8_t>(), y.tensor.data<int8_t>());
+      } else {
+        runRows(xv.tensor.data<int8_t>(), y.tensor.data<int8_t>());
+      }
+    }
+    out(slots, 0) = std::move(y);
+  }
+
+ private:
+  int64_t planes() const { return w_.in_shape[0] * w_.in_shape[1]; }
+
+  void runRows(const int8_t* x, int8_t* d) const {
+    const int64_t ih = g_.in_h, iw = g_.in_w, oh = g_.out_h, ow = g_.out_w;
     std::vector<int8_t> column_max(static_cast<size_t>(iw));
-    for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t p = 0; p < planes(); ++p) {
       const int8_t* plane = x + p * ih * iw;
       for (int64_t oy = 0; oy < oh; ++oy) {
-        const int64_t y0 = std::max<int64_t>(oy * w_.strides[0] - w_.pads[0], 0);
-        const int64_t y1 = std::min<int64_t>(oy * w_.strides[0] - w_.pads[0] + w_.kernel[0], ih);
+        const int64_t y0 = std::max<int64_t>(oy * g_.stride_h - g_.pad_top, 0);
+        const int64_t y1 = std::min<int64_t>(oy * g_.stride_h - g_.pad_top + g_.kernel_h, ih);
         int8_t* m = column_max.data();
         std::fill(m, m + iw, static_cast<int8_t>(kActivationQMin));
         for (int64_t iy = y0; iy < y1; ++iy) {
@@ -123,8 +153,8 @@ class MaxPoolStep : public SimStep {
         }
         int8_t* out = d + (p * oh + oy) * ow;
         for (int64_t ox = 0; ox < ow; ++ox) {
-          const int64_t x0 = std::max<int64_t>(ox * w_.strides[1] - w_.pads[1], 0);
-          const int64_t x1 = std::min<int64_t>(ox * w_.strides[1] - w_.pads[1] + w_.kernel[1], iw);
+          const int64_t x0 = std::max<int64_t>(ox * g_.stride_w - g_.pad_left, 0);
+          const int64_t x1 = std::min<int64_t>(ox * g_.stride_w - g_.pad_left + g_.kernel_w, iw);
           // A window of padding only is max(-inf) = -inf, which quantizes to the minimum.
           int8_t v = static_cast<int8_t>(kActivationQMin);
           for (int64_t ix = x0; ix < x1; ++ix) v = std::max(v, m[ix]);
@@ -132,11 +162,28 @@ class MaxPoolStep : public SimStep {
         }
       }
     }
-    out(slots, 0) = std::move(y);
   }
 
- private:
+  void runSplit(const int8_t* x, int8_t* d) const {
+    const PhasePlane split = PhasePlane::forConv(g_);
+    const std::vector<int64_t> taps = split.tapOffsets(g_);
+    const int64_t outputs = split.virtualOutputs(g_);
+    int8_t* plane = static_cast<int8_t*>(threadScratch(static_cast<size_t>(split.elements() + outputs)));
+    int8_t* max = plane + split.elements();
+    for (int64_t p = 0; p < planes(); ++p) {
+      split.fill(g_, x + p * g_.in_h * g_.in_w, static_cast<int8_t>(kActivationQMin), plane);
+      std::copy(plane + taps[0], plane + taps[0] + outputs, max);
+      for (size_t t = 1; t < taps.size(); ++t) {
+        const int8_t* run = plane + taps[t];
+        for (int64_t i = 0; i < outputs; ++i) max[i] = std::max(max[i], run[i]);
+      }
+      split.compact(g_, max, d + p * g_.out_h * g_.out_w);
+    }
+  }
+
   PoolWindow w_;
+  ConvGeometry g_;  // the window as a conv's spatial geometry (PhasePlane's input)
+  bool split_ = true;
 };
 
 }  // namespace

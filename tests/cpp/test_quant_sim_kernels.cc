@@ -274,36 +274,44 @@ TEST(QuantSimKernels, AddStepEqualsAddInt8) {
 }
 
 // The int8 MaxPool must give the bytes of dequantize -> float MaxPool -> quantize (the generic
-// shared-scale path it replaces), including windows that hang over the padding.
+// shared-scale path it replaces), on both the row path (reference) and the split-plane path
+// (fast), including windows that hang over asymmetric padding and non-square windows.
 TEST(QuantSimKernels, Int8MaxPoolEqualsTheFloatRoundTrip) {
   using passtest::attrs;
-  for (const auto& [k, s, pad] :
-       std::vector<std::array<int64_t, 3>>{{3, 2, 1}, {2, 2, 0}, {3, 1, 2}, {5, 3, 2}}) {
-    passtest::GraphBuilder b;
-    Value* x = b.input("x", {1, 3, 11, 9});
-    Value* y = b.op("MaxPool", {x},
-                    attrs({{"kernel_shape", std::vector<int64_t>{k, k}},
-                           {"strides", std::vector<int64_t>{s, s}},
-                           {"pads", std::vector<int64_t>{pad, pad, pad, pad}}}));
-    b.output(y);
-    const Graph& g = b.graph();
-    Calibrator cal(g);
-    for (uint32_t i = 0; i < 4; ++i)
-      cal.addSample({passtest::randomTensor({1, 3, 11, 9}, 40 + i, -3.0f, 3.0f)});
-    const QuantPlan plan = buildQuantPlan(g, cal.ranges({}), {});
-    const QuantizedExecutor sim(g, plan);
-    ASSERT_NE(sim.describe().find("MaxPool -> int8"), std::string::npos) << sim.describe();
-    const std::map<std::string, Tensor> values =
-        sim.runAllValues({passtest::randomTensor({1, 3, 11, 9}, 7, -4.0f, 4.0f)});
-    const Tensor& x_deq = values.at("x");
-    const Tensor want_float = evalNode(*y->producer(), {&x_deq})[0];
-    const QuantParams py = plan.at(y->name()).params(y->name());
-    const Tensor& got = values.at(y->name());
-    ASSERT_EQ(got.numel(), want_float.numel());
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      const float want = dequantizeValue(quantizeValue(want_float.data<float>()[i], py), py);
-      ASSERT_EQ(got.data<float>()[i], want)
-          << "kernel " << k << " stride " << s << " pad " << pad << " at " << i;
+  struct Case {
+    std::vector<int64_t> kernel, strides, pads;
+    Shape shape;
+  };
+  const std::vector<Case> cases{
+      {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 3, 11, 9}},   {{2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 3, 11, 9}},
+      {{3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 3, 11, 9}},   {{5, 5}, {3, 3}, {2, 2, 2, 2}, {1, 3, 11, 9}},
+      {{3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 5, 13, 17}},  {{1, 4}, {1, 3}, {0, 2, 0, 1}, {1, 2, 6, 40}},
+      {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 4, 112, 112}}};
+  for (const SimPath path : {SimPath::Reference, SimPath::Fast}) {
+    for (const Case& c : cases) {
+      passtest::GraphBuilder b;
+      Value* x = b.input("x", c.shape);
+      Value* y = b.op("MaxPool", {x},
+                      attrs({{"kernel_shape", c.kernel}, {"strides", c.strides}, {"pads", c.pads}}));
+      b.output(y);
+      const Graph& g = b.graph();
+      Calibrator cal(g);
+      for (uint32_t i = 0; i < 4; ++i) cal.addSample({passtest::randomTensor(c.shape, 40 + i, -3.0f, 3.0f)});
+      const QuantPlan plan = buildQuantPlan(g, cal.ranges({}), {});
+      const QuantizedExecutor sim(g, plan, SimOptions{SimMode::Int8, path});
+      ASSERT_NE(sim.describe().find("MaxPool -> int8"), std::string::npos) << sim.describe();
+      const std::map<std::string, Tensor> values =
+          sim.runAllValues({passtest::randomTensor(c.shape, 7, -4.0f, 4.0f)});
+      const Tensor& x_deq = values.at("x");
+      const Tensor want_float = evalNode(*y->producer(), {&x_deq})[0];
+      const QuantParams py = plan.at(y->name()).params(y->name());
+      const Tensor& got = values.at(y->name());
+      ASSERT_EQ(got.numel(), want_float.numel());
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        const float want = dequantizeValue(quantizeValue(want_float.data<float>()[i], py), py);
+        ASSERT_EQ(got.data<float>()[i], want) << (path == SimPath::Fast ? "fast" : "reference") << " kernel "
+                                              << c.kernel[0] << "x" << c.kernel[1] << " at " << i;
+      }
     }
   }
 }

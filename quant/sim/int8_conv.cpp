@@ -119,7 +119,7 @@ size_t Int8ConvFast::workspaceBytes() const {
   const int64_t columns = g.out_h * g.out_w;
   const size_t planes = pointwise() ? 0 : static_cast<size_t>(g.inPerGroup() * d.elements());
   return alignUp(planes) + alignUp(static_cast<size_t>(k) * sizeof(const int8_t*)) +
-         alignUp(packedActivationBytes(k, columns)) +
+         alignUp(packedActivationBytes(k, kGemmCols)) +
          alignUp(static_cast<size_t>(kGemmRows * kGemmCols) * sizeof(int32_t));
 }
 
@@ -133,9 +133,10 @@ void Int8ConvFast::run(const int8_t* x, int8_t* y, void* workspace) const {
 }
 
 // Per group: B's rows are the taps' contiguous runs in the split planes (or the input planes
-// themselves for a pointwise conv), packed into column panels of dense output positions (the
-// packing skips the runs' virtual columns, which would otherwise cost GEMM work: 28% more at
-// 7x7 with a 3x3 kernel); each panel x row block is one micro tile, requantized straight into y.
+// themselves for a pointwise conv), packed one column panel of dense output positions at a time
+// (the packing skips the runs' virtual columns, which would otherwise cost GEMM work: 28% more
+// at 7x7 with a 3x3 kernel); the panel stays in L1 while every row block multiplies it (one
+// micro tile each, requantized straight into y).
 void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const {
   const ConvGeometry& g = p_.geometry;
   const bool no_copy = pointwise();
@@ -150,8 +151,8 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
   uint8_t* next = workspace + alignUp(no_copy ? 0 : static_cast<size_t>(cin_g * d.elements()));
   const int8_t** rows = reinterpret_cast<const int8_t**>(next);
   next += alignUp(static_cast<size_t>(k) * sizeof(const int8_t*));
-  uint8_t* packed = next;
-  next += alignUp(packedActivationBytes(k, columns));
+  uint8_t* panel = next;  // one column panel of packed activations at a time
+  next += alignUp(packedActivationBytes(k, kGemmCols));
   int32_t* tile = reinterpret_cast<int32_t*>(next);
   const int64_t depth_groups = (k + kGemmDepthStep - 1) / kGemmDepthStep;
   const std::vector<int64_t> tap_offsets = d.tapOffsets(g);
@@ -171,16 +172,15 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
             rows[ic * taps + t] = split + tap_offsets[static_cast<size_t>(t)];
         }
       }
-      if (no_copy) {
-        packGemmActivations(rows, k, columns, packed);
-      } else {
-        packGemmActivationsStrided(rows, k, columns, g.out_w, d.sub_cols, packed);
-      }
       const PackedGemmWeights& weights = packed_[static_cast<size_t>(group)];
       int8_t* out_base = y + (n * g.out_channels + group * cout_g) * positions;
       for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
         const int64_t np = std::min(kGemmCols, columns - p0);
-        const uint8_t* panel = packed + (p0 / kGemmCols) * depth_groups * kGemmCols * kGemmDepthStep;
+        if (no_copy) {
+          packGemmPanel(rows, k, p0, np, panel);
+        } else {
+          packGemmPanelStrided(rows, k, p0, np, g.out_w, d.sub_cols, panel);
+        }
         for (int64_t r0 = 0; r0 < cout_g; r0 += kGemmRows) {
           gemmMicroTile(weights.rowBlock(r0 / kGemmRows), panel, depth_groups, tile);
           const size_t oc = static_cast<size_t>(group * cout_g + r0);

@@ -110,58 +110,66 @@ size_t packedActivationBytes(int64_t depth, int64_t columns) {
   return static_cast<size_t>(roundUp(columns, kGemmCols) * groups * kGroupBytes);
 }
 
-void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t columns, uint8_t* packed) {
+void packGemmPanel(const int8_t* const* rows, int64_t depth, int64_t first, int64_t n, uint8_t* panel) {
   const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
-  for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
-    const int64_t n = std::min(kGemmCols, columns - p0);
-    uint8_t* panel = packed + (p0 / kGemmCols) * groups * kGemmCols * kGroupBytes;
-    for (int64_t g = 0; g < groups; ++g) {
-      // Depth past the end reads the last row again: its weights are zero.
-      const uint8_t* r[kGemmDepthStep];
-      for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-        r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + p0;
-      }
-      interleaveFourRows(r, n, panel + g * kGemmCols * kGroupBytes);
+  for (int64_t g = 0; g < groups; ++g) {
+    // Depth past the end reads the last row again: its weights are zero.
+    const uint8_t* r[kGemmDepthStep];
+    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+      r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + first;
     }
+    interleaveFourRows(r, n, panel + g * kGemmCols * kGroupBytes);
+  }
+}
+
+void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t first, int64_t n, int64_t width,
+                          int64_t row_length, uint8_t* panel) {
+  // A permute index reaches 64 bytes: panels spanning more take the scalar gather.
+  constexpr int64_t kPermuteSpan = 64;
+  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
+  auto runIndex = [&](int64_t j) { return (j / width) * row_length + j % width; };
+  const int64_t start = runIndex(first);
+  const int64_t span = runIndex(first + n - 1) - start + 1;
+  int64_t offsets[kGemmCols];
+  alignas(64) uint8_t offsets8[kPermuteSpan] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    offsets[j] = runIndex(first + j) - start;
+    if (span <= kPermuteSpan) offsets8[j] = static_cast<uint8_t>(offsets[j]);
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    // Depth past the end reads the last row again: its weights are zero.
+    const uint8_t* r[kGemmDepthStep];
+    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+      r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + start;
+    }
+    uint8_t* out = panel + g * kGemmCols * kGroupBytes;
+    if (kHasGatherInterleave && span <= kPermuteSpan) {
+      gatherInterleaveFourRows(r, span, offsets8, out);
+      continue;
+    }
+    uint8_t dense[kGemmDepthStep][kGemmCols];
+    const uint8_t* d[kGemmDepthStep];
+    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+      for (int64_t j = 0; j < n; ++j) dense[i][j] = r[i][offsets[j]];
+      d[i] = dense[i];
+    }
+    interleaveFourRows(d, n, out);
+  }
+}
+
+void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t columns, uint8_t* packed) {
+  const size_t panel_bytes = packedActivationBytes(depth, kGemmCols);
+  for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
+    packGemmPanel(rows, depth, p0, std::min(kGemmCols, columns - p0), packed + (p0 / kGemmCols) * panel_bytes);
   }
 }
 
 void packGemmActivationsStrided(const int8_t* const* rows, int64_t depth, int64_t columns, int64_t width,
                                 int64_t row_length, uint8_t* packed) {
-  // A permute index reaches 64 bytes: panels spanning more take the scalar gather.
-  constexpr int64_t kPermuteSpan = 64;
-  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
-  auto runIndex = [&](int64_t j) { return (j / width) * row_length + j % width; };
+  const size_t panel_bytes = packedActivationBytes(depth, kGemmCols);
   for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
-    const int64_t n = std::min(kGemmCols, columns - p0);
-    const int64_t first = runIndex(p0);
-    const int64_t span = runIndex(p0 + n - 1) - first + 1;
-    int64_t offsets[kGemmCols];
-    alignas(64) uint8_t offsets8[kPermuteSpan] = {};
-    for (int64_t j = 0; j < n; ++j) {
-      offsets[j] = runIndex(p0 + j) - first;
-      if (span <= kPermuteSpan) offsets8[j] = static_cast<uint8_t>(offsets[j]);
-    }
-    uint8_t* panel = packed + (p0 / kGemmCols) * groups * kGemmCols * kGroupBytes;
-    for (int64_t g = 0; g < groups; ++g) {
-      // Depth past the end reads the last row again: its weights are zero.
-      const uint8_t* r[kGemmDepthStep];
-      for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-        r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + first;
-      }
-      uint8_t* out = panel + g * kGemmCols * kGroupBytes;
-      if (kHasGatherInterleave && span <= kPermuteSpan) {
-        gatherInterleaveFourRows(r, span, offsets8, out);
-        continue;
-      }
-      uint8_t dense[kGemmDepthStep][kGemmCols];
-      const uint8_t* d[kGemmDepthStep];
-      for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-        for (int64_t j = 0; j < n; ++j) dense[i][j] = r[i][offsets[j]];
-        d[i] = dense[i];
-      }
-      interleaveFourRows(d, n, out);
-    }
+    packGemmPanelStrided(rows, depth, p0, std::min(kGemmCols, columns - p0), width, row_length,
+                         packed + (p0 / kGemmCols) * panel_bytes);
   }
 }
 

@@ -50,6 +50,13 @@ void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t colum
 void packGemmActivationsStrided(const int8_t* const* rows, int64_t depth, int64_t columns, int64_t width,
                                 int64_t row_length, uint8_t* packed);
 
+// One column panel of the packings above: columns [first, first + n), n <= kGemmCols, into
+// `panel` (packedActivationBytes(depth, kGemmCols) bytes). The conv packs a panel just before
+// the row blocks use it, so it is still in L1 (packing every panel first spilled them to L3).
+void packGemmPanel(const int8_t* const* rows, int64_t depth, int64_t first, int64_t n, uint8_t* panel);
+void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t first, int64_t n, int64_t width,
+                          int64_t row_length, uint8_t* panel);
+
 // tile[m * kGemmCols + j] = sum over the depth of a row block x a column panel.
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile);
 

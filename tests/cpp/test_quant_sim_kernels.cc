@@ -4,6 +4,7 @@
 // test_quant_sim.cc's, with extreme inputs and weights that push the accumulator bounds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -88,6 +89,12 @@ TEST(QuantSimKernels, RequantRowMatchesReferenceIncludingSaturation) {
     const int32_t bias = small ? pick(gen, -100000, 100000) : 0;
     // The int32 extremes only with no bias: acc + bias would overflow int32 (UB, found by UBSan).
     if (n > 1 && bias == 0) acc[0] = kInt32Min, acc[1] = kInt32Max;
+    // Around the magnitude where |acc * M| reaches 512 (the vector path clamps magnitudes there):
+    // 2^(r-21) +- 1 with either sign, when it is an int32.
+    const int64_t edge = int64_t{1} << std::clamp(m.rightShift() - 21, 0, 31);
+    for (int64_t i = 2, k = 0; i < n && k < 6 && bias == 0 && edge < kInt32Max; ++i, ++k) {
+      acc[static_cast<size_t>(i)] = static_cast<int32_t>((k % 2 ? -1 : 1) * (edge + k / 2 - 1));
+    }
     std::vector<int8_t> got(static_cast<size_t>(n));
     requantizeRowToInt8(acc.data(), n, bias, m, zp, got.data());
     for (int64_t i = 0; i < n; ++i) {

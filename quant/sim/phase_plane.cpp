@@ -1,6 +1,7 @@
 #include "quant/sim/phase_plane.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #if defined(__AVX512BW__) && defined(__AVX512VBMI__)
 #include <immintrin.h>
@@ -81,6 +82,88 @@ void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end
 
 #endif
 
+#if defined(__AVX512BW__) && defined(__AVX512VBMI__)
+constexpr int64_t kVectorBytes = 64;
+
+// Lanes [lo, hi) of a 64-byte vector, both clipped to [0, 64], as a mask.
+inline __mmask64 laneRange(int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, kVectorBytes);
+  hi = std::clamp<int64_t>(hi, 0, kVectorBytes);
+  if (hi <= lo) return 0;
+  const __mmask64 below_hi = hi == kVectorBytes ? ~__mmask64{0} : (__mmask64{1} << hi) - 1;
+  return below_hi & ~((__mmask64{1} << lo) - 1);
+}
+
+// The first `bytes` of v at dst: a whole-vector store when it ends before `limit` (what it
+// writes past `bytes` belongs to later rows of the same sub-plane, rewritten afterwards), else
+// a masked one.
+inline void storePiece(int8_t* dst, __m512i v, int64_t bytes, const int8_t* limit) {
+  if (dst + kVectorBytes <= limit) {
+    _mm512_storeu_si512(dst, v);
+  } else {
+    _mm512_mask_storeu_epi8(dst, laneRange(0, bytes), v);
+  }
+}
+inline void storePiece(int8_t* dst, __m256i v, int64_t bytes, const int8_t* limit) {
+  if (dst + kVectorBytes / 2 <= limit) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+  } else {
+    _mm256_mask_storeu_epi8(dst, static_cast<__mmask32>(laneRange(0, bytes)), v);
+  }
+}
+
+// PhasePlane::fill for one or two column phases, row by row in each sub-plane's memory order:
+// each 64 padded columns are ONE masked load of the input row (lanes outside the input take the
+// pad byte; masked-off lanes are never read), split into even/odd columns by one byte permute
+// for two phases. No separate padding pass and no per-row library call: the split planes of
+// small convs cost more in call overhead than in bytes. Returns false for more column phases.
+bool fillOneOrTwoColumnPhases(const PhasePlane& d, const ConvGeometry& g, const int8_t* plane, int8_t pad,
+                              int8_t* dst) {
+  if (d.col_phases > 2) return false;
+  const __m512i pad_v = _mm512_set1_epi8(pad);
+  const int64_t sub_elements = d.subPlaneElements();
+  // Padded columns 2j then 2j+1 of a 64-column chunk: even ones to the low half, odd to the high.
+  alignas(64) static constexpr uint8_t kEvenThenOdd[kVectorBytes] = {
+      0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42,
+      44, 46, 48, 50, 52, 54, 56, 58, 60, 62, 1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23,
+      25, 27, 29, 31, 33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i even_then_odd = _mm512_load_si512(kEvenThenOdd);
+  for (int64_t r = 0; r < d.sub_rows * d.row_phases; ++r) {
+    const int64_t iy = r - g.pad_top;
+    const bool input_row = iy >= 0 && iy < g.in_h;
+    const int8_t* src = plane + iy * g.in_w - g.pad_left;  // indexed by padded column
+    const int64_t sub = (r % d.row_phases) * d.col_phases;
+    int8_t* row0 = dst + sub * sub_elements + (r / d.row_phases) * d.sub_cols;
+    const int8_t* end0 = dst + (sub + 1) * sub_elements;
+    // Padded columns [c0, c0 + 64) of this row.
+    auto chunk = [&](int64_t c0) {
+      if (!input_row) return pad_v;
+      return _mm512_mask_loadu_epi8(pad_v, laneRange(g.pad_left - c0, g.pad_left + g.in_w - c0), src + c0);
+    };
+    if (d.col_phases == 1) {
+      for (int64_t i0 = 0; i0 < d.sub_cols; i0 += kVectorBytes) {
+        storePiece(row0 + i0, chunk(i0), std::min(kVectorBytes, d.sub_cols - i0), end0);
+      }
+      continue;
+    }
+    int8_t* row1 = row0 + sub_elements;
+    const int8_t* end1 = end0 + sub_elements;
+    for (int64_t i0 = 0; i0 < d.sub_cols; i0 += kVectorBytes / 2) {
+      const __m512i split = _mm512_permutexvar_epi8(even_then_odd, chunk(2 * i0));
+      const int64_t bytes = std::min(kVectorBytes / 2, d.sub_cols - i0);
+      storePiece(row0 + i0, _mm512_castsi512_si256(split), bytes, end0);
+      storePiece(row1 + i0, _mm512_extracti64x4_epi64(split, 1), bytes, end1);
+    }
+  }
+  // The spare row of each sub-plane last: the whole-vector stores above may have run into it.
+  for (int64_t sub = 0; sub < d.row_phases * d.col_phases; ++sub) {
+    int8_t* spare = dst + sub * sub_elements + d.sub_rows * d.sub_cols;
+    std::fill(spare, spare + d.sub_cols, pad);
+  }
+  return true;
+}
+#endif
+
 template <typename T>
 void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end, T* dst) {
   switch (stride) {
@@ -93,6 +176,11 @@ void gatherStrided(int64_t stride, const int8_t* src, int64_t first, int64_t end
 
 template <typename T>
 void PhasePlane::fill(const ConvGeometry& g, const int8_t* plane, T pad, T* dst) const {
+#if defined(__AVX512BW__) && defined(__AVX512VBMI__)
+  if constexpr (std::is_same_v<T, int8_t>) {
+    if (fillOneOrTwoColumnPhases(*this, g, plane, pad, dst)) return;
+  }
+#endif
   const auto [row_lo, row_hi] = inputSpan(sub_rows * row_phases, g.in_h, g.pad_top);
   const auto [col_lo, col_hi] = inputSpan(sub_cols * col_phases, g.in_w, g.pad_left);
   // Padding only where no input lands; when there is no padding at all, nothing is filled twice.

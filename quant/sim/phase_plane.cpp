@@ -128,31 +128,37 @@ bool fillOneOrTwoColumnPhases(const PhasePlane& d, const ConvGeometry& g, const 
       44, 46, 48, 50, 52, 54, 56, 58, 60, 62, 1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23,
       25, 27, 29, 31, 33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
   const __m512i even_then_odd = _mm512_load_si512(kEvenThenOdd);
-  for (int64_t r = 0; r < d.sub_rows * d.row_phases; ++r) {
-    const int64_t iy = r - g.pad_top;
-    const bool input_row = iy >= 0 && iy < g.in_h;
-    const int8_t* src = plane + iy * g.in_w - g.pad_left;  // indexed by padded column
-    const int64_t sub = (r % d.row_phases) * d.col_phases;
-    int8_t* row0 = dst + sub * sub_elements + (r / d.row_phases) * d.sub_cols;
-    const int8_t* end0 = dst + (sub + 1) * sub_elements;
-    // Padded columns [c0, c0 + 64) of this row.
-    auto chunk = [&](int64_t c0) {
-      if (!input_row) return pad_v;
-      return _mm512_mask_loadu_epi8(pad_v, laneRange(g.pad_left - c0, g.pad_left + g.in_w - c0), src + c0);
-    };
-    if (d.col_phases == 1) {
-      for (int64_t i0 = 0; i0 < d.sub_cols; i0 += kVectorBytes) {
-        storePiece(row0 + i0, chunk(i0), std::min(kVectorBytes, d.sub_cols - i0), end0);
+  // Geometry in locals (the loop would reload it through the references after every store).
+  const int64_t sub_rows = d.sub_rows, sub_cols = d.sub_cols, row_phases = d.row_phases;
+  const int64_t pad_top = g.pad_top, pad_left = g.pad_left, in_h = g.in_h, in_w = g.in_w;
+  // Row phase by row phase (no division per row): padded row r = i * row_phases + phase.
+  for (int64_t phase = 0; phase < row_phases; ++phase) {
+    const int64_t sub = phase * d.col_phases;
+    int8_t* row0 = dst + sub * sub_elements;
+    const int8_t* end0 = row0 + sub_elements;
+    for (int64_t i = 0; i < sub_rows; ++i, row0 += sub_cols) {
+      const int64_t iy = i * row_phases + phase - pad_top;
+      const bool input_row = iy >= 0 && iy < in_h;
+      const int8_t* src = plane + iy * in_w - pad_left;  // indexed by padded column
+      // Padded columns [c0, c0 + 64) of this row.
+      auto chunk = [&](int64_t c0) {
+        if (!input_row) return pad_v;
+        return _mm512_mask_loadu_epi8(pad_v, laneRange(pad_left - c0, pad_left + in_w - c0), src + c0);
+      };
+      if (d.col_phases == 1) {
+        for (int64_t i0 = 0; i0 < sub_cols; i0 += kVectorBytes) {
+          storePiece(row0 + i0, chunk(i0), std::min(kVectorBytes, sub_cols - i0), end0);
+        }
+        continue;
       }
-      continue;
-    }
-    int8_t* row1 = row0 + sub_elements;
-    const int8_t* end1 = end0 + sub_elements;
-    for (int64_t i0 = 0; i0 < d.sub_cols; i0 += kVectorBytes / 2) {
-      const __m512i split = _mm512_permutexvar_epi8(even_then_odd, chunk(2 * i0));
-      const int64_t bytes = std::min(kVectorBytes / 2, d.sub_cols - i0);
-      storePiece(row0 + i0, _mm512_castsi512_si256(split), bytes, end0);
-      storePiece(row1 + i0, _mm512_extracti64x4_epi64(split, 1), bytes, end1);
+      int8_t* row1 = row0 + sub_elements;
+      const int8_t* end1 = end0 + sub_elements;
+      for (int64_t i0 = 0; i0 < sub_cols; i0 += kVectorBytes / 2) {
+        const __m512i split = _mm512_permutexvar_epi8(even_then_odd, chunk(2 * i0));
+        const int64_t bytes = std::min(kVectorBytes / 2, sub_cols - i0);
+        storePiece(row0 + i0, _mm512_castsi512_si256(split), bytes, end0);
+        storePiece(row1 + i0, _mm512_extracti64x4_epi64(split, 1), bytes, end1);
+      }
     }
   }
   // The spare row of each sub-plane last: the whole-vector stores above may have run into it.

@@ -60,9 +60,9 @@ void depthwiseChannelVnni(const int8_t* plane, const int64_t* tap_offsets, int64
     __m512i low = _mm512_set1_epi32(bias), high = low;
     for (int64_t t = 0; t < taps; t += 2) {
       const __m512i x0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, plane + tap_offsets[t] + i0));
-      const __m512i x1 = t + 1 < taps
-                             ? _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, plane + tap_offsets[t + 1] + i0))
-                             : _mm512_setzero_si512();
+      const __m512i x1 =
+          t + 1 < taps ? _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, plane + tap_offsets[t + 1] + i0))
+                       : _mm512_setzero_si512();
       const __m512i w = _mm512_set1_epi32(pairs[t / 2]);
       low = _mm512_dpwssd_epi32(low, _mm512_unpacklo_epi16(x0, x1), w);
       high = _mm512_dpwssd_epi32(high, _mm512_unpackhi_epi16(x0, x1), w);
@@ -150,7 +150,8 @@ Int8ConvFast::Int8ConvFast(Int8ConvParams params) : p_(std::move(params)) {
     tap_pairs_.assign(static_cast<size_t>(g.out_channels * pairs), 0);
     for (int64_t oc = 0; oc < g.out_channels; ++oc) {
       for (int64_t t = 0; t < taps; ++t) {
-        const uint32_t w = static_cast<uint16_t>(static_cast<int16_t>(p_.weights[static_cast<size_t>(oc * taps + t)]));
+        const uint32_t w =
+            static_cast<uint16_t>(static_cast<int16_t>(p_.weights[static_cast<size_t>(oc * taps + t)]));
         tap_pairs_[static_cast<size_t>(oc * pairs + t / 2)] |= static_cast<int32_t>(t % 2 ? w << 16 : w);
       }
     }
@@ -282,9 +283,9 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
 #ifdef NPUC_DEPTHWISE_VNNI
         if (!p_.multipliers[c].isZero()) {
           const int64_t pairs = (taps + 1) / 2;
-          depthwiseChannelVnni(padded, tap_offsets.data(), taps, tap_pairs_.data() + oc * pairs, virtual_outputs,
-                               folded_bias_[c], RequantVector(p_.multipliers[c], p_.output_zero_point),
-                               out_virtual);
+          depthwiseChannelVnni(padded, tap_offsets.data(), taps, tap_pairs_.data() + oc * pairs,
+                               virtual_outputs, folded_bias_[c],
+                               RequantVector(p_.multipliers[c], p_.output_zero_point), out_virtual);
           d.compact(g, out_virtual, y + (n * g.out_channels + oc) * g.out_h * g.out_w);
           continue;
         }

@@ -160,7 +160,8 @@ void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t firs
 void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t columns, uint8_t* packed) {
   const size_t panel_bytes = packedActivationBytes(depth, kGemmCols);
   for (int64_t p0 = 0; p0 < columns; p0 += kGemmCols) {
-    packGemmPanel(rows, depth, p0, std::min(kGemmCols, columns - p0), packed + (p0 / kGemmCols) * panel_bytes);
+    packGemmPanel(rows, depth, p0, std::min(kGemmCols, columns - p0),
+                  packed + (p0 / kGemmCols) * panel_bytes);
   }
 }
 

@@ -46,8 +46,8 @@ void requantizeRowsToInt8(const int32_t* acc, int64_t rows, int64_t n, int64_t a
       requantizeRowScalar(acc + r * acc_stride, n, biases[r], multipliers[r], output_zero_point,
                           out + r * out_stride);
     } else {
-      requantizeRowAvx512(acc + r * acc_stride, n, biases[r], RequantVector(multipliers[r], output_zero_point),
-                          out + r * out_stride);
+      requantizeRowAvx512(acc + r * acc_stride, n, biases[r],
+                          RequantVector(multipliers[r], output_zero_point), out + r * out_stride);
     }
   }
 #else

@@ -49,7 +49,8 @@ struct RequantVector {
     const __m512i even =
         _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(magnitude, multiplier), offset), right_shift);
     const __m512i odd = _mm512_srl_epi64(
-        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(magnitude, 32), multiplier), offset), right_shift);
+        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(magnitude, 32), multiplier), offset),
+        right_shift);
     const __m512i rounded = _mm512_mask_blend_epi32(__mmask16{0xAAAA}, even, _mm512_slli_epi64(odd, 32));
     const __m512i signed_rounded = _mm512_mask_sub_epi32(rounded, negative, _mm512_setzero_si512(), rounded);
     return _mm512_cvtsepi32_epi8(_mm512_add_epi32(signed_rounded, zero_point));

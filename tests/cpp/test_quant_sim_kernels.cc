@@ -298,8 +298,8 @@ TEST(QuantSimKernels, Int8MaxPoolEqualsTheFloatRoundTrip) {
     for (const Case& c : cases) {
       passtest::GraphBuilder b;
       Value* x = b.input("x", c.shape);
-      Value* y = b.op("MaxPool", {x},
-                      attrs({{"kernel_shape", c.kernel}, {"strides", c.strides}, {"pads", c.pads}}));
+      Value* y =
+          b.op("MaxPool", {x}, attrs({{"kernel_shape", c.kernel}, {"strides", c.strides}, {"pads", c.pads}}));
       b.output(y);
       const Graph& g = b.graph();
       Calibrator cal(g);

@@ -5,6 +5,10 @@
 #include <limits>
 #include <sstream>
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#endif
+
 #include "common/error.h"
 #include "quant/int_limits.h"
 
@@ -55,35 +59,46 @@ float dequantizeValue(int8_t q, QuantParams p) {
   return p.scale * static_cast<float>(static_cast<int32_t>(q) - p.zero_point);
 }
 
-// GCC keeps this loop scalar unless told that FP operations need not trap (results are the same
-// bits; only FP exception flags, which nothing reads, could differ).
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-trapping-math")))
-#endif
-void quantizeTensor(const float* x, int64_t n, QuantParams p, int8_t* q) {
-  // quantizeValue per element (test_quant_sim_kernels.cc checks it), written without the libm
-  // round() call so the loop vectorizes (the simulator quantizes every graph input with it):
-  // round half away from zero = trunc + (fraction >= 0.5) - (fraction <= -0.5), exact in double;
-  // |scaled| beyond kSaturated ends at -128 or 127 whatever the zero point, as with the
-  // reference's wider clamp.
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// quantizeValue on 8 lanes of x (in double, exactly as the scalar function): x / scale, NaN to the
+// zero point, |scaled| beyond kSaturated pinned there (it saturates whatever the zero point),
+// round half away from zero as trunc +- 1 on the fraction, + zero point, clamp.
+inline __m256i quantizeEight(__m256 x, __m512d scale, __m512d zero_point) {
   constexpr double kSaturated = 1024.0;
-  const double scale = p.scale;
-  const double zero_point = p.zero_point;
-  const double lo = kActivationQMin, hi = kActivationQMax;
-  // All in double (small integers are exact there) so that every step has a vector instruction.
-  for (int64_t i = 0; i < n; ++i) {
-    const double scaled = static_cast<double>(x[i]) / scale;
-    const bool nan = scaled != scaled;
-    // Ternaries, not std::min/max: GCC does not inline those into a function with its own
-    // optimize attribute.
-    const double v =
-        nan ? 0.0 : (scaled < -kSaturated ? -kSaturated : (scaled > kSaturated ? kSaturated : scaled));
-    const double whole = __builtin_trunc(v);
-    const double fraction = v - whole;
-    const double rounded = whole + (fraction >= 0.5 ? 1.0 : 0.0) - (fraction <= -0.5 ? 1.0 : 0.0);
-    const double shifted = nan ? zero_point : rounded + zero_point;
-    q[i] = static_cast<int8_t>(static_cast<int32_t>(shifted < lo ? lo : (shifted > hi ? hi : shifted)));
+  const __m512d scaled = _mm512_div_pd(_mm512_cvtps_pd(x), scale);
+  const __mmask8 nan = _mm512_cmp_pd_mask(scaled, scaled, _CMP_UNORD_Q);
+  const __m512d v =
+      _mm512_min_pd(_mm512_max_pd(scaled, _mm512_set1_pd(-kSaturated)), _mm512_set1_pd(kSaturated));
+  const __m512d whole = _mm512_roundscale_pd(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512d fraction = _mm512_sub_pd(v, whole);
+  const __m512d one = _mm512_set1_pd(1.0);
+  __m512d rounded =
+      _mm512_mask_add_pd(whole, _mm512_cmp_pd_mask(fraction, _mm512_set1_pd(0.5), _CMP_GE_OQ), whole, one);
+  rounded = _mm512_mask_sub_pd(rounded, _mm512_cmp_pd_mask(fraction, _mm512_set1_pd(-0.5), _CMP_LE_OQ),
+                               rounded, one);
+  __m512d shifted = _mm512_mask_mov_pd(_mm512_add_pd(rounded, zero_point), nan, zero_point);
+  shifted =
+      _mm512_min_pd(_mm512_max_pd(shifted, _mm512_set1_pd(kActivationQMin)), _mm512_set1_pd(kActivationQMax));
+  return _mm512_cvtpd_epi32(shifted);  // integers already: the conversion is exact
+}
+#endif
+
+void quantizeTensor(const float* x, int64_t n, QuantParams p, int8_t* q) {
+  int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  // Explicit vectors: GCC's own vectorization of the loop below spills its compare masks.
+  constexpr int64_t kLanes = 16;
+  const __m512d scale = _mm512_set1_pd(p.scale), zero_point = _mm512_set1_pd(p.zero_point);
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m256i low = quantizeEight(_mm512_castps512_ps256(v), scale, zero_point);
+    const __m256i high =
+        quantizeEight(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), scale, zero_point);
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(both));
   }
+#endif
+  for (; i < n; ++i) q[i] = quantizeValue(x[i], p);
 }
 
 void dequantizeTensor(const int8_t* q, int64_t n, QuantParams p, float* x) {

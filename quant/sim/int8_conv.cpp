@@ -181,8 +181,7 @@ size_t Int8ConvFast::workspaceBytes() const {
   const int64_t columns = g.out_h * g.out_w;
   const size_t planes = pointwise() ? 0 : static_cast<size_t>(g.inPerGroup() * d.elements());
   return alignUp(planes) + alignUp(static_cast<size_t>(k) * sizeof(const int8_t*)) +
-         alignUp(packedActivationBytes(k, kGemmCols)) +
-         alignUp(static_cast<size_t>(kGemmRows * kGemmCols) * sizeof(int32_t));
+         alignUp(packedActivationBytes(k, kGemmCols));
 }
 
 void Int8ConvFast::run(const int8_t* x, int8_t* y, void* workspace) const {
@@ -214,8 +213,6 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
   const int8_t** rows = reinterpret_cast<const int8_t**>(next);
   next += alignUp(static_cast<size_t>(k) * sizeof(const int8_t*));
   uint8_t* panel = next;  // one column panel of packed activations at a time
-  next += alignUp(packedActivationBytes(k, kGemmCols));
-  int32_t* tile = reinterpret_cast<int32_t*>(next);
   const int64_t depth_groups = (k + kGemmDepthStep - 1) / kGemmDepthStep;
   const std::vector<int64_t> tap_offsets = d.tapOffsets(g);
   const int8_t pad = static_cast<int8_t>(p_.input_zero_point);
@@ -244,11 +241,11 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
           packGemmPanelStrided(rows, k, p0, np, g.out_w, d.sub_cols, panel);
         }
         for (int64_t r0 = 0; r0 < cout_g; r0 += kGemmRows) {
-          gemmMicroTile(weights.rowBlock(r0 / kGemmRows), panel, depth_groups, tile);
           const size_t oc = static_cast<size_t>(group * cout_g + r0);
-          requantizeRowsToInt8(tile, std::min(kGemmRows, cout_g - r0), np, kGemmCols,
-                               folded_bias_.data() + oc, p_.multipliers.data() + oc, p_.output_zero_point,
-                               out_base + r0 * columns + p0, columns);
+          gemmMicroTileToInt8(weights.rowBlock(r0 / kGemmRows), panel, depth_groups,
+                              std::min(kGemmRows, cout_g - r0), np, folded_bias_.data() + oc,
+                              p_.multipliers.data() + oc, p_.output_zero_point, out_base + r0 * columns + p0,
+                              columns);
         }
       }
     }

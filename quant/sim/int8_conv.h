@@ -54,7 +54,8 @@ void int8ConvReference(const Int8ConvParams& p, const int8_t* x, int8_t* y);
 class Int8ConvFast {
  public:
   explicit Int8ConvFast(Int8ConvParams params);
-  // Scratch bytes run() needs (split input planes, packed activations, outputs, one tile).
+  // Scratch bytes run() needs (split input planes, tap row pointers, one packed activation panel;
+  // the direct path: its plane, accumulators and virtual outputs).
   size_t workspaceBytes() const;
   void run(const int8_t* x, int8_t* y, void* workspace) const;
   const Int8ConvParams& params() const { return p_; }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "quant/sim/requant_row.h"
+#include "quant/sim/requant_vector.h"
+
 #if defined(__AVX512VNNI__) || defined(__AVX512VBMI__)
 #include <immintrin.h>
 #endif
@@ -183,10 +186,15 @@ inline int32_t lane(const int8_t* four) {
   return v;
 }
 
-void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile) {
+// The 8 x 32 tile in sixteen named accumulators (8 rows x 2 vectors of 16 columns): written out
+// rather than an array so the compiler keeps them all in registers (with an array GCC copied and
+// spilled). Returns them as rows[m][half].
+struct TileRegisters {
+  __m512i rows[kGemmRows][2];
+};
+
+inline TileRegisters multiplyTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups) {
   static_assert(kGemmRows == 8 && kGemmCols == 32, "the VNNI tile is written out for 8 x 32");
-  // Sixteen named accumulators (8 rows x 2 vectors of 16 columns): written out rather than an
-  // array so the compiler keeps them all in registers (with an array GCC copied and spilled).
   __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
           c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
   const int8_t* a = a_block;  // four int8 weights per int32 lane, kGemmRows lanes per depth group
@@ -209,12 +217,51 @@ void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_
     NPUC_VNNI_ROW(7, c70, c71)
 #undef NPUC_VNNI_ROW
   }
-  const __m512i rows[kGemmRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
-                                      {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+  return TileRegisters{
+      {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}}};
+}
+
+void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile) {
+  const TileRegisters t = multiplyTile(a_block, b_panel, depth_groups);
   for (int m = 0; m < kGemmRows; ++m) {
-    _mm512_storeu_si512(tile + m * kGemmCols, rows[m][0]);
-    _mm512_storeu_si512(tile + m * kGemmCols + 16, rows[m][1]);
+    _mm512_storeu_si512(tile + m * kGemmCols, t.rows[m][0]);
+    _mm512_storeu_si512(tile + m * kGemmCols + 16, t.rows[m][1]);
   }
+}
+
+void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
+                         int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
+                         int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+#ifdef NPUC_REQUANT_AVX512
+  const TileRegisters t = multiplyTile(a_block, b_panel, depth_groups);
+  const __mmask32 lanes = columns >= kGemmCols ? ~__mmask32{0} : (__mmask32{1} << columns) - 1;
+  for (int64_t m = 0; m < rows; ++m) {
+    int8_t* row = out + m * out_stride;
+    if (multipliers[m].isZero()) {  // every output is the zero point (scalar reference)
+      alignas(64) int32_t acc[kGemmCols];
+      _mm512_store_si512(acc, t.rows[m][0]);
+      _mm512_store_si512(acc + 16, t.rows[m][1]);
+      requantizeRowsToInt8(acc, 1, columns, kGemmCols, biases + m, multipliers + m, output_zero_point, row,
+                           out_stride);
+      continue;
+    }
+    const RequantVector requant(multipliers[m], output_zero_point);
+    const __m512i bias = _mm512_set1_epi32(biases[m]);
+    const __m256i bytes =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(requant(_mm512_add_epi32(t.rows[m][0], bias))),
+                                requant(_mm512_add_epi32(t.rows[m][1], bias)), 1);
+    if (lanes == ~__mmask32{0}) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), bytes);
+    } else {
+      _mm256_mask_storeu_epi8(row, lanes, bytes);
+    }
+  }
+#else
+  alignas(64) int32_t tile[kGemmRows * kGemmCols];
+  gemmMicroTile(a_block, b_panel, depth_groups, tile);
+  requantizeRowsToInt8(tile, rows, columns, kGemmCols, biases, multipliers, output_zero_point, out,
+                       out_stride);
+#endif
 }
 
 #else
@@ -232,6 +279,15 @@ void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_
       }
     }
   }
+}
+
+void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
+                         int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
+                         int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+  int32_t tile[kGemmRows * kGemmCols];
+  gemmMicroTile(a_block, b_panel, depth_groups, tile);
+  requantizeRowsToInt8(tile, rows, columns, kGemmCols, biases, multipliers, output_zero_point, out,
+                       out_stride);
 }
 
 #endif

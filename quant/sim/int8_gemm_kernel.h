@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "quant/requant.h"
+
 namespace npuc::quant {
 
 constexpr int64_t kGemmRows = 8;          // output channels per micro tile
@@ -59,5 +61,12 @@ void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t firs
 
 // tile[m * kGemmCols + j] = sum over the depth of a row block x a column panel.
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile);
+
+// The same tile requantized on its way out (the conv epilogue, requant_row.h): row m < rows of
+// the first `columns` columns becomes requantizeToInt8(tile + biases[m], multipliers[m],
+// output_zero_point) at out + m * out_stride. With AVX-512 the int32 tile never leaves registers.
+void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
+                         int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
+                         int32_t output_zero_point, int8_t* out, int64_t out_stride);
 
 }  // namespace npuc::quant

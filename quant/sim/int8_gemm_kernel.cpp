@@ -129,26 +129,24 @@ void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t firs
                           int64_t row_length, uint8_t* panel) {
   // A permute index reaches 64 bytes: panels spanning more take the scalar gather.
   constexpr int64_t kPermuteSpan = 64;
-  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
-  auto runIndex = [&](int64_t j) { return (j / width) * row_length + j % width; };
-  const int64_t start = runIndex(first);
-  const int64_t span = runIndex(first + n - 1) - start + 1;
+  // Column j sits at (j / width) * row_length + j % width of each run: walked incrementally (one
+  // division per panel, not per column).
   int64_t offsets[kGemmCols];
-  alignas(64) uint8_t offsets8[kPermuteSpan] = {};
+  int64_t run_row = first / width, run_col = first % width;
+  const int64_t start = run_row * row_length + run_col;
   for (int64_t j = 0; j < n; ++j) {
-    offsets[j] = runIndex(first + j) - start;
-    if (span <= kPermuteSpan) offsets8[j] = static_cast<uint8_t>(offsets[j]);
+    offsets[j] = run_row * row_length + run_col - start;
+    if (++run_col == width) run_col = 0, ++run_row;
   }
-  for (int64_t g = 0; g < groups; ++g) {
-    // Depth past the end reads the last row again: its weights are zero.
-    const uint8_t* r[kGemmDepthStep];
-    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-      r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + start;
-    }
-    uint8_t* out = panel + g * kGemmCols * kGroupBytes;
+  const int64_t span = offsets[n - 1] + 1;
+  alignas(64) uint8_t offsets8[kPermuteSpan] = {};
+  if (span <= kPermuteSpan) {
+    for (int64_t j = 0; j < n; ++j) offsets8[j] = static_cast<uint8_t>(offsets[j]);
+  }
+  auto packGroup = [&](const uint8_t* const* r, uint8_t* out) {
     if (kHasGatherInterleave && span <= kPermuteSpan) {
       gatherInterleaveFourRows(r, span, offsets8, out);
-      continue;
+      return;
     }
     uint8_t dense[kGemmDepthStep][kGemmCols];
     const uint8_t* d[kGemmDepthStep];
@@ -157,6 +155,16 @@ void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t firs
       d[i] = dense[i];
     }
     interleaveFourRows(d, n, out);
+  };
+  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* r[kGemmDepthStep];
+    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+      // Depth past the end reads the last row again: its weights are zero.
+      const int64_t k = g * kGemmDepthStep + i < depth ? g * kGemmDepthStep + i : depth - 1;
+      r[i] = reinterpret_cast<const uint8_t*>(rows[k]) + start;
+    }
+    packGroup(r, panel + g * kGemmCols * kGroupBytes);
   }
 }
 

@@ -229,6 +229,30 @@ inline TileRegisters multiplyTile(const int8_t* a_block, const uint8_t* b_panel,
       {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}}};
 }
 
+// The left half of the tile (a panel's first 16 columns, the first 64 bytes of each packed depth
+// group): a panel with at most 16 real columns (the last one of a 14x14 or 28x28 output) costs
+// half the instructions. rows[m][1] stays zero.
+inline TileRegisters multiplyHalfTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups) {
+  __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+  const int8_t* a = a_block;
+  const uint8_t* b = b_panel;
+  for (int64_t g = 0; g < depth_groups; ++g, a += kGemmRows * kGroupBytes, b += kGemmCols * kGroupBytes) {
+    const __m512i b0 = _mm512_loadu_si512(b);
+#define NPUC_VNNI_HALF_ROW(m, c) c = _mm512_dpbusd_epi32(c, b0, _mm512_set1_epi32(lane(a + (m)*kGroupBytes)));
+    NPUC_VNNI_HALF_ROW(0, c0)
+    NPUC_VNNI_HALF_ROW(1, c1)
+    NPUC_VNNI_HALF_ROW(2, c2)
+    NPUC_VNNI_HALF_ROW(3, c3)
+    NPUC_VNNI_HALF_ROW(4, c4)
+    NPUC_VNNI_HALF_ROW(5, c5)
+    NPUC_VNNI_HALF_ROW(6, c6)
+    NPUC_VNNI_HALF_ROW(7, c7)
+#undef NPUC_VNNI_HALF_ROW
+  }
+  const __m512i z = _mm512_setzero_si512();
+  return TileRegisters{{{c0, z}, {c1, z}, {c2, z}, {c3, z}, {c4, z}, {c5, z}, {c6, z}, {c7, z}}};
+}
+
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile) {
   const TileRegisters t = multiplyTile(a_block, b_panel, depth_groups);
   for (int m = 0; m < kGemmRows; ++m) {
@@ -241,7 +265,9 @@ void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t 
                          int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
                          int32_t output_zero_point, int8_t* out, int64_t out_stride) {
 #ifdef NPUC_REQUANT_AVX512
-  const TileRegisters t = multiplyTile(a_block, b_panel, depth_groups);
+  const bool half = columns <= kGemmCols / 2;
+  const TileRegisters t =
+      half ? multiplyHalfTile(a_block, b_panel, depth_groups) : multiplyTile(a_block, b_panel, depth_groups);
   const __mmask32 lanes = columns >= kGemmCols ? ~__mmask32{0} : (__mmask32{1} << columns) - 1;
   for (int64_t m = 0; m < rows; ++m) {
     int8_t* row = out + m * out_stride;
@@ -255,9 +281,13 @@ void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t 
     }
     const RequantVector requant(multipliers[m], output_zero_point);
     const __m512i bias = _mm512_set1_epi32(biases[m]);
-    const __m256i bytes =
-        _mm256_inserti128_si256(_mm256_castsi128_si256(requant(_mm512_add_epi32(t.rows[m][0], bias))),
-                                requant(_mm512_add_epi32(t.rows[m][1], bias)), 1);
+    const __m128i first = requant(_mm512_add_epi32(t.rows[m][0], bias));
+    if (half) {
+      _mm_mask_storeu_epi8(row, static_cast<__mmask16>(lanes), first);
+      continue;
+    }
+    const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(first),
+                                                  requant(_mm512_add_epi32(t.rows[m][1], bias)), 1);
     if (lanes == ~__mmask32{0}) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), bytes);
     } else {

@@ -119,6 +119,8 @@ class MaxPoolStep : public SimStep {
     g_.stride_w = w_.strides[1];
     g_.pad_top = w_.pads[0];
     g_.pad_left = w_.pads[1];
+    plane_ = PhasePlane::forConv(g_);
+    taps_ = plane_.tapOffsets(g_);
   }
 
   void run(SimSlots& slots) const override {
@@ -165,24 +167,24 @@ class MaxPoolStep : public SimStep {
   }
 
   void runSplit(const int8_t* x, int8_t* d) const {
-    const PhasePlane split = PhasePlane::forConv(g_);
-    const std::vector<int64_t> taps = split.tapOffsets(g_);
-    const int64_t outputs = split.virtualOutputs(g_);
-    int8_t* plane = static_cast<int8_t*>(threadScratch(static_cast<size_t>(split.elements() + outputs)));
-    int8_t* max = plane + split.elements();
+    const int64_t outputs = plane_.virtualOutputs(g_);
+    int8_t* plane = static_cast<int8_t*>(threadScratch(static_cast<size_t>(plane_.elements() + outputs)));
+    int8_t* max = plane + plane_.elements();
     for (int64_t p = 0; p < planes(); ++p) {
-      split.fill(g_, x + p * g_.in_h * g_.in_w, static_cast<int8_t>(kActivationQMin), plane);
-      std::copy(plane + taps[0], plane + taps[0] + outputs, max);
-      for (size_t t = 1; t < taps.size(); ++t) {
-        const int8_t* run = plane + taps[t];
+      plane_.fill(g_, x + p * g_.in_h * g_.in_w, static_cast<int8_t>(kActivationQMin), plane);
+      std::copy(plane + taps_[0], plane + taps_[0] + outputs, max);
+      for (size_t t = 1; t < taps_.size(); ++t) {
+        const int8_t* run = plane + taps_[t];
         for (int64_t i = 0; i < outputs; ++i) max[i] = std::max(max[i], run[i]);
       }
-      split.compact(g_, max, d + p * g_.out_h * g_.out_w);
+      plane_.compact(g_, max, d + p * g_.out_h * g_.out_w);
     }
   }
 
   PoolWindow w_;
-  ConvGeometry g_;  // the window as a conv's spatial geometry (PhasePlane's input)
+  ConvGeometry g_;             // the window as a conv's spatial geometry (PhasePlane's input)
+  PhasePlane plane_;           // the split of one input plane (fast path)
+  std::vector<int64_t> taps_;  // start of each window tap's run in the split plane
   bool split_ = true;
 };
 

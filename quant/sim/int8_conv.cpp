@@ -193,6 +193,14 @@ void Int8ConvFast::run(const int8_t* x, int8_t* y, void* workspace) const {
   }
 }
 
+bool Int8ConvFast::wideTail(int64_t panel_columns) const {
+  if (!gemmWideTilesFast() || panel_columns >= kGemmCols || p_.geometry.outPerGroup() % kGemmWideRows)
+    return false;
+  // Columns of work: the row tiles run 16 (half tile) or 32, the wide tiles a multiple of 8.
+  const int64_t row_tiles = panel_columns <= kGemmCols / 2 ? kGemmCols / 2 : kGemmCols;
+  return roundUp(panel_columns, kGemmWideCols) < row_tiles;
+}
+
 // Per group: B's rows are the taps' contiguous runs in the split planes (or the input planes
 // themselves for a pointwise conv), packed one column panel of dense output positions at a time
 // (the packing skips the runs' virtual columns, which would otherwise cost GEMM work: 28% more
@@ -240,7 +248,17 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
         } else {
           packGemmPanelStrided(rows, k, p0, np, g.out_w, d.sub_cols, panel);
         }
-        for (int64_t r0 = 0; r0 < cout_g; r0 += kGemmRows) {
+        int64_t r0 = 0;
+        if (wideTail(np)) {
+          const int64_t block_stride = weights.rowBlock(1) - weights.rowBlock(0);
+          for (; r0 < cout_g; r0 += kGemmWideRows) {
+            const size_t oc = static_cast<size_t>(group * cout_g + r0);
+            gemmWideTilesToInt8(weights.rowBlock(r0 / kGemmRows), block_stride, panel, depth_groups, np,
+                                folded_bias_.data() + oc, p_.multipliers.data() + oc, p_.output_zero_point,
+                                out_base + r0 * columns + p0, columns);
+          }
+        }
+        for (; r0 < cout_g; r0 += kGemmRows) {
           const size_t oc = static_cast<size_t>(group * cout_g + r0);
           gemmMicroTileToInt8(weights.rowBlock(r0 / kGemmRows), panel, depth_groups,
                               std::min(kGemmRows, cout_g - r0), np, folded_bias_.data() + oc,

@@ -65,6 +65,9 @@ class Int8ConvFast {
   bool direct() const { return p_.geometry.inPerGroup() == 1; }
   // 1x1, stride 1, no padding: the input planes are the GEMM's B rows as they are.
   bool pointwise() const;
+  // Whether a column panel of `panel_columns` positions costs less as wide tiles (32 channels x
+  // 8 positions, int8_gemm_kernel.h): the last panel of a 7x7 or 14x14 output.
+  bool wideTail(int64_t panel_columns) const;
   void runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const;
   void runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) const;
 

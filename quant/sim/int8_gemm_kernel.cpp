@@ -302,6 +302,55 @@ void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t 
 #endif
 }
 
+#ifdef NPUC_REQUANT_AVX512
+#define NPUC_GEMM_WIDE 1
+
+// The wide tile's 16 accumulators: rows[r][h] holds output channels 16h .. 16h + 15 (lane i is
+// channel 16h + i) at the tile's position r.
+struct WideTileRegisters {
+  __m512i rows[kGemmWideCols][2];
+};
+
+// Per depth group: the 32 channels' four weights are 32 bytes of each of the four row blocks
+// (two loads per vector), and each position's four activations one broadcast dword of the
+// panel, so the weights are the s8 operand and the activations the u8 one, as in the row tile.
+inline WideTileRegisters multiplyWideTile(const int8_t* a_blocks, int64_t block_stride,
+                                          const uint8_t* b_panel, int64_t depth_groups) {
+  static_assert(kGemmWideRows == 4 * kGemmRows && kGemmWideCols == 8,
+                "the wide tile is written out for 32 x 8");
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+          c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  const int8_t* a = a_blocks;
+  const uint8_t* b = b_panel;
+  auto blockPair = [block_stride](const int8_t* first) {
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(first))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first + block_stride)), 1);
+  };
+  for (int64_t g = 0; g < depth_groups; ++g, a += kGemmRows * kGroupBytes, b += kGemmCols * kGroupBytes) {
+    const __m512i w0 = blockPair(a), w1 = blockPair(a + 2 * block_stride);
+#define NPUC_VNNI_WIDE_ROW(r, lo, hi)                                                                \
+  {                                                                                                  \
+    const __m512i x = _mm512_set1_epi32(lane(reinterpret_cast<const int8_t*>(b) + (r)*kGroupBytes)); \
+    lo = _mm512_dpbusd_epi32(lo, x, w0);                                                             \
+    hi = _mm512_dpbusd_epi32(hi, x, w1);                                                             \
+  }
+    NPUC_VNNI_WIDE_ROW(0, c00, c01)
+    NPUC_VNNI_WIDE_ROW(1, c10, c11)
+    NPUC_VNNI_WIDE_ROW(2, c20, c21)
+    NPUC_VNNI_WIDE_ROW(3, c30, c31)
+    NPUC_VNNI_WIDE_ROW(4, c40, c41)
+    NPUC_VNNI_WIDE_ROW(5, c50, c51)
+    NPUC_VNNI_WIDE_ROW(6, c60, c61)
+    NPUC_VNNI_WIDE_ROW(7, c70, c71)
+#undef NPUC_VNNI_WIDE_ROW
+  }
+  return WideTileRegisters{
+      {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}}};
+}
+
+#endif
+
 #else
 
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile) {
@@ -329,5 +378,53 @@ void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t 
 }
 
 #endif
+
+bool gemmWideTilesFast() {
+#ifdef NPUC_GEMM_WIDE
+  return true;
+#else
+  return false;
+#endif
+}
+
+void gemmWideTilesToInt8(const int8_t* a_blocks, int64_t block_stride, const uint8_t* b_panel,
+                         int64_t depth_groups, int64_t columns, const int32_t* biases,
+                         const FixedPointMultiplier* multipliers, int32_t output_zero_point, int8_t* out,
+                         int64_t out_stride) {
+  const bool any_zero = std::any_of(multipliers, multipliers + kGemmWideRows,
+                                    [](const FixedPointMultiplier& m) { return m.isZero(); });
+#ifdef NPUC_GEMM_WIDE
+  if (!any_zero) {
+    const RequantVector low(multipliers, output_zero_point), high(multipliers + 16, output_zero_point);
+    const __m512i bias_low = _mm512_loadu_si512(biases), bias_high = _mm512_loadu_si512(biases + 16);
+    for (int64_t j0 = 0; j0 < columns; j0 += kGemmWideCols) {
+      const WideTileRegisters t =
+          multiplyWideTile(a_blocks, block_stride, b_panel + j0 * kGroupBytes, depth_groups);
+      // Requantized bytes [position][channel], then stored transposed: channel c's positions
+      // are contiguous in its output row.
+      alignas(64) int8_t bytes[kGemmWideCols][kGemmWideRows];
+      for (int r = 0; r < kGemmWideCols; ++r) {
+        _mm_store_si128(reinterpret_cast<__m128i*>(bytes[r]), low(_mm512_add_epi32(t.rows[r][0], bias_low)));
+        _mm_store_si128(reinterpret_cast<__m128i*>(bytes[r] + 16),
+                        high(_mm512_add_epi32(t.rows[r][1], bias_high)));
+      }
+      const int64_t n = std::min(kGemmWideCols, columns - j0);
+      for (int64_t c = 0; c < kGemmWideRows; ++c) {
+        int8_t* row = out + c * out_stride + j0;
+        for (int64_t r = 0; r < n; ++r) row[r] = bytes[r][c];
+      }
+    }
+    return;
+  }
+#endif
+  (void)any_zero;
+  // The ordinary row tiles over the same four row blocks.
+  for (int64_t block = 0; block < kGemmWideRows / kGemmRows; ++block) {
+    const int64_t first = block * kGemmRows;
+    gemmMicroTileToInt8(a_blocks + block * block_stride, b_panel, depth_groups, kGemmRows, columns,
+                        biases + first, multipliers + first, output_zero_point, out + first * out_stride,
+                        out_stride);
+  }
+}
 
 }  // namespace npuc::quant

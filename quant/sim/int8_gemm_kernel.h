@@ -22,6 +22,9 @@ constexpr int64_t kGemmRows = 8;          // output channels per micro tile
 constexpr int64_t kGemmCols = 32;         // output positions per micro tile (two 512-bit vectors)
 constexpr int64_t kGemmDepthStep = 4;     // k values per int32 lane
 constexpr int32_t kUnsignedOffset = 128;  // u8 activation = q_x + 128
+// The wide tile (gemmWideTilesToInt8): output channels as vector lanes, positions as rows.
+constexpr int64_t kGemmWideRows = 32;  // output channels: four row blocks, two 512-bit vectors
+constexpr int64_t kGemmWideCols = 8;   // output positions per wide tile
 
 inline int64_t roundUp(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
@@ -68,5 +71,20 @@ void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_
 void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
                          int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
                          int32_t output_zero_point, int8_t* out, int64_t out_stride);
+
+// Whether gemmWideTilesToInt8 has its own kernel (AVX-512 VNNI); without it, it runs the
+// ordinary tiles and saves nothing, so the conv does not choose it.
+bool gemmWideTilesFast();
+
+// The tile turned around, for the last column panel of a conv with few output positions: 32
+// output channels (the four row blocks from `a_blocks` on, `block_stride` bytes apart) as the
+// lanes of two vectors, times the panel's first `columns` <= kGemmCols positions in tiles of 8
+// as rows. A 7x7 output leaves 17 positions after one full panel: 24 columns of work instead
+// of 32; 14x14 leaves 4: 8 instead of the half tile's 16. Requantized like gemmMicroTileToInt8
+// (channel c of the 32 with biases[c], multipliers[c]) and written to out + c * out_stride.
+void gemmWideTilesToInt8(const int8_t* a_blocks, int64_t block_stride, const uint8_t* b_panel,
+                         int64_t depth_groups, int64_t columns, const int32_t* biases,
+                         const FixedPointMultiplier* multipliers, int32_t output_zero_point, int8_t* out,
+                         int64_t out_stride);
 
 }  // namespace npuc::quant

@@ -16,25 +16,41 @@ namespace npuc::quant {
 
 // applyMultiplier on 16 int32 lanes given as magnitude and sign: round half away from zero of
 // |a| * m / 2^r, the sign restored. Exact while |a| * m + 2^(r-1) < 2^64 and the result fits
-// int32 (callers bound |a|). m must not be zero (callers take the scalar path then).
+// int32 (callers bound |a|). One multiplier for every lane (a row's), or one per lane (the wide
+// tile's 16 output channels). No m may be zero (callers take the scalar path then).
 struct MultiplierVector {
-  __m512i multiplier, offset;
-  __m128i right_shift;
+  // _mm512_mul_epu32 multiplies the low uint32 of each 64-bit lane, so the constants are kept
+  // per parity of the int32 lane: [0] for lanes 0, 2, ..., 14 and [1] for 1, 3, ..., 15.
+  __m512i multiplier[2], offset[2], right_shift[2];
 
-  explicit MultiplierVector(FixedPointMultiplier m)
-      : multiplier(_mm512_set1_epi64(m.multiplier)),
-        offset(_mm512_set1_epi64(int64_t{1} << (m.rightShift() - 1))),
-        right_shift(_mm_cvtsi32_si128(m.rightShift())) {}
+  explicit MultiplierVector(FixedPointMultiplier m) {
+    multiplier[0] = multiplier[1] = _mm512_set1_epi64(m.multiplier);
+    offset[0] = offset[1] = _mm512_set1_epi64(int64_t{1} << (m.rightShift() - 1));
+    right_shift[0] = right_shift[1] = _mm512_set1_epi64(m.rightShift());
+  }
+  explicit MultiplierVector(const FixedPointMultiplier* lanes) {
+    alignas(64) int64_t mult[2][8], off[2][8], shift[2][8];
+    for (int i = 0; i < 16; ++i) {
+      mult[i % 2][i / 2] = lanes[i].multiplier;
+      off[i % 2][i / 2] = int64_t{1} << (lanes[i].rightShift() - 1);
+      shift[i % 2][i / 2] = lanes[i].rightShift();
+    }
+    for (int parity = 0; parity < 2; ++parity) {
+      multiplier[parity] = _mm512_load_si512(mult[parity]);
+      offset[parity] = _mm512_load_si512(off[parity]);
+      right_shift[parity] = _mm512_load_si512(shift[parity]);
+    }
+  }
 
-  // `magnitude` is unsigned (|INT32_MIN| = 2^31 is exact). _mm512_mul_epu32 multiplies the low
-  // uint32 of each 64-bit lane: the even lanes directly, the odd ones after shifting them down;
-  // + 2^(r-1) and a logical shift round the magnitude half up, i.e. half away from zero.
+  // `magnitude` is unsigned (|INT32_MIN| = 2^31 is exact). The odd lanes are shifted down into
+  // the low halves first; + 2^(r-1) and a logical shift round the magnitude half up, i.e. half
+  // away from zero.
   __m512i apply(__m512i magnitude, __mmask16 negative) const {
-    const __m512i even =
-        _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(magnitude, multiplier), offset), right_shift);
-    const __m512i odd = _mm512_srl_epi64(
-        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(magnitude, 32), multiplier), offset),
-        right_shift);
+    const __m512i even = _mm512_srlv_epi64(
+        _mm512_add_epi64(_mm512_mul_epu32(magnitude, multiplier[0]), offset[0]), right_shift[0]);
+    const __m512i odd = _mm512_srlv_epi64(
+        _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(magnitude, 32), multiplier[1]), offset[1]),
+        right_shift[1]);
     const __m512i rounded = _mm512_mask_blend_epi32(__mmask16{0xAAAA}, even, _mm512_slli_epi64(odd, 32));
     return _mm512_mask_sub_epi32(rounded, negative, _mm512_setzero_si512(), rounded);
   }
@@ -42,7 +58,8 @@ struct MultiplierVector {
   __m512i apply(__m512i a) const { return apply(_mm512_abs_epi32(a), _mm512_movepi32_mask(a)); }
 };
 
-// Row constants of one multiplier and output zero point, broadcast once.
+// Requantization constants of one multiplier (a row's) or of one per lane, and the output zero
+// point, broadcast once.
 struct RequantVector {
   MultiplierVector multiply;
   __m512i clamp, zero_point;
@@ -53,13 +70,22 @@ struct RequantVector {
   // the final clamp. With m in [2^30, 2^31), clamp = 2^(r-21) gives clamp * m / 2^r in
   // [512, 1024); r <= 21 means M >= 512 already (clamp 1), and the clamp never needs to exceed
   // 2^31, the largest |acc|. A shift, not a division: it is made per row per tile.
-  RequantVector(FixedPointMultiplier m, int32_t output_zero_point) : multiply(m) {
+  static uint32_t magnitudeClamp(FixedPointMultiplier m) {
     constexpr int kSaturatingLog2 = 9;  // |x| >= 2^9 = 512 saturates
     constexpr int kQ31Low = 30;         // m >= 2^30
     constexpr int kLargestLog2 = 31;    // |acc| <= 2^31
-    const int log2_clamp = std::clamp(m.rightShift() + kSaturatingLog2 - kQ31Low, 0, kLargestLog2);
-    clamp = _mm512_set1_epi32(static_cast<int32_t>(uint32_t{1} << log2_clamp));
-    zero_point = _mm512_set1_epi32(output_zero_point);
+    return uint32_t{1} << std::clamp(m.rightShift() + kSaturatingLog2 - kQ31Low, 0, kLargestLog2);
+  }
+  RequantVector(FixedPointMultiplier m, int32_t output_zero_point)
+      : multiply(m),
+        clamp(_mm512_set1_epi32(static_cast<int32_t>(magnitudeClamp(m)))),
+        zero_point(_mm512_set1_epi32(output_zero_point)) {}
+  // 16 lanes, lane i with lanes[i].
+  RequantVector(const FixedPointMultiplier* lanes, int32_t output_zero_point)
+      : multiply(lanes), zero_point(_mm512_set1_epi32(output_zero_point)) {
+    alignas(64) uint32_t c[16];
+    for (int i = 0; i < 16; ++i) c[i] = magnitudeClamp(lanes[i]);
+    clamp = _mm512_load_si512(c);
   }
 
   // requantizeToInt8 of 16 int32 lanes (acc already plus bias): the clamped magnitude times m,

@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "opset/eval.h"
 #include "pass_test_util.h"
@@ -187,6 +189,93 @@ TEST(QuantSimKernels, FastConvPathsMatchReferenceOnLargerShapesAndExtremes) {
     ++tested;
   }
   EXPECT_GT(tested, 180);
+}
+
+// The wide tile (32 channels x 8 positions) writes what the four row tiles over the same packed
+// operands write, for every panel width, depth remainders, saturating extremes and a block with
+// a zero multiplier (which takes the row tiles).
+TEST(QuantSimKernels, WideTilesEqualTheRowTiles) {
+  std::mt19937 gen(31);
+  std::uniform_real_distribution<double> log2m(-22.0, -2.0);
+  for (int trial = 0; trial < 160; ++trial) {
+    const int64_t depth = pick(gen, 1, 300);
+    const int64_t columns = 1 + trial % kGemmCols;
+    const int extreme = trial % 5 == 4 ? (pick(gen, 0, 1) ? 1 : -1) : 0;
+    const std::vector<int8_t> w =
+        extreme ? std::vector<int8_t>(static_cast<size_t>(kGemmWideRows * depth),
+                                      static_cast<int8_t>(127 * extreme))
+                : randomBytes(static_cast<size_t>(kGemmWideRows * depth), gen, -127, 127);
+    const std::vector<int8_t> x = extreme ? std::vector<int8_t>(static_cast<size_t>(depth * columns),
+                                                                static_cast<int8_t>(extreme > 0 ? 127 : -128))
+                                          : randomBytes(static_cast<size_t>(depth * columns), gen, -128, 127);
+    const PackedGemmWeights packed = packGemmWeights(w.data(), kGemmWideRows, depth);
+    std::vector<const int8_t*> row_ptrs;
+    for (int64_t k = 0; k < depth; ++k) row_ptrs.push_back(x.data() + k * columns);
+    std::vector<uint8_t> panel(packedActivationBytes(depth, kGemmCols));
+    packGemmPanel(row_ptrs.data(), depth, 0, columns, panel.data());
+    std::vector<int32_t> bias;
+    std::vector<FixedPointMultiplier> multipliers;
+    for (int64_t c = 0; c < kGemmWideRows; ++c) {
+      bias.push_back(pick(gen, -100000, 100000));
+      multipliers.push_back(quantizeMultiplier(std::exp2(log2m(gen))));
+    }
+    if (trial % 7 == 6)
+      multipliers[static_cast<size_t>(pick(gen, 0, kGemmWideRows - 1))] = FixedPointMultiplier{};
+    const int32_t zp = pick(gen, -128, 127);
+    const int64_t stride = columns + pick(gen, 0, 5);
+    std::vector<int8_t> wide(static_cast<size_t>(kGemmWideRows * stride), 0x55), rows = wide;
+    gemmWideTilesToInt8(packed.rowBlock(0), packed.rowBlock(1) - packed.rowBlock(0), panel.data(),
+                        packed.depth_groups, columns, bias.data(), multipliers.data(), zp, wide.data(),
+                        stride);
+    for (int64_t r0 = 0; r0 < kGemmWideRows; r0 += kGemmRows) {
+      gemmMicroTileToInt8(packed.rowBlock(r0 / kGemmRows), panel.data(), packed.depth_groups, kGemmRows,
+                          columns, bias.data() + r0, multipliers.data() + r0, zp, rows.data() + r0 * stride,
+                          stride);
+    }
+    ASSERT_EQ(wide, rows) << "trial " << trial << " depth " << depth << " columns " << columns;
+  }
+}
+
+// Convs whose last column panel runs as wide tiles (channels per group a multiple of 32, 1-8 or
+// 17-24 positions left over) against the reference, extremes included.
+TEST(QuantSimKernels, FastConvWideTailMatchesReference) {
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<double> log2m(-20.0, -4.0);
+  const std::array<std::pair<int64_t, int64_t>, 6> outputs = {
+      {{7, 7}, {14, 14}, {2, 2}, {1, 22}, {3, 7}, {6, 9}}};
+  for (int trial = 0; trial < 36; ++trial) {
+    Int8ConvParams p;
+    ConvGeometry& g = p.geometry;
+    g.groups = pick(gen, 1, 2);
+    g.in_channels = g.groups * pick(gen, 1, 24);
+    g.out_channels = g.groups * kGemmWideRows * pick(gen, 1, 3);
+    g.kernel_h = g.kernel_w = trial % 2 ? 3 : 1;
+    g.stride_h = g.stride_w = pick(gen, 1, 2);
+    g.pad_top = g.pad_left = g.kernel_h / 2;
+    std::tie(g.out_h, g.out_w) = outputs[static_cast<size_t>(trial) % outputs.size()];
+    g.in_h = (g.out_h - 1) * g.stride_h + g.kernel_h - 2 * g.pad_top;
+    g.in_w = (g.out_w - 1) * g.stride_w + g.kernel_w - 2 * g.pad_left;
+    const size_t cout = static_cast<size_t>(g.out_channels);
+    const int extreme = trial % 6 == 5 ? 1 : 0;
+    p.weights = extreme ? std::vector<int8_t>(cout * static_cast<size_t>(g.reduction()), 127)
+                        : randomBytes(cout * static_cast<size_t>(g.reduction()), gen, -127, 127);
+    for (size_t c = 0; c < cout; ++c) {
+      p.bias.push_back(pick(gen, -50000, 50000));
+      p.multipliers.push_back(quantizeMultiplier(std::exp2(log2m(gen))));
+    }
+    p.input_zero_point = extreme ? -128 : pick(gen, -128, 127);
+    p.output_zero_point = pick(gen, -128, 127);
+    validateInt8Conv(p, "test");
+    const size_t in_n = static_cast<size_t>(g.in_channels * g.in_h * g.in_w);
+    const std::vector<int8_t> x =
+        extreme ? std::vector<int8_t>(in_n, 127) : randomBytes(in_n, gen, -128, 127);
+    std::vector<int8_t> ref(cout * static_cast<size_t>(g.out_h * g.out_w)), fast(ref.size(), 0x55);
+    int8ConvReference(p, x.data(), ref.data());
+    Int8ConvFast kernel(p);
+    std::vector<uint8_t> ws(kernel.workspaceBytes());
+    kernel.run(x.data(), fast.data(), ws.data());
+    ASSERT_EQ(ref, fast) << "trial " << trial << ": " << describe(g, p.input_zero_point);
+  }
 }
 
 // Every tap's run over the virtual output grid stays inside its own sub-plane (the spare row

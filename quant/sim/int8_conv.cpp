@@ -178,7 +178,6 @@ size_t Int8ConvFast::workspaceBytes() const {
     return alignUp(static_cast<size_t>(d.elements())) + alignUp(outputs * sizeof(int32_t)) + alignUp(outputs);
   }
   const int64_t k = g.reduction();
-  const int64_t columns = g.out_h * g.out_w;
   const size_t planes = pointwise() ? 0 : static_cast<size_t>(g.inPerGroup() * d.elements());
   return alignUp(planes) + alignUp(static_cast<size_t>(k) * sizeof(const int8_t*)) +
          alignUp(packedActivationBytes(k, kGemmCols));

@@ -26,68 +26,98 @@ constexpr uint32_t kSignFlip = 0x80808080u;
 
 namespace {
 
-#if defined(__AVX512VBMI__)
-// Permute indices of interleaveFourRows: output byte b of half h is column h * 16 + b / 4 of
-// row b % 4, i.e. byte (b % 4) * 32 + column of the rows01|rows23 pair (bit 6 picks rows23).
-struct InterleaveIndex {
-  alignas(64) uint8_t bytes[2][64];
-};
-constexpr InterleaveIndex makeInterleaveIndex() {
-  InterleaveIndex x{};
-  for (int half = 0; half < 2; ++half)
-    for (int b = 0; b < 64; ++b) x.bytes[half][b] = static_cast<uint8_t>((b % 4) * 32 + half * 16 + b / 4);
-  return x;
-}
-constexpr InterleaveIndex kInterleaveIndex = makeInterleaveIndex();
+// A permute index reaches 64 bytes: panels whose columns span more take the scalar gather.
+constexpr int64_t kPermuteSpan = 64;
 
-// 128 output bytes: byte 4j + t = row t's byte j (+128) for the 32 columns j. Two 64-byte
-// sources hold rows 0|1 and 2|3; one two-source byte permute per 64 output bytes. Columns past
-// `n` read as 0 (masked loads) and are never used.
-void interleaveRowPairs(__m512i rows01, __m512i rows23, uint8_t* out) {
-  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(kSignFlip));
-  for (int half = 0; half < 2; ++half) {
-    const __m512i idx = _mm512_load_si512(kInterleaveIndex.bytes[half]);
-    const __m512i v = _mm512_xor_si512(_mm512_permutex2var_epi8(rows01, idx, rows23), flip);
-    _mm512_storeu_si512(out + half * 64, v);
-  }
-}
-
-void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
-  static_assert(kGemmCols == 32, "one 256-bit load per row");
-  const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
-  const __m512i rows01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[0])),
-                                            _mm256_maskz_loadu_epi8(m, r[1]), 1);
-  const __m512i rows23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m, r[2])),
-                                            _mm256_maskz_loadu_epi8(m, r[3]), 1);
-  interleaveRowPairs(rows01, rows23, out);
-}
-
-// Columns j < 32 of four rows gathered from offsets[j] < span <= 64 of each: one masked load and
-// one byte permute per row, then the same interleave.
-void gatherInterleaveFourRows(const uint8_t* const* r, int64_t span, const uint8_t* offsets, uint8_t* out) {
-  const __mmask64 m = span >= 64 ? ~__mmask64{0} : (__mmask64{1} << span) - 1;
-  const __m512i idx = _mm512_loadu_si512(offsets);
-  __m256i dense[kGemmDepthStep];
-  for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-    dense[i] = _mm512_castsi512_si256(_mm512_permutexvar_epi8(idx, _mm512_maskz_loadu_epi8(m, r[i])));
-  }
-  interleaveRowPairs(_mm512_inserti64x4(_mm512_castsi256_si512(dense[0]), dense[1], 1),
-                     _mm512_inserti64x4(_mm512_castsi256_si512(dense[2]), dense[3], 1), out);
-}
-constexpr bool kHasGatherInterleave = true;
-#else
-void interleaveFourRows(const uint8_t* const* r, int64_t n, uint8_t* out) {
+// Four rows' bytes at offsets[j] (j < n) as 32 four-byte lanes, +128: the portable packing of
+// one depth group, and the AVX-512 one's fallback for panels spanning more than kPermuteSpan.
+void interleaveFourRowsScalar(const uint8_t* const* r, const int64_t* offsets, int64_t n, uint8_t* out) {
   uint32_t lanes[kGemmCols] = {};
   for (int64_t j = 0; j < n; ++j) {
+    const int64_t o = offsets[j];
     lanes[j] =
-        (uint32_t{r[0][j]} | uint32_t{r[1][j]} << 8 | uint32_t{r[2][j]} << 16 | uint32_t{r[3][j]} << 24) ^
+        (uint32_t{r[0][o]} | uint32_t{r[1][o]} << 8 | uint32_t{r[2][o]} << 16 | uint32_t{r[3][o]} << 24) ^
         kSignFlip;
   }
   std::memcpy(out, lanes, sizeof(lanes));
 }
-void gatherInterleaveFourRows(const uint8_t* const*, int64_t, const uint8_t*, uint8_t*) {}
-constexpr bool kHasGatherInterleave = false;
+
+// One panel of `depth` rows, columns at `start` + offsets[j] of each row: depth past the end
+// reads the last row again (its weights are zero).
+void packPanelScalar(const int8_t* const* rows, int64_t depth, int64_t start, const int64_t* offsets,
+                     int64_t n, uint8_t* panel) {
+  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* r[kGemmDepthStep];
+    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
+      r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + start;
+    }
+    interleaveFourRowsScalar(r, offsets, n, panel + g * kGemmCols * kGroupBytes);
+  }
+}
+
+#if defined(__AVX512VBMI__)
+// The byte permute index of packPanelPermuted: 16-bit word w of 128-bit lane L holds column
+// 4L + w (w < 4) or 16 + 4L + w - 4, its low byte from the first row of a pair and its high
+// byte from the second (index bit 6), so that unpacklo_epi16 of the pairs 0|1 and 2|3 yields
+// the four-byte lanes of columns 0-15 in order and unpackhi_epi16 those of columns 16-31.
+// Columns past n repeat offset 0; their lanes are never used.
+struct PairIndex {
+  alignas(64) uint8_t bytes[kPermuteSpan];
+};
+constexpr PairIndex pairIndex(const int64_t* offsets, int64_t n) {
+  constexpr int kLanes = 4, kWordsPerLane = 8, kHalfWords = 4, kSecondRow = 64;
+  PairIndex index{};
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int w = 0; w < kWordsPerLane; ++w) {
+      const int column = w < kHalfWords ? kHalfWords * lane + w : 16 + kHalfWords * lane + (w - kHalfWords);
+      const auto offset = static_cast<uint8_t>(column < n ? offsets[column] : 0);
+      index.bytes[(lane * kWordsPerLane + w) * 2] = offset;
+      index.bytes[(lane * kWordsPerLane + w) * 2 + 1] = static_cast<uint8_t>(offset | kSecondRow);
+    }
+  }
+  return index;
+}
+// Contiguous columns (packGemmPanel), built once: a pointwise conv's panel may be only a few
+// depth groups, too few to pay for building the index per panel.
+constexpr int64_t kColumnIndices[kGemmCols] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+                                               11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                               22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+constexpr PairIndex kContiguousPairIndex = pairIndex(kColumnIndices, kGemmCols);
+
+// packPanelScalar for columns within `span` <= 64 bytes of `start`: per depth group, four
+// masked loads, one two-source byte permute per pair of rows (gathering and pairing at once),
+// two 16-bit unpacks and the +128.
+void packPanelPermuted(const int8_t* const* rows, int64_t depth, int64_t start, int64_t span,
+                       const uint8_t* index, uint8_t* panel) {
+  const __mmask64 m = span >= kPermuteSpan ? ~__mmask64{0} : (__mmask64{1} << span) - 1;
+  const __m512i idx = _mm512_load_si512(index);
+  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(kSignFlip));
+  auto row = [&](int64_t k) { return _mm512_maskz_loadu_epi8(m, rows[std::min(k, depth - 1)] + start); };
+  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
+  for (int64_t g = 0; g < groups; ++g, panel += kGemmCols * kGroupBytes) {
+    const int64_t k = g * kGemmDepthStep;
+    const __m512i rows01 = _mm512_permutex2var_epi8(row(k), idx, row(k + 1));
+    const __m512i rows23 = _mm512_permutex2var_epi8(row(k + 2), idx, row(k + 3));
+    _mm512_storeu_si512(panel, _mm512_xor_si512(_mm512_unpacklo_epi16(rows01, rows23), flip));
+    _mm512_storeu_si512(panel + 64, _mm512_xor_si512(_mm512_unpackhi_epi16(rows01, rows23), flip));
+  }
+}
 #endif
+
+// Columns [0, n) of each row at `start` + offsets[j].
+void packPanel(const int8_t* const* rows, int64_t depth, int64_t start, const int64_t* offsets, int64_t n,
+               uint8_t* panel) {
+  const int64_t span = offsets[n - 1] + 1;
+#if defined(__AVX512VBMI__)
+  if (span <= kPermuteSpan) {
+    const PairIndex index = pairIndex(offsets, n);
+    packPanelPermuted(rows, depth, start, span, index.bytes, panel);
+    return;
+  }
+#endif
+  packPanelScalar(rows, depth, start, offsets, n, panel);
+}
 
 }  // namespace
 
@@ -114,21 +144,17 @@ size_t packedActivationBytes(int64_t depth, int64_t columns) {
 }
 
 void packGemmPanel(const int8_t* const* rows, int64_t depth, int64_t first, int64_t n, uint8_t* panel) {
-  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
-  for (int64_t g = 0; g < groups; ++g) {
-    // Depth past the end reads the last row again: its weights are zero.
-    const uint8_t* r[kGemmDepthStep];
-    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-      r[i] = reinterpret_cast<const uint8_t*>(rows[std::min(g * kGemmDepthStep + i, depth - 1)]) + first;
-    }
-    interleaveFourRows(r, n, panel + g * kGemmCols * kGroupBytes);
-  }
+#if defined(__AVX512VBMI__)
+  packPanelPermuted(rows, depth, first, n, kContiguousPairIndex.bytes, panel);
+#else
+  int64_t offsets[kGemmCols];
+  for (int64_t j = 0; j < n; ++j) offsets[j] = j;
+  packPanelScalar(rows, depth, first, offsets, n, panel);
+#endif
 }
 
 void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t first, int64_t n, int64_t width,
                           int64_t row_length, uint8_t* panel) {
-  // A permute index reaches 64 bytes: panels spanning more take the scalar gather.
-  constexpr int64_t kPermuteSpan = 64;
   // Column j sits at (j / width) * row_length + j % width of each run: walked incrementally (one
   // division per panel, not per column).
   int64_t offsets[kGemmCols];
@@ -138,34 +164,7 @@ void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t firs
     offsets[j] = run_row * row_length + run_col - start;
     if (++run_col == width) run_col = 0, ++run_row;
   }
-  const int64_t span = offsets[n - 1] + 1;
-  alignas(64) uint8_t offsets8[kPermuteSpan] = {};
-  if (span <= kPermuteSpan) {
-    for (int64_t j = 0; j < n; ++j) offsets8[j] = static_cast<uint8_t>(offsets[j]);
-  }
-  auto packGroup = [&](const uint8_t* const* r, uint8_t* out) {
-    if (kHasGatherInterleave && span <= kPermuteSpan) {
-      gatherInterleaveFourRows(r, span, offsets8, out);
-      return;
-    }
-    uint8_t dense[kGemmDepthStep][kGemmCols];
-    const uint8_t* d[kGemmDepthStep];
-    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-      for (int64_t j = 0; j < n; ++j) dense[i][j] = r[i][offsets[j]];
-      d[i] = dense[i];
-    }
-    interleaveFourRows(d, n, out);
-  };
-  const int64_t groups = (depth + kGemmDepthStep - 1) / kGemmDepthStep;
-  for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* r[kGemmDepthStep];
-    for (int64_t i = 0; i < kGemmDepthStep; ++i) {
-      // Depth past the end reads the last row again: its weights are zero.
-      const int64_t k = g * kGemmDepthStep + i < depth ? g * kGemmDepthStep + i : depth - 1;
-      r[i] = reinterpret_cast<const uint8_t*>(rows[k]) + start;
-    }
-    packGroup(r, panel + g * kGemmCols * kGroupBytes);
-  }
+  packPanel(rows, depth, start, offsets, n, panel);
 }
 
 void packGemmActivations(const int8_t* const* rows, int64_t depth, int64_t columns, uint8_t* packed) {

@@ -159,6 +159,10 @@ Int8ConvFast::Int8ConvFast(Int8ConvParams params) : p_(std::move(params)) {
                                       [](int8_t w) { return w >= -kWeightQMax && w <= kWeightQMax; });
     return;
   }
+  for (int64_t oc = 0; oc < g.out_channels; ++oc) {
+    const size_t c = static_cast<size_t>(oc);
+    channel_requant_.emplace_back(folded_bias_[c], p_.multipliers[c]);
+  }
   for (int64_t group = 0; group < g.groups; ++group) {
     packed_.push_back(packGemmWeights(p_.weights.data() + group * g.outPerGroup() * k, g.outPerGroup(), k));
   }
@@ -253,16 +257,15 @@ void Int8ConvFast::runGemm(const int8_t* x, int8_t* y, uint8_t* workspace) const
           for (; r0 < cout_g; r0 += kGemmWideRows) {
             const size_t oc = static_cast<size_t>(group * cout_g + r0);
             gemmWideTilesToInt8(weights.rowBlock(r0 / kGemmRows), block_stride, panel, depth_groups, np,
-                                folded_bias_.data() + oc, p_.multipliers.data() + oc, p_.output_zero_point,
+                                channel_requant_.data() + oc, p_.output_zero_point,
                                 out_base + r0 * columns + p0, columns);
           }
         }
         for (; r0 < cout_g; r0 += kGemmRows) {
           const size_t oc = static_cast<size_t>(group * cout_g + r0);
           gemmMicroTileToInt8(weights.rowBlock(r0 / kGemmRows), panel, depth_groups,
-                              std::min(kGemmRows, cout_g - r0), np, folded_bias_.data() + oc,
-                              p_.multipliers.data() + oc, p_.output_zero_point, out_base + r0 * columns + p0,
-                              columns);
+                              std::min(kGemmRows, cout_g - r0), np, channel_requant_.data() + oc,
+                              p_.output_zero_point, out_base + r0 * columns + p0, columns);
         }
       }
     }

@@ -22,6 +22,20 @@ static_assert(kGemmDepthStep == 4, "the packing composes four bytes into one 32-
 // XOR with 0x80 per byte adds 128 to a signed byte, giving its unsigned 8-bit image.
 constexpr uint32_t kSignFlip = 0x80808080u;
 
+// requantizeRowsToInt8 of up to kGemmRows rows of a kGemmCols-wide tile (the portable epilogue
+// and the zero-multiplier rows).
+void requantizeTileRows(const int32_t* tile, int64_t rows, int64_t columns, const ChannelRequant* channels,
+                        int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+  int32_t biases[kGemmRows];
+  FixedPointMultiplier multipliers[kGemmRows];
+  for (int64_t m = 0; m < rows; ++m) {
+    biases[m] = channels[m].bias;
+    multipliers[m] = channels[m].multiplier;
+  }
+  requantizeRowsToInt8(tile, rows, columns, kGemmCols, biases, multipliers, output_zero_point, out,
+                       out_stride);
+}
+
 }  // namespace
 
 namespace {
@@ -261,8 +275,8 @@ void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_
 }
 
 void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
-                         int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
-                         int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+                         int64_t columns, const ChannelRequant* channels, int32_t output_zero_point,
+                         int8_t* out, int64_t out_stride) {
 #ifdef NPUC_REQUANT_AVX512
   const bool half = columns <= kGemmCols / 2;
   const TileRegisters t =
@@ -270,16 +284,15 @@ void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t 
   const __mmask32 lanes = columns >= kGemmCols ? ~__mmask32{0} : (__mmask32{1} << columns) - 1;
   for (int64_t m = 0; m < rows; ++m) {
     int8_t* row = out + m * out_stride;
-    if (multipliers[m].isZero()) {  // every output is the zero point (scalar reference)
+    if (channels[m].multiplier.isZero()) {  // every output is the zero point (scalar reference)
       alignas(64) int32_t acc[kGemmCols];
       _mm512_store_si512(acc, t.rows[m][0]);
       _mm512_store_si512(acc + 16, t.rows[m][1]);
-      requantizeRowsToInt8(acc, 1, columns, kGemmCols, biases + m, multipliers + m, output_zero_point, row,
-                           out_stride);
+      requantizeTileRows(acc, 1, columns, channels + m, output_zero_point, row, out_stride);
       continue;
     }
-    const RequantVector requant(multipliers[m], output_zero_point);
-    const __m512i bias = _mm512_set1_epi32(biases[m]);
+    const RequantVector requant(channels[m], output_zero_point);
+    const __m512i bias = _mm512_set1_epi32(channels[m].bias);
     const __m128i first = requant(_mm512_add_epi32(t.rows[m][0], bias));
     if (half) {
       _mm_mask_storeu_epi8(row, static_cast<__mmask16>(lanes), first);
@@ -296,8 +309,7 @@ void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t 
 #else
   alignas(64) int32_t tile[kGemmRows * kGemmCols];
   gemmMicroTile(a_block, b_panel, depth_groups, tile);
-  requantizeRowsToInt8(tile, rows, columns, kGemmCols, biases, multipliers, output_zero_point, out,
-                       out_stride);
+  requantizeTileRows(tile, rows, columns, channels, output_zero_point, out, out_stride);
 #endif
 }
 
@@ -368,12 +380,11 @@ void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_
 }
 
 void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
-                         int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
-                         int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+                         int64_t columns, const ChannelRequant* channels, int32_t output_zero_point,
+                         int8_t* out, int64_t out_stride) {
   int32_t tile[kGemmRows * kGemmCols];
   gemmMicroTile(a_block, b_panel, depth_groups, tile);
-  requantizeRowsToInt8(tile, rows, columns, kGemmCols, biases, multipliers, output_zero_point, out,
-                       out_stride);
+  requantizeTileRows(tile, rows, columns, channels, output_zero_point, out, out_stride);
 }
 
 #endif
@@ -387,15 +398,16 @@ bool gemmWideTilesFast() {
 }
 
 void gemmWideTilesToInt8(const int8_t* a_blocks, int64_t block_stride, const uint8_t* b_panel,
-                         int64_t depth_groups, int64_t columns, const int32_t* biases,
-                         const FixedPointMultiplier* multipliers, int32_t output_zero_point, int8_t* out,
-                         int64_t out_stride) {
-  const bool any_zero = std::any_of(multipliers, multipliers + kGemmWideRows,
-                                    [](const FixedPointMultiplier& m) { return m.isZero(); });
+                         int64_t depth_groups, int64_t columns, const ChannelRequant* channels,
+                         int32_t output_zero_point, int8_t* out, int64_t out_stride) {
+  const bool any_zero = std::any_of(channels, channels + kGemmWideRows,
+                                    [](const ChannelRequant& c) { return c.multiplier.isZero(); });
 #ifdef NPUC_GEMM_WIDE
   if (!any_zero) {
-    const RequantVector low(multipliers, output_zero_point), high(multipliers + 16, output_zero_point);
-    const __m512i bias_low = _mm512_loadu_si512(biases), bias_high = _mm512_loadu_si512(biases + 16);
+    const RequantVector low(channels, output_zero_point), high(channels + 16, output_zero_point);
+    alignas(64) int32_t biases[kGemmWideRows];
+    for (int64_t c = 0; c < kGemmWideRows; ++c) biases[c] = channels[c].bias;
+    const __m512i bias_low = _mm512_load_si512(biases), bias_high = _mm512_load_si512(biases + 16);
     for (int64_t j0 = 0; j0 < columns; j0 += kGemmWideCols) {
       const WideTileRegisters t =
           multiplyWideTile(a_blocks, block_stride, b_panel + j0 * kGroupBytes, depth_groups);
@@ -421,8 +433,7 @@ void gemmWideTilesToInt8(const int8_t* a_blocks, int64_t block_stride, const uin
   for (int64_t block = 0; block < kGemmWideRows / kGemmRows; ++block) {
     const int64_t first = block * kGemmRows;
     gemmMicroTileToInt8(a_blocks + block * block_stride, b_panel, depth_groups, kGemmRows, columns,
-                        biases + first, multipliers + first, output_zero_point, out + first * out_stride,
-                        out_stride);
+                        channels + first, output_zero_point, out + first * out_stride, out_stride);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "quant/requant.h"
+#include "quant/sim/requant_vector.h"
 
 namespace npuc::quant {
 
@@ -66,11 +67,12 @@ void packGemmPanelStrided(const int8_t* const* rows, int64_t depth, int64_t firs
 void gemmMicroTile(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int32_t* tile);
 
 // The same tile requantized on its way out (the conv epilogue, requant_row.h): row m < rows of
-// the first `columns` columns becomes requantizeToInt8(tile + biases[m], multipliers[m],
-// output_zero_point) at out + m * out_stride. With AVX-512 the int32 tile never leaves registers.
+// the first `columns` columns becomes requantizeToInt8(tile + channels[m].bias,
+// channels[m].multiplier, output_zero_point) at out + m * out_stride. With AVX-512 the int32
+// tile never leaves registers.
 void gemmMicroTileToInt8(const int8_t* a_block, const uint8_t* b_panel, int64_t depth_groups, int64_t rows,
-                         int64_t columns, const int32_t* biases, const FixedPointMultiplier* multipliers,
-                         int32_t output_zero_point, int8_t* out, int64_t out_stride);
+                         int64_t columns, const ChannelRequant* channels, int32_t output_zero_point,
+                         int8_t* out, int64_t out_stride);
 
 // Whether gemmWideTilesToInt8 has its own kernel (AVX-512 VNNI); without it, it runs the
 // ordinary tiles and saves nothing, so the conv does not choose it.
@@ -81,10 +83,9 @@ bool gemmWideTilesFast();
 // lanes of two vectors, times the panel's first `columns` <= kGemmCols positions in tiles of 8
 // as rows. A 7x7 output leaves 17 positions after one full panel: 24 columns of work instead
 // of 32; 14x14 leaves 4: 8 instead of the half tile's 16. Requantized like gemmMicroTileToInt8
-// (channel c of the 32 with biases[c], multipliers[c]) and written to out + c * out_stride.
+// (channel c of the 32 with channels[c]) and written to out + c * out_stride.
 void gemmWideTilesToInt8(const int8_t* a_blocks, int64_t block_stride, const uint8_t* b_panel,
-                         int64_t depth_groups, int64_t columns, const int32_t* biases,
-                         const FixedPointMultiplier* multipliers, int32_t output_zero_point, int8_t* out,
-                         int64_t out_stride);
+                         int64_t depth_groups, int64_t columns, const ChannelRequant* channels,
+                         int32_t output_zero_point, int8_t* out, int64_t out_stride);
 
 }  // namespace npuc::quant

@@ -8,6 +8,42 @@
 
 #include "quant/requant.h"
 
+namespace npuc::quant {
+
+// Magnitudes |acc| >= this give |acc * M| >= 512, which saturates the int8 output whatever the
+// zero point (|z_out| <= 128); clamping the magnitude there first keeps every rounded value
+// below 2^31, so the vector requantization works in one int32 vector and the saturating
+// int32 -> int8 narrowing does the final clamp. With m in [2^30, 2^31), 2^(r-21) gives
+// clamp * m / 2^r in [512, 1024); r <= 21 means M >= 512 already (clamp 1), and the clamp never
+// needs to exceed 2^31, the largest |acc|.
+inline uint32_t requantMagnitudeClamp(FixedPointMultiplier m) {
+  constexpr int kSaturatingLog2 = 9;  // |x| >= 2^9 = 512 saturates
+  constexpr int kQ31Low = 30;         // m >= 2^30
+  constexpr int kLargestLog2 = 31;    // |acc| <= 2^31
+  return uint32_t{1} << std::clamp(m.rightShift() + kSaturatingLog2 - kQ31Low, 0, kLargestLog2);
+}
+
+// One output channel's requantization as a GEMM epilogue reads it: the (folded) bias, the
+// multiplier, and the constants the vector form broadcasts, derived once per layer: per row of
+// every tile they cost about a third of a 3x3 conv's epilogue.
+struct ChannelRequant {
+  int32_t bias = 0;
+  FixedPointMultiplier multiplier;
+  uint32_t clamp = 1;        // requantMagnitudeClamp
+  int64_t round_offset = 0;  // 2^(r-1), r = multiplier.rightShift()
+  int64_t right_shift = 0;   // r
+
+  ChannelRequant() = default;
+  ChannelRequant(int32_t b, FixedPointMultiplier m)
+      : bias(b),
+        multiplier(m),
+        clamp(requantMagnitudeClamp(m)),
+        round_offset(m.isZero() ? 0 : int64_t{1} << (m.rightShift() - 1)),
+        right_shift(m.rightShift()) {}
+};
+
+}  // namespace npuc::quant
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #include <immintrin.h>
 #define NPUC_REQUANT_AVX512 1
@@ -28,12 +64,17 @@ struct MultiplierVector {
     offset[0] = offset[1] = _mm512_set1_epi64(int64_t{1} << (m.rightShift() - 1));
     right_shift[0] = right_shift[1] = _mm512_set1_epi64(m.rightShift());
   }
-  explicit MultiplierVector(const FixedPointMultiplier* lanes) {
+  explicit MultiplierVector(const ChannelRequant& c) {
+    multiplier[0] = multiplier[1] = _mm512_set1_epi64(c.multiplier.multiplier);
+    offset[0] = offset[1] = _mm512_set1_epi64(c.round_offset);
+    right_shift[0] = right_shift[1] = _mm512_set1_epi64(c.right_shift);
+  }
+  explicit MultiplierVector(const ChannelRequant* lanes) {
     alignas(64) int64_t mult[2][8], off[2][8], shift[2][8];
     for (int i = 0; i < 16; ++i) {
-      mult[i % 2][i / 2] = lanes[i].multiplier;
-      off[i % 2][i / 2] = int64_t{1} << (lanes[i].rightShift() - 1);
-      shift[i % 2][i / 2] = lanes[i].rightShift();
+      mult[i % 2][i / 2] = lanes[i].multiplier.multiplier;
+      off[i % 2][i / 2] = lanes[i].round_offset;
+      shift[i % 2][i / 2] = lanes[i].right_shift;
     }
     for (int parity = 0; parity < 2; ++parity) {
       multiplier[parity] = _mm512_load_si512(mult[parity]);
@@ -64,27 +105,21 @@ struct RequantVector {
   MultiplierVector multiply;
   __m512i clamp, zero_point;
 
-  // Magnitudes |acc| >= clamp give |acc * M| >= 512, which saturates the int8 output whatever
-  // the zero point (|z_out| <= 128); clamping the magnitude there first keeps every rounded value
-  // below 2^31, so the result is one int32 vector and the saturating int32 -> int8 narrowing does
-  // the final clamp. With m in [2^30, 2^31), clamp = 2^(r-21) gives clamp * m / 2^r in
-  // [512, 1024); r <= 21 means M >= 512 already (clamp 1), and the clamp never needs to exceed
-  // 2^31, the largest |acc|. A shift, not a division: it is made per row per tile.
-  static uint32_t magnitudeClamp(FixedPointMultiplier m) {
-    constexpr int kSaturatingLog2 = 9;  // |x| >= 2^9 = 512 saturates
-    constexpr int kQ31Low = 30;         // m >= 2^30
-    constexpr int kLargestLog2 = 31;    // |acc| <= 2^31
-    return uint32_t{1} << std::clamp(m.rightShift() + kSaturatingLog2 - kQ31Low, 0, kLargestLog2);
-  }
+  // The magnitude clamp: requantMagnitudeClamp.
   RequantVector(FixedPointMultiplier m, int32_t output_zero_point)
       : multiply(m),
-        clamp(_mm512_set1_epi32(static_cast<int32_t>(magnitudeClamp(m)))),
+        clamp(_mm512_set1_epi32(static_cast<int32_t>(requantMagnitudeClamp(m)))),
+        zero_point(_mm512_set1_epi32(output_zero_point)) {}
+  // A channel's precomputed constants: broadcasts from memory, no arithmetic.
+  RequantVector(const ChannelRequant& c, int32_t output_zero_point)
+      : multiply(c),
+        clamp(_mm512_set1_epi32(static_cast<int32_t>(c.clamp))),
         zero_point(_mm512_set1_epi32(output_zero_point)) {}
   // 16 lanes, lane i with lanes[i].
-  RequantVector(const FixedPointMultiplier* lanes, int32_t output_zero_point)
+  RequantVector(const ChannelRequant* lanes, int32_t output_zero_point)
       : multiply(lanes), zero_point(_mm512_set1_epi32(output_zero_point)) {
     alignas(64) uint32_t c[16];
-    for (int i = 0; i < 16; ++i) c[i] = magnitudeClamp(lanes[i]);
+    for (int i = 0; i < 16; ++i) c[i] = lanes[i].clamp;
     clamp = _mm512_load_si512(c);
   }
 

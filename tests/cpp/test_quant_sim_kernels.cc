@@ -224,13 +224,15 @@ TEST(QuantSimKernels, WideTilesEqualTheRowTiles) {
     const int32_t zp = pick(gen, -128, 127);
     const int64_t stride = columns + pick(gen, 0, 5);
     std::vector<int8_t> wide(static_cast<size_t>(kGemmWideRows * stride), 0x55), rows = wide;
+    std::vector<ChannelRequant> channels;
+    for (int64_t c = 0; c < kGemmWideRows; ++c) {
+      channels.emplace_back(bias[static_cast<size_t>(c)], multipliers[static_cast<size_t>(c)]);
+    }
     gemmWideTilesToInt8(packed.rowBlock(0), packed.rowBlock(1) - packed.rowBlock(0), panel.data(),
-                        packed.depth_groups, columns, bias.data(), multipliers.data(), zp, wide.data(),
-                        stride);
+                        packed.depth_groups, columns, channels.data(), zp, wide.data(), stride);
     for (int64_t r0 = 0; r0 < kGemmWideRows; r0 += kGemmRows) {
       gemmMicroTileToInt8(packed.rowBlock(r0 / kGemmRows), panel.data(), packed.depth_groups, kGemmRows,
-                          columns, bias.data() + r0, multipliers.data() + r0, zp, rows.data() + r0 * stride,
-                          stride);
+                          columns, channels.data() + r0, zp, rows.data() + r0 * stride, stride);
     }
     ASSERT_EQ(wide, rows) << "trial " << trial << " depth " << depth << " columns " << columns;
   }

@@ -296,7 +296,7 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
       d.fill(g, x + (n * g.in_channels + ic) * g.in_h * g.in_w, static_cast<int8_t>(p_.input_zero_point),
              padded);
       for (int64_t oc = ic * cout_g; oc < (ic + 1) * cout_g; ++oc) {
-        const size_t c = static_cast<size_t>(oc);
+        [[maybe_unused]] const size_t c = static_cast<size_t>(oc);
 #ifdef NPUC_DEPTHWISE_VNNI
         if (!p_.multipliers[c].isZero()) {
           const int64_t pairs = (taps + 1) / 2;

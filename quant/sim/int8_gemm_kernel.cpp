@@ -122,8 +122,8 @@ void packPanelPermuted(const int8_t* const* rows, int64_t depth, int64_t start, 
 // Columns [0, n) of each row at `start` + offsets[j].
 void packPanel(const int8_t* const* rows, int64_t depth, int64_t start, const int64_t* offsets, int64_t n,
                uint8_t* panel) {
-  const int64_t span = offsets[n - 1] + 1;
 #if defined(__AVX512VBMI__)
+  const int64_t span = offsets[n - 1] + 1;
   if (span <= kPermuteSpan) {
     const PairIndex index = pairIndex(offsets, n);
     packPanelPermuted(rows, depth, start, span, index.bytes, panel);

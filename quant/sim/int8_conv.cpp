@@ -138,11 +138,11 @@ Int8ConvFast::Int8ConvFast(Int8ConvParams params) : p_(std::move(params)) {
   const ConvGeometry& g = p_.geometry;
   const int64_t k = g.reduction();
   const int64_t z = direct() ? p_.input_zero_point : p_.input_zero_point + kUnsignedOffset;
-  folded_bias_.resize(static_cast<size_t>(g.out_channels));
   for (int64_t oc = 0; oc < g.out_channels; ++oc) {
+    const size_t c = static_cast<size_t>(oc);
     int64_t sum = 0;
     for (int64_t i = 0; i < k; ++i) sum += p_.weights[static_cast<size_t>(oc * k + i)];
-    folded_bias_[static_cast<size_t>(oc)] = static_cast<int32_t>(p_.bias[static_cast<size_t>(oc)] - z * sum);
+    channel_requant_.emplace_back(static_cast<int32_t>(p_.bias[c] - z * sum), p_.multipliers[c]);
   }
   if (direct()) {
     weights32_.assign(p_.weights.begin(), p_.weights.end());
@@ -158,10 +158,6 @@ Int8ConvFast::Int8ConvFast(Int8ConvParams params) : p_(std::move(params)) {
     pair_taps_in_int16_ = std::all_of(p_.weights.begin(), p_.weights.end(),
                                       [](int8_t w) { return w >= -kWeightQMax && w <= kWeightQMax; });
     return;
-  }
-  for (int64_t oc = 0; oc < g.out_channels; ++oc) {
-    const size_t c = static_cast<size_t>(oc);
-    channel_requant_.emplace_back(folded_bias_[c], p_.multipliers[c]);
   }
   for (int64_t group = 0; group < g.groups; ++group) {
     packed_.push_back(packGemmWeights(p_.weights.data() + group * g.outPerGroup() * k, g.outPerGroup(), k));
@@ -301,8 +297,8 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
         if (!p_.multipliers[c].isZero()) {
           const int64_t pairs = (taps + 1) / 2;
           depthwiseChannelVnni(padded, tap_offsets.data(), taps, tap_pairs_.data() + oc * pairs,
-                               virtual_outputs, folded_bias_[c],
-                               RequantVector(p_.multipliers[c], p_.output_zero_point), out_virtual);
+                               virtual_outputs, channel_requant_[c].bias,
+                               RequantVector(channel_requant_[c], p_.output_zero_point), out_virtual);
           d.compact(g, out_virtual, y + (n * g.out_channels + oc) * g.out_h * g.out_w);
           continue;
         }
@@ -332,7 +328,7 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
             for (int64_t i = 0; i < len; ++i) a[i] += wt * in[i];
           }
         }
-        requantizeRowToInt8(acc, virtual_outputs, folded_bias_[static_cast<size_t>(oc)],
+        requantizeRowToInt8(acc, virtual_outputs, channel_requant_[static_cast<size_t>(oc)].bias,
                             p_.multipliers[static_cast<size_t>(oc)], p_.output_zero_point, out_virtual);
         d.compact(g, out_virtual, y + (n * g.out_channels + oc) * g.out_h * g.out_w);
       }

@@ -72,14 +72,14 @@ class Int8ConvFast {
   void runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) const;
 
   Int8ConvParams p_;
-  std::vector<PackedGemmWeights> packed_;        // per group (GEMM path)
-  std::vector<ChannelRequant> channel_requant_;  // folded bias and multiplier per channel (GEMM path)
-  std::vector<int32_t> weights32_;               // widened weights (direct path)
-  bool pair_taps_in_int16_ = false;              // direct path: no weight is -128 (see runDirect)
-  std::vector<int32_t> tap_pairs_;               // direct path, VNNI: two int16 tap weights per int32
-  // b_q[c] - z * sum_k q_w[c, k]: z = z_x + 128 on the GEMM path (it reads q_x + 128, padding
-  // z_x + 128), z = z_x on the direct path (it reads q_x, padding z_x). Padding cancels exactly.
-  std::vector<int32_t> folded_bias_;
+  std::vector<PackedGemmWeights> packed_;  // per group (GEMM path)
+  // Per channel: the folded bias b_q[c] - z * sum_k q_w[c, k] (z = z_x + 128 on the GEMM path,
+  // which reads q_x + 128 and pads with z_x + 128; z = z_x on the direct path, which reads q_x
+  // and pads with z_x: padding cancels exactly), the multiplier and its vector constants.
+  std::vector<ChannelRequant> channel_requant_;
+  std::vector<int32_t> weights32_;   // widened weights (direct path)
+  bool pair_taps_in_int16_ = false;  // direct path: no weight is -128 (see runDirect)
+  std::vector<int32_t> tap_pairs_;   // direct path, VNNI: two int16 tap weights per int32
 };
 
 }  // namespace npuc::quant

@@ -59,11 +59,7 @@ struct MultiplierVector {
   // per parity of the int32 lane: [0] for lanes 0, 2, ..., 14 and [1] for 1, 3, ..., 15.
   __m512i multiplier[2], offset[2], right_shift[2];
 
-  explicit MultiplierVector(FixedPointMultiplier m) {
-    multiplier[0] = multiplier[1] = _mm512_set1_epi64(m.multiplier);
-    offset[0] = offset[1] = _mm512_set1_epi64(int64_t{1} << (m.rightShift() - 1));
-    right_shift[0] = right_shift[1] = _mm512_set1_epi64(m.rightShift());
-  }
+  explicit MultiplierVector(FixedPointMultiplier m) : MultiplierVector(ChannelRequant(0, m)) {}
   explicit MultiplierVector(const ChannelRequant& c) {
     multiplier[0] = multiplier[1] = _mm512_set1_epi64(c.multiplier.multiplier);
     offset[0] = offset[1] = _mm512_set1_epi64(c.round_offset);
@@ -107,9 +103,7 @@ struct RequantVector {
 
   // The magnitude clamp: requantMagnitudeClamp.
   RequantVector(FixedPointMultiplier m, int32_t output_zero_point)
-      : multiply(m),
-        clamp(_mm512_set1_epi32(static_cast<int32_t>(requantMagnitudeClamp(m)))),
-        zero_point(_mm512_set1_epi32(output_zero_point)) {}
+      : RequantVector(ChannelRequant(0, m), output_zero_point) {}
   // A channel's precomputed constants: broadcasts from memory, no arithmetic.
   RequantVector(const ChannelRequant& c, int32_t output_zero_point)
       : multiply(c),

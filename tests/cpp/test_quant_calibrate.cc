@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "calibrate_test_util.h"
 #include "common/error.h"
 #include "quant/calibrate.h"
 #include "quant/qparams.h"
@@ -21,17 +22,6 @@ ClipRange calibrate(const ActivationHistogram& h, CalibrationAlgorithm a) {
   CalibrationOptions o;
   o.algorithm = a;
   return calibrateRange(h, o, "test");
-}
-
-// Mean squared error of quantize -> dequantize with the int8 parameters of `range`.
-double realQuantizationMse(const std::vector<float>& x, ClipRange range) {
-  const QuantParams p = chooseActivationParams(range.min, range.max);
-  double sum = 0.0;
-  for (float v : x) {
-    const double d = dequantizeValue(quantizeValue(v, p), p) - static_cast<double>(v);
-    sum += d * d;
-  }
-  return sum / static_cast<double>(x.size());
 }
 
 std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {

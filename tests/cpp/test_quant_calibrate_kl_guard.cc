@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "calibrate_test_util.h"
 #include "quant/calibrate.h"
 #include "quant/qparams.h"
 
@@ -18,16 +19,6 @@ ClipRange klRange(const ActivationHistogram& h) {
   CalibrationOptions o;
   o.algorithm = CalibrationAlgorithm::KlDivergence;
   return calibrateRange(h, o, "test");
-}
-
-double realMse(const std::vector<float>& x, ClipRange range) {
-  const QuantParams p = chooseActivationParams(range.min, range.max);
-  double sum = 0.0;
-  for (float v : x) {
-    const double d = dequantizeValue(quantizeValue(v, p), p) - static_cast<double>(v);
-    sum += d * d;
-  }
-  return sum / static_cast<double>(x.size());
 }
 
 // `channels` channels of `per_channel` Student-t(4) values each (heavy tails, like conv outputs
@@ -51,7 +42,8 @@ TEST(QuantCalibrateKlGuard, ChannelsOfVeryDifferentWidthsAreNotClippedBelowMinMa
   const ActivationHistogram h = ActivationHistogram::fromSample(x.data(), static_cast<int64_t>(x.size()));
   const ClipRange observed = minMaxRange(h);
   const ClipRange kl = klRange(h);
-  EXPECT_LE(realMse(x, kl), realMse(x, observed) * 1.02) << "kl [" << kl.min << ", " << kl.max << "]";
+  EXPECT_LE(realQuantizationMse(x, kl), realQuantizationMse(x, observed) * 1.02)
+      << "kl [" << kl.min << ", " << kl.max << "]";
   EXPECT_LE(expectedQuantizationMse(h, kl.min, kl.max),
             expectedQuantizationMse(h, observed.min, observed.max));
 }
@@ -65,7 +57,7 @@ TEST(QuantCalibrateKlGuard, RareOutlierIsStillClipped) {
   const ActivationHistogram h = ActivationHistogram::fromSample(x.data(), static_cast<int64_t>(x.size()));
   const ClipRange kl = klRange(h);
   EXPECT_LT(kl.max, 0.5f * kOutlier) << kl.min << " " << kl.max;
-  EXPECT_LT(realMse(x, kl), 0.7 * realMse(x, minMaxRange(h)));
+  EXPECT_LT(realQuantizationMse(x, kl), 0.7 * realQuantizationMse(x, minMaxRange(h)));
 }
 
 }  // namespace

@@ -43,10 +43,13 @@ inline bool keepsInputParams(QuantOpKind k) {
 }
 
 // True for kinds whose output, when it feeds only a Relu/Clip, is requantized straight to that
-// activation's range (the activation is then a clamp in the same integer domain).
+// activation's range (the activation is then a clamp in the same integer domain). A Concat
+// qualifies because its kernel rescales every input into the output's grid with saturation: a
+// Relu moved below a Concat (passes/) would otherwise leave the Concat on a grid spanning the
+// negative values the Relu drops, about one bit coarser than the Relu's own range.
 inline bool canFuseClamp(QuantOpKind k) {
   return k == QuantOpKind::Conv || k == QuantOpKind::Gemm || k == QuantOpKind::MatMulConst ||
-         k == QuantOpKind::Add;
+         k == QuantOpKind::Add || k == QuantOpKind::Concat;
 }
 
 }  // namespace npuc::quant

@@ -71,10 +71,14 @@ class PlanBuilder {
     for (const Node* n : graph_.nodes()) {
       if (classifyForInt8(*n) != QuantOpKind::Concat || options_.hybrid_layers.count(n->name())) continue;
       const Value* out = n->output(0);
-      if (!out || !ranges_.count(out->name())) continue;
+      if (!out) continue;
+      // The Concat's own grid: its Relu/Clip's range when it feeds only one (fused clamp).
+      const Node* clamp = soleClampConsumer(out, options_);
+      const std::string& grid = clamp ? clamp->output(0)->name() : out->name();
+      if (!ranges_.count(grid)) continue;
       for (const Value* v : n->inputs()) {
         if (!isFloatActivation(v) || !v->producer() || v->isGraphOutput() || v->uses().size() != 1) continue;
-        range_source_[v->name()] = out->name();
+        range_source_[v->name()] = grid;
       }
     }
   }

@@ -10,8 +10,14 @@ statistics re-estimated on the synthetic distribution below:
 * npuc: the graph optimized as ``Toolkit.build`` does (``optimize`` at level 3), one calibration
   pass, then every algorithm (normal, kl_divergence, mmse, percentile) x method (channel, layer);
 * PyTorch: fbgemm engine, ``get_default_qconfig_mapping('fbgemm')`` (HistogramObserver
-  activations with reduce_range=True, i.e. 7-bit, and per-channel symmetric int8 weights), and the
-  same mapping with 8-bit activations (reduce_range=False, the same activation bits as ours).
+  activations with reduce_range=True, i.e. 7-bit, and per-channel symmetric int8 weights), the
+  same mapping with 8-bit activations (reduce_range=False, the same activation bits as ours), and
+  that mapping with MinMaxObserver activations;
+* pairing: npuc's ``normal`` (min/max) is judged against torch's MinMaxObserver configuration,
+  every other algorithm against the better HistogramObserver one; each difference is printed with
+  the standard error of the per-sample differences, and ``normal`` is also shown against the best;
+* two bounds, FP32 with only some values rounded: the model input alone, and (CNNs) the input of
+  every Conv/Linear, with one int8 grid per channel (finer than any per-tensor int8 scheme).
 
 Then the wall time of calibrating mobilenet_v2 on 100 samples plus building the plan.
 
@@ -413,7 +419,9 @@ def run_model(name: str, algorithms: Sequence[str]) -> Dict[str, Any]:
     # quantizer: random-weight CNNs amplify small input errors).
     floor = Score.of(reference, torch_outputs(model, round_input_to_int8(evals, float(calib.min()),
                                                                            float(calib.max()))))
-    act_bound = Score.of(reference, activation_rounding_bound(model, calib, evals))
+    # The CNN target's bound; tiny_vit's Linear layers read LayerNorm / GELU outputs that npuc
+    # quantizes differently (FP16 LayerNorm, table GELU), so the bound says nothing there.
+    act_bound = Score.of(reference, activation_rounding_bound(model, calib, evals)) if name in CNNS else None
     return {"ours": ours, "torch": theirs, "torch_float_modules": notes, "seconds": (t_ours, t_theirs),
             "input_only": floor, "activations_only": act_bound}
 
@@ -445,8 +453,9 @@ def print_model_table(name: str, res: Dict[str, Any]) -> None:
     for label, score in res["torch"].items():
         print(f"| {label} | {score} | | | |")
     print(f"| bound: FP32 with only the input rounded to int8 | {res['input_only']} | | | |")
-    print(f"| bound: FP32 with only the conv/linear inputs rounded to int8, per channel | "
-          f"{res['activations_only']} | | | |")
+    if res["activations_only"] is not None:
+        print(f"| bound: FP32 with only the conv/linear inputs rounded to int8, per channel | "
+              f"{res['activations_only']} | | | |")
     if res["torch_float_modules"]:
         print(f"\ntorch ops left in float by convert_fx: {', '.join(res['torch_float_modules'])}")
 

@@ -1,5 +1,6 @@
 #include "quant/graph/op_quant_class.h"
 
+#include <limits>
 #include <set>
 #include <string>
 
@@ -142,6 +143,13 @@ bool readsAsActivation(QuantOpKind kind, size_t input) {
     case QuantOpKind::Float16: return false;  // no int8 kernel reads anything
     default: return input == 0;               // input 0 is the data; the rest are weights / params
   }
+}
+
+ClampBounds clampBoundsOf(const Node& clamp) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (clamp.opType() != "Clip") return {0.0f, kInf};
+  return {clamp.hasInput(1) ? static_cast<float>(clamp.input(1)->constant().doubleAt(0)) : -kInf,
+          clamp.hasInput(2) ? static_cast<float>(clamp.input(2)->constant().doubleAt(0)) : kInf};
 }
 
 }  // namespace npuc::quant

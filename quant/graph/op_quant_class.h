@@ -37,6 +37,13 @@ QuantOpKind classifyForInt8(const Node& node);
 // exported model reads exactly what the simulator reads.
 bool readsAsActivation(QuantOpKind kind, size_t input);
 
+// The real bounds of a ClampActivation node: Relu [0, inf), Clip [min, max] from its constant
+// inputs (an absent bound is infinite).
+struct ClampBounds {
+  float lo, hi;
+};
+ClampBounds clampBoundsOf(const Node& clamp);
+
 // True for the kinds whose output takes its input's parameters instead of being calibrated.
 inline bool keepsInputParams(QuantOpKind k) {
   return k == QuantOpKind::SharedScale || k == QuantOpKind::ClampActivation;

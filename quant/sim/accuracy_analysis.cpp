@@ -1,5 +1,6 @@
 #include "quant/sim/accuracy_analysis.h"
 
+#include <algorithm>
 #include <map>
 
 #include "quant/graph/calibrator.h"
@@ -33,6 +34,31 @@ const Node* fusedClamp(const Node& producer, const QuantPlan& plan) {
   return int8_clamp ? user : nullptr;
 }
 
+// Values the quantizer put on the grid of a Concat's fused clamp (its sole-reader inputs take the
+// Concat's parameters, which are the clamp's): their int8 values are already clamped, so they
+// are compared with the clamp of their FP32 value.
+std::map<std::string, const Node*> clampedConcatInputs(const Graph& graph, const QuantPlan& plan) {
+  std::map<std::string, const Node*> out;
+  for (const Node* n : graph.nodes()) {
+    if (classifyForInt8(*n) != QuantOpKind::Concat) continue;
+    const Node* clamp = fusedClamp(*n, plan);
+    if (!clamp) continue;
+    for (const Value* v : n->inputs()) {
+      if (v && v->producer() && !v->isGraphOutput() && v->uses().size() == 1 && v->dtype() == DType::Float32)
+        out[v->name()] = clamp;
+    }
+  }
+  return out;
+}
+
+Tensor clamped(const Tensor& x, const Node& clamp) {
+  const ClampBounds b = clampBoundsOf(clamp);
+  Tensor y = x.clone();
+  float* d = y.data<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) d[i] = std::clamp(d[i], b.lo, b.hi);
+  return y;
+}
+
 }  // namespace
 
 std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const QuantPlan& plan,
@@ -51,6 +77,11 @@ std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const Q
   }
   std::map<std::string, Tensor> simulated = sim.runAllValues(inputs);
   std::map<std::string, Tensor> single = sim.runEachNodeIsolated(inputs, reference);
+
+  // After the isolated runs, which read the unclamped FP32 values like the full model does.
+  const std::map<std::string, const Node*> clamped_inputs =
+      sim.mode() == SimMode::Int8 ? clampedConcatInputs(graph, plan) : std::map<std::string, const Node*>{};
+  for (const auto& [name, clamp] : clamped_inputs) reference[name] = clamped(reference.at(name), *clamp);
 
   std::vector<LayerAccuracy> rows;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
@@ -72,6 +103,8 @@ std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const Q
       rows.back().precision =
           sim.mode() == SimMode::Float16 ? "fp16" : nodePrecisionName(plan.precisionOf(n->name()));
       if (clamp) rows.back().precision += " (fused with " + clamp->name() + ")";
+      if (auto it = clamped_inputs.find(v->name()); it != clamped_inputs.end())
+        rows.back().precision += " (clamped by " + it->second->name() + " after the Concat)";
     }
   }
   if (tensors) *tensors = AccuracyTensors{std::move(reference), std::move(simulated), std::move(single)};

@@ -22,7 +22,9 @@ struct LayerAccuracy {
   std::string node;     // its producer ("" for a graph input)
   std::string op_type;  // the producer's op
   // "int8", "fp16", "input", or "int8 (fused with <relu>)" for an output requantized straight to
-  // the Relu/Clip that follows it (then compared with that activation's FP32 output).
+  // the Relu/Clip that follows it (then compared with that activation's FP32 output), or
+  // "int8 (clamped by <relu> after the Concat)" for a Concat input put on the grid of the
+  // Concat's fused clamp (then compared with the clamp of its FP32 value).
   std::string precision;
   AccuracyMetrics metrics;  // entire: the end-to-end simulator run
   AccuracyMetrics single;   // this layer alone on quantized FP32 inputs (== metrics for an input)

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "opset/eval.h"
 #include "quant/binary_requant.h"
+#include "quant/graph/op_quant_class.h"
 #include "quant/int_limits.h"
 #include "quant/lut.h"
 #include "quant/sim/requant_row.h"
@@ -243,13 +244,9 @@ class ClampStep : public SimStep {
   explicit ClampStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
     const Node& n = ctx.node;
     const QuantParams p = ctx.paramsOf(n.output(0));
-    float lo = 0.0f, hi = std::numeric_limits<float>::infinity();
-    if (n.opType() == "Clip") {
-      lo = n.hasInput(1) ? static_cast<float>(n.input(1)->constant().doubleAt(0)) : -hi;
-      hi = n.hasInput(2) ? static_cast<float>(n.input(2)->constant().doubleAt(0)) : hi;
-    }
-    lo_ = quantizeValue(lo, p);
-    hi_ = quantizeValue(hi, p);
+    const ClampBounds bounds = clampBoundsOf(n);
+    lo_ = quantizeValue(bounds.lo, p);
+    hi_ = quantizeValue(bounds.hi, p);
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);

@@ -11,6 +11,7 @@
 #include "pass_test_util.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
+#include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/quantized_executor.h"
 #include "runtime/executor.h"
 
@@ -124,6 +125,25 @@ TEST(QuantConcatShare, ConcatReluStaysWithinTwoStepsOfFloat) {
   // Rounded once onto the Relu's grid, plus the int8 input's and weights' error through the
   // conv (the single-MAC-op bound of test_quant_sim.cc); negatives are clamped to exactly 0.
   EXPECT_LE(worst, 2.0);
+}
+
+TEST(QuantConcatShare, AccuracyAnalysisComparesClampedConcatInputsWithTheClampedFloat) {
+  std::unique_ptr<Graph> g = concatReluModel();
+  Calibrator cal(*g);
+  for (uint32_t s = 0; s < 4; ++s) cal.addSample({randomTensor({1, 3, 6, 6}, s)});
+  const QuantPlan plan = buildQuantPlan(*g, cal.ranges({}), {});
+  const QuantizedExecutor sim(*g, plan, SimOptions{});
+  const std::vector<LayerAccuracy> rows = analyzeAccuracy(sim, plan, {randomTensor({1, 3, 6, 6}, 1)});
+  int clamped_rows = 0;
+  for (const LayerAccuracy& row : rows) {
+    if (row.node != "conv_a" && row.node != "conv_b") continue;
+    ++clamped_rows;
+    EXPECT_NE(row.precision.find("clamped by relu"), std::string::npos) << row.precision;
+    // Against the unclamped FP32 value the negatives would count as error (cosine near 0.7).
+    EXPECT_GT(row.metrics.cosine, 0.99) << row.node;
+    EXPECT_GT(row.single.cosine, 0.99) << row.node;
+  }
+  EXPECT_EQ(clamped_rows, 2);
 }
 
 }  // namespace

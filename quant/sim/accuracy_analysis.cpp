@@ -34,9 +34,17 @@ const Node* fusedClamp(const Node& producer, const QuantPlan& plan) {
   return int8_clamp ? user : nullptr;
 }
 
-// Values the quantizer put on the grid of a Concat's fused clamp (its sole-reader inputs take the
-// Concat's parameters, which are the clamp's): their int8 values are already clamped, so they
-// are compared with the clamp of their FP32 value.
+// True when the quantizer calibrates `v` by name (so a shared Concat grid applies to it): every
+// producer except an int8 one that keeps its input's parameters (Slice, MaxPool, Relu, ...).
+bool calibratedByName(const Value& v, const QuantPlan& plan) {
+  const Node& producer = *v.producer();
+  return plan.precisionOf(producer.name()) != NodePrecision::Int8 ||
+         !keepsInputParams(classifyForInt8(producer));
+}
+
+// Values the quantizer put on the grid of a Concat's fused clamp (shareConcatScales: sole-reader
+// inputs calibrated by name take the Concat's parameters, which are the clamp's): their int8
+// values are already clamped, so they are compared with the clamp of their FP32 value.
 std::map<std::string, const Node*> clampedConcatInputs(const Graph& graph, const QuantPlan& plan) {
   std::map<std::string, const Node*> out;
   for (const Node* n : graph.nodes()) {
@@ -44,7 +52,8 @@ std::map<std::string, const Node*> clampedConcatInputs(const Graph& graph, const
     const Node* clamp = fusedClamp(*n, plan);
     if (!clamp) continue;
     for (const Value* v : n->inputs()) {
-      if (v && v->producer() && !v->isGraphOutput() && v->uses().size() == 1 && v->dtype() == DType::Float32)
+      if (v && v->producer() && !v->isGraphOutput() && v->uses().size() == 1 &&
+          v->dtype() == DType::Float32 && calibratedByName(*v, plan))
         out[v->name()] = clamp;
     }
   }

@@ -6,10 +6,11 @@ level=${1:-build}
 
 build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-venv python3-numpy
   python3-onnx python3-pybind11 pybind11-dev libprotobuf-dev protobuf-compiler libonnx-dev
-  libdnnl-dev libgtest-dev libyaml-cpp-dev libxxhash-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
+  libdnnl-dev ocl-icd-opencl-dev libgtest-dev libyaml-cpp-dev libxxhash-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
   python3-setuptools python3-wheel python3-pip)
-test_pkgs=(python3-pytest libonnx-testdata)
-bench_pkgs=(nodejs npm python3-torch python3-torchvision python3-sklearn)
+# The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node).
+test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision nodejs npm ca-certificates)
+bench_pkgs=(python3-sklearn fonts-dejavu-core)
 
 want=("${build_pkgs[@]}")
 [[ $level == test || $level == bench ]] && want+=("${test_pkgs[@]}")
@@ -37,19 +38,17 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# ONNX Runtime from npm (onnxruntime-node, into bench/): the peer the QDQ export test runs its
-# file in. Best effort: without npm or registry access that test skips, nothing else needs it.
+# ONNX Runtime from npm (onnxruntime-node, into bench/): the peer the QDQ export tests and the
+# benchmarks run models in. The test level needs it: a failure here stops `make test`.
 install_onnxruntime_node() {
   local bench_dir
   bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bench"
   [[ -d $bench_dir/node_modules/onnxruntime-node ]] && return 0
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "npuc: npm not found, onnxruntime-node not installed (ONNX Runtime tests will skip; level bench installs npm)"
-    return 0
-  fi
   echo "npuc: installing onnxruntime-node into bench/ (npm)"
-  (cd "$bench_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null) ||
-    echo "npuc: npm install failed (registry unreachable?): ONNX Runtime tests will skip"
+  (cd "$bench_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null) || {
+    echo "npuc: 'npm install onnxruntime-node' failed in bench/ (is the npm registry reachable?)" >&2
+    exit 1
+  }
 }
 [[ $level == test || $level == bench ]] && install_onnxruntime_node
 exit 0

@@ -163,6 +163,23 @@ inline fs::path sharedModelsDir() {
   return {};
 }
 
+// Tests that need something from outside the repository (the shared models, libonnx-testdata,
+// a cached torchvision export, Debian's python3-onnx) skip without it when run by hand. `make
+// test` installs all of them and sets NPUC_STRICT_DEPS=1, which turns the same absence into a
+// failure: on a fresh machine nothing may skip because an install step is missing.
+inline bool strictDeps() {
+  const char* env = std::getenv("NPUC_STRICT_DEPS");
+  return env && std::string(env) == "1";
+}
+
+#define NPUC_SKIP_MISSING_DEP(message)                                                        \
+  do {                                                                                        \
+    const std::string npuc_missing_ = (message);                                              \
+    if (::npuc::testing::strictDeps()) FAIL() << "missing test dependency (make test installs it): " \
+                                              << npuc_missing_;                              \
+    GTEST_SKIP() << npuc_missing_;                                                            \
+  } while (0)
+
 // The system Python (which has Debian's onnx and numpy), not whatever is first on PATH.
 constexpr const char* kSystemPython = "/usr/bin/python3";
 

@@ -188,7 +188,7 @@ class BlobSharedModels : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BlobSharedModels, RoundTripIsExact) {
   const testing::fs::path dir = testing::sharedModelsDir();
-  if (dir.empty() || !testing::fs::is_directory(dir)) GTEST_SKIP() << "shared models folder not found";
+  if (dir.empty() || !testing::fs::is_directory(dir)) NPUC_SKIP_MISSING_DEP("shared models folder not found");
   const std::string name = GetParam();
   auto g = importOnnxFile((dir / (name + ".onnx")).string());
   const std::string bytes = blob::writeBlobBytes(*g, options());

@@ -185,7 +185,7 @@ TEST(FrontendErrors, EveryTruncationIsHandled) {
 // with a typed npuc error.
 TEST(FrontendErrors, OnnxBackendNodeModelsImportOrFailCleanly) {
   const fs::path root = "/usr/share/libonnx-testdata/data/node";
-  if (!fs::is_directory(root)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  if (!fs::is_directory(root)) NPUC_SKIP_MISSING_DEP("libonnx-testdata is not installed");
   size_t imported = 0, total = 0;
   for (const auto& e : fs::directory_iterator(root)) {
     const fs::path model = e.path() / "model.onnx";
@@ -631,7 +631,7 @@ class FrontendSharedModels : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::sharedModelsDir();
-    if (dir_.empty() || !fs::is_directory(dir_)) GTEST_SKIP() << "shared models folder not found";
+    if (dir_.empty() || !fs::is_directory(dir_)) NPUC_SKIP_MISSING_DEP("shared models folder not found");
   }
   std::vector<fs::path> models() const {
     std::vector<fs::path> out;

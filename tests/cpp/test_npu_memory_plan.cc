@@ -274,7 +274,7 @@ TEST(NpuMemoryPlanModels, EverySharedModelIsSoundAndNearTheBound) {
   for (const char* file : {"mobilenet_v2.onnx", "shufflenet_v2_x0_5.onnx", "tiny_vit.onnx", "glu_net.onnx",
                            "yolo_focus.onnx", "conv_transpose_clip.onnx"}) {
     std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel(file);
-    if (!g) GTEST_SKIP() << "shared models not found";
+    if (!g) NPUC_SKIP_MISSING_DEP("shared models not found");
     const quant::QuantPlan q = ::npuc::testing::calibratedPlan(*g);
     for (const char* soc : {"rk3588", "rk3566"}) {
       for (const quant::QuantPlan* plan : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
@@ -298,7 +298,7 @@ TEST(NpuMemoryPlanModels, Resnet50IfCachedIsSoundAndNearTheBound) {
     const std::filesystem::path candidate = repo / "bench" / ".cache" / "resnet50.onnx";
     if (path.empty() && std::filesystem::exists(candidate)) path = candidate;
   }
-  if (path.empty()) GTEST_SKIP() << "bench/.cache/resnet50.onnx not found";
+  if (path.empty()) NPUC_SKIP_MISSING_DEP("bench/.cache/resnet50.onnx not found (make test exports it)");
   std::unique_ptr<Graph> g = importOnnxFile(path.string());
   optimize(*g);
   const quant::QuantPlan q = ::npuc::testing::calibratedPlan(*g);

@@ -88,7 +88,7 @@ TEST_F(FrontendExport, RoundTripOfSmallModels) {
 
 TEST_F(FrontendExport, RoundTripOfSharedModels) {
   const fs::path dir = testing::sharedModelsDir();
-  if (dir.empty() || !fs::is_directory(dir)) GTEST_SKIP() << "shared models folder not found";
+  if (dir.empty() || !fs::is_directory(dir)) NPUC_SKIP_MISSING_DEP("shared models folder not found");
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".onnx") continue;
     std::ifstream in(e.path(), std::ios::binary);

@@ -22,7 +22,7 @@ class PassSharedModels : public ::testing::Test {
   void SetUp() override {
     dir_ = testing::sharedModelsDir();
     if (dir_.empty() || !testing::fs::is_directory(dir_))
-      GTEST_SKIP() << "shared models folder not found (set NPUC_SHARED_MODELS)";
+      NPUC_SKIP_MISSING_DEP("shared models folder not found (set NPUC_SHARED_MODELS)");
   }
 
   // Imports and optimizes `name`.onnx, checks it against its reference, and returns it.

@@ -71,7 +71,7 @@ TEST(ProgramRuntime, EverySharedModelEqualsTheSimulatorBitForBit) {
   for (const char* file : {"mobilenet_v2.onnx", "shufflenet_v2_x0_5.onnx", "tiny_vit.onnx", "glu_net.onnx",
                            "yolo_focus.onnx", "conv_transpose_clip.onnx"}) {
     std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel(file);
-    if (!g) GTEST_SKIP() << "shared models not found";
+    if (!g) NPUC_SKIP_MISSING_DEP("shared models not found");
     const quant::QuantPlan q = calibratedPlan(*g);
     for (const quant::QuantPlan* plan : {static_cast<const quant::QuantPlan*>(nullptr), &q}) {
       const std::string what = std::string(file) + (plan ? " int8" : " fp16");
@@ -116,7 +116,7 @@ TEST(ProgramRuntime, CpuOpsAndConvertsEqualTheSimulator) {
 
 TEST(ProgramRuntime, ConcurrentRunsEachTakeTheirOwnArena) {
   std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel("glu_net.onnx");
-  if (!g) GTEST_SKIP() << "shared models not found";
+  if (!g) NPUC_SKIP_MISSING_DEP("shared models not found");
   const quant::QuantPlan q = calibratedPlan(*g);
   Compiled c = compile(*g, &q);
   ProgramRuntime rt(c.sim, c.program, c.memory);
@@ -143,7 +143,7 @@ TEST(ProgramRuntime, ConcurrentRunsEachTakeTheirOwnArena) {
 // the second on top of the first must change the outputs if the runtime really reads the arena.
 TEST(ProgramRuntime, OverlappingLiveBuffersInTheArenaChangeTheOutputs) {
   std::unique_ptr<Graph> g = ::npuc::testing::optimizedSharedModel("mobilenet_v2.onnx");
-  if (!g) GTEST_SKIP() << "shared models not found";
+  if (!g) NPUC_SKIP_MISSING_DEP("shared models not found");
   const quant::QuantPlan q = calibratedPlan(*g);
   Compiled c = compile(*g, &q);
   const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(*g, 5);

@@ -9,6 +9,8 @@
 #include "target/fusion_groups.h"
 #include "target/partition.h"
 
+#include "onnx_test_util.h"
+
 namespace npuc {
 namespace {
 
@@ -27,7 +29,7 @@ std::unique_ptr<Graph> loadModel(const std::string& file) {
 
 TEST(PartitionModels, MobileNetV2RunsWhollyOnTheNpu) {
   std::unique_ptr<Graph> g = loadModel("mobilenet_v2.onnx");
-  if (!g) GTEST_SKIP() << "shared models not found at " << sharedModels();
+  if (!g) NPUC_SKIP_MISSING_DEP("shared models not found at " + sharedModels().string());
   for (const char* soc : {"rk3588", "rk3566", "rk3562", "rv1106"}) {
     PartitionReport r = partitionGraph(*g, socProfile(soc));
     EXPECT_EQ(r.count(Device::Cpu), 0u) << soc << "\n" << r.toText();
@@ -48,7 +50,7 @@ TEST(PartitionModels, ReportsForAllSharedModels) {
   for (const char* file :
        {"shufflenet_v2_x0_5.onnx", "tiny_vit.onnx", "glu_net.onnx", "conv_transpose_clip.onnx"}) {
     std::unique_ptr<Graph> g = loadModel(file);
-    if (!g) GTEST_SKIP() << "shared models not found at " << sharedModels();
+    if (!g) NPUC_SKIP_MISSING_DEP("shared models not found at " + sharedModels().string());
     for (const std::string& soc : socNames()) {
       PartitionReport r = partitionGraph(*g, socProfile(soc));
       EXPECT_EQ(r.nodes.size(), g->numNodes()) << file << " " << soc;
@@ -63,7 +65,7 @@ TEST(PartitionModels, ReportsForAllSharedModels) {
 TEST(PartitionModels, AfterPassesTheCnnsRunAllMacsOnTheNpu) {
   for (const char* file : {"mobilenet_v2.onnx", "shufflenet_v2_x0_5.onnx"}) {
     std::unique_ptr<Graph> g = loadModel(file);
-    if (!g) GTEST_SKIP() << "shared models not found at " << sharedModels();
+    if (!g) NPUC_SKIP_MISSING_DEP("shared models not found at " + sharedModels().string());
     optimize(*g);
     PartitionReport r = partitionGraph(*g, socProfile("rk3588"));
     EXPECT_DOUBLE_EQ(r.npuMacShare(), 1.0) << file << "\n" << r.toText();
@@ -73,7 +75,7 @@ TEST(PartitionModels, AfterPassesTheCnnsRunAllMacsOnTheNpu) {
 
 TEST(PartitionModels, TinyVitCpuOpsCarryReasons) {
   std::unique_ptr<Graph> g = loadModel("tiny_vit.onnx");
-  if (!g) GTEST_SKIP() << "shared models not found at " << sharedModels();
+  if (!g) NPUC_SKIP_MISSING_DEP("shared models not found at " + sharedModels().string());
   optimize(*g);
   PartitionReport r = partitionGraph(*g, socProfile("rk3588"));
   const std::string text = r.toText();

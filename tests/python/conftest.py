@@ -79,3 +79,26 @@ def rel_error(got: np.ndarray, want: np.ndarray) -> float:
     Relative to the output's largest magnitude rather than per element, so near-zero elements
     (where FP32 summation order dominates) do not make a correct result look wrong."""
     return float(np.max(np.abs(got.astype(np.float64) - want)) / max(float(np.max(np.abs(want))), 1e-6))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:
+    """Under `make test` (NPUC_STRICT_DEPS=1), which installs every test dependency, a skipped
+    test means an install step is missing: list the reasons and fail the run. Every skip in this
+    suite is for a missing dependency (a module, node/onnxruntime-node, the shared models)."""
+    if os.environ.get("NPUC_STRICT_DEPS") != "1":
+        return
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    terminalreporter.write_line(f"NPUC_STRICT_DEPS=1: {len(skipped)} test(s) skipped for a missing dependency:",
+                                red=True)
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        terminalreporter.write_line(f"  {report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The failing exit status that goes with pytest_terminal_summary's list."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if os.environ.get("NPUC_STRICT_DEPS") == "1" and reporter and reporter.stats.get("skipped"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

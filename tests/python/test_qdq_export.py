@@ -60,7 +60,7 @@ NUM_CALIBRATION_SAMPLES = 4
 
 def _require_ort() -> None:
     if shutil.which("node") is None:
-        pytest.skip("node is not installed (tools/install_deps.sh bench)")
+        pytest.skip("node is not installed (tools/install_deps.sh test)")
     if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
         pytest.skip("onnxruntime-node is not installed in bench/ (tools/install_deps.sh test)")
 

@@ -19,6 +19,20 @@ constexpr int32_t kWeightQMax = 127;
 constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
 constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 
+// The int32 accumulator of an int8 multiply-accumulate holds bias + sum_k (q_x - z_x) * q_w[k].
+// Each simulator path bounds every partial sum by |bias| + kAccumulatorTermBound * sum_k |q_w[k]|:
+// the GEMM path adds u8 (q_x + 128) * q_w to a bias folded with -(z_x + 128) * sum q_w, each
+// factor up to 255; the depthwise and linear paths stay within half of that. The bound depends
+// on the real weights, not on the reduction length alone: 192 or 25 int8 products never
+// overflow int32, a bias at a tiny weight scale can.
+constexpr int64_t kAccumulatorTermBound = 2 * 255;
+
+// What is left of the int32 range for a channel's bias once its products are accounted for;
+// not positive when the products alone could overflow.
+inline int64_t biasHeadroom(int64_t weight_abs_sum) {
+  return int64_t{std::numeric_limits<int32_t>::max()} - kAccumulatorTermBound * weight_abs_sum;
+}
+
 inline int8_t saturateToInt8(int64_t v) {
   return static_cast<int8_t>(std::clamp<int64_t>(v, kActivationQMin, kActivationQMax));
 }

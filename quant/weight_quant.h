@@ -52,14 +52,41 @@ struct QuantizedWeights {
   Tensor values;              // int8, same shape as the float weight, in [-127, 127]
   std::vector<float> scales;  // one per output channel in both modes (all equal for PerTensor)
   WeightGranularity granularity = WeightGranularity::PerChannel;
+  // Channels whose scale was raised above max|w| / 127 so that their int32 bias fits the
+  // accumulator (BiasFit below); with PerTensor, every channel when the shared scale was raised.
+  std::vector<int64_t> raised_channels;
+  // Channels whose own scale would not be a normal float (all-zero weights, or "dead" channels
+  // with max|w| near 1e-38): they take the tensor-wide scale, and their weights quantize to 0.
+  std::vector<int64_t> borrowed_channels;
 };
 
-// Scale of a channel = max|w| / 127. A channel whose weights are all zero borrows the
-// tensor-wide scale (any scale represents it, and the borrowed one keeps its bias as precise as
-// its neighbours'); an all-zero tensor gets kDegenerateRangeScale. Throws ShapeError if the
-// layout does not match the tensor, Error if it is not float32.
+// The layer's float bias and the scale of its input activation. Given to quantizeWeights, it
+// floors each channel's weight scale so that bias[c] / (input_scale * s_w[c]) fits in what the
+// int32 accumulator leaves after the channel's products (biasHeadroom in quant/int_limits.h),
+// as TFLite and ONNX Runtime floor theirs. Only a channel whose weights are negligible next to
+// its bias is affected: at s_w = max|w| / 127 the bias needs the raise once |bias| exceeds about
+// 1.7e7 * max|w| * input_scale (a dead channel, |w| ~ 1e-15, with an ordinary folded bias).
+struct BiasFit {
+  const float* bias = nullptr;
+  int64_t size = 0;
+  float input_scale = 0.0f;
+};
+
+// Scale of a channel = max|w| / 127, then the bias floor when `bias_fit` is given. A channel
+// whose scale would not be a normal float borrows the tensor-wide scale (any scale represents
+// it, and the borrowed one keeps its bias as precise as its neighbours'); an all-zero tensor
+// gets kDegenerateRangeScale. Throws ShapeError if the layout or the bias does not match the
+// tensor, Error if it is not float32, ConfigError naming the tensor and channel if a channel's
+// products alone could overflow int32 (a reduction too deep for int8: FP16 is the remedy).
 QuantizedWeights quantizeWeights(const Tensor& weights, const WeightChannelLayout& layout,
-                                 WeightGranularity granularity, const std::string& tensor);
+                                 WeightGranularity granularity, const std::string& tensor,
+                                 const BiasFit* bias_fit = nullptr);
+
+// The int8 values of `weights` at given per-channel scales (a plan's): what the simulator, the
+// lowering and the QDQ export use, so that they quantize exactly as the quantizer decided.
+QuantizedWeights quantizeWeightsWithScales(const Tensor& weights, const WeightChannelLayout& layout,
+                                           const std::vector<float>& scales, WeightGranularity granularity,
+                                           const std::string& tensor);
 
 struct QuantizedBias {
   std::vector<int32_t> values;

@@ -202,7 +202,7 @@ class Lowerer {
     std::string logical;  // row-major weight bytes in the NPU element type, in `s` order
     if (task.compute == ElemType::Int8) {
       const quant::QuantizedWeights qw =
-          quant::quantizeNodeWeights(anchor, options_.plan->weight_granularity);
+          quant::quantizeNodeWeights(anchor, *options_.plan);
       logical.assign(static_cast<const char*>(qw.values.raw()), qw.values.nbytes());
       ref.elem = ElemType::Int8;
     } else {

@@ -98,7 +98,7 @@ class QdqBuilder {
   void quantizeConstantInputs(const NodeRole& r) {
     Node& n = *r.node;
     if (hasConstantWeights(r.kind)) {
-      const QuantizedWeights qw = quantizeNodeWeights(n, plan_.weight_granularity);
+      const QuantizedWeights qw = quantizeNodeWeights(n, plan_);
       const Value* x = n.input(0);
       const float s_in = plan_.at(x->name()).params(x->name()).scale;
       if (n.hasInput(2)) n.setInput(2, dequantizedBias(n, s_in, qw.scales));

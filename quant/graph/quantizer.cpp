@@ -148,12 +148,18 @@ class PlanBuilder {
 
   void planWeights(const Node& n) {
     const Value* w = n.input(1);
-    QuantizedWeights qw = quantizeNodeWeights(n, options_.granularity);
+    const Value* b = n.hasInput(2) && n.input(2)->isConstant() ? n.input(2) : nullptr;
+    const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
+    BiasFit fit;
+    if (b) fit = BiasFit{b->constant().data<float>(), b->constant().numel(), s_in};
+    const QuantizedWeights qw =
+        quantizeWeights(w->constant(), weightLayoutOf(n), options_.granularity, w->name(), b ? &fit : nullptr);
     TensorQuant wq;
     wq.scales = qw.scales;
     wq.zero_points.assign(qw.scales.size(), 0);
     wq.axis = n.opType() == "Conv" ? 0 : (n.opType() == "Gemm" && n.attrs().i("transB", 0) ? 0 : 1);
     plan_.tensors[w->name()] = wq;
+    reportScaleAdjustments(n, qw, b);
 
     WeightOutlierRow row =
         measureWeightOutliers(w->name(), w->constant().data<float>(), w->constant().numel());
@@ -164,11 +170,8 @@ class PlanBuilder {
     }
     plan_.weight_outliers.push_back(std::move(row));
 
-    const Value* b = n.input(2);
-    if (!b || !b->isConstant()) return;
-    const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
-    QuantizedBias qb =
-        quantizeBias(b->constant().data<float>(), b->constant().numel(), s_in, qw.scales, b->name());
+    if (!b) return;
+    QuantizedBias qb = quantizeBias(b->constant().data<float>(), b->constant().numel(), s_in, qw.scales, b->name());
     if (!qb.saturated_channels.empty()) {
       plan_.warnings.push_back("bias '" + b->name() + "' of node '" + n.name() + "': " +
                                std::to_string(qb.saturated_channels.size()) + " channel(s) saturated int32");
@@ -179,6 +182,28 @@ class PlanBuilder {
     bq.axis = 0;
     bq.dtype = QuantDType::Int32;
     plan_.tensors[b->name()] = bq;
+  }
+
+  // Says which channels' weight scales are not max|w| / 127, and why (docs/quantization.md).
+  void reportScaleAdjustments(const Node& n, const QuantizedWeights& qw, const Value* b) {
+    const std::string& w = n.input(1)->name();
+    if (!qw.raised_channels.empty()) {
+      plan_.warnings.push_back("weight '" + w + "' of node '" + n.name() + "': scale raised on " +
+                               channelList(qw.raised_channels) + " so the int32 bias '" + b->name() +
+                               "' fits the accumulator (weights negligible next to the bias)");
+    }
+    if (!qw.borrowed_channels.empty()) {
+      plan_.warnings.push_back("weight '" + w + "' of node '" + n.name() + "': " +
+                               channelList(qw.borrowed_channels) +
+                               " all zero or below 1e-36: quantized to 0 at the tensor's scale");
+    }
+  }
+
+  static std::string channelList(const std::vector<int64_t>& channels) {
+    constexpr size_t kShown = 8;
+    std::string s = std::to_string(channels.size()) + " channel(s) (";
+    for (size_t i = 0; i < channels.size() && i < kShown; ++i) s += (i ? ", " : "") + std::to_string(channels[i]);
+    return s + (channels.size() > kShown ? ", ...)" : ")");
   }
 
   const Graph& graph_;
@@ -200,9 +225,13 @@ WeightChannelLayout weightLayoutOf(const Node& node) {
   throw UnsupportedOpError("node '" + node.name() + "' (" + op + ") has no int8 weight layout");
 }
 
-QuantizedWeights quantizeNodeWeights(const Node& node, WeightGranularity granularity) {
+QuantizedWeights quantizeNodeWeights(const Node& node, const QuantPlan& plan) {
   const Value* w = node.input(1);
-  return quantizeWeights(w->constant(), weightLayoutOf(node), granularity, w->name());
+  if (!plan.has(w->name()))
+    throw ConfigError("node '" + node.name() + "' (" + node.opType() + "): weight '" + w->name() +
+                      "' has no scales in the quantization plan");
+  return quantizeWeightsWithScales(w->constant(), weightLayoutOf(node), plan.at(w->name()).scales,
+                                   plan.weight_granularity, w->name());
 }
 
 QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRange>& ranges,

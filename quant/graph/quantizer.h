@@ -33,8 +33,9 @@ QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRan
 
 // The output-channel layout of a MAC node's constant weight (input 1): Conv, Gemm, MatMul.
 WeightChannelLayout weightLayoutOf(const Node& node);
-// The node's int8 weights with the plan's granularity (deterministic: the quantizer and the
-// simulator call the same function and get the same scales).
-QuantizedWeights quantizeNodeWeights(const Node& node, WeightGranularity granularity);
+// The node's int8 weights at the scales the plan holds for them: the quantizer decides the
+// scales once (max|w| / 127, floored for the int32 bias); the simulator, the lowering and the
+// QDQ export read them here. Throws ConfigError if the plan has no entry for the weight.
+QuantizedWeights quantizeNodeWeights(const Node& node, const QuantPlan& plan);
 
 }  // namespace npuc::quant

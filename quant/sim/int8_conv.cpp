@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "quant/int_limits.h"
+#include "quant/sim/accumulator_check.h"
 #include "quant/sim/phase_plane.h"
 #include "quant/sim/requant_row.h"
 #include "quant/sim/requant_vector.h"
@@ -14,8 +15,6 @@ namespace npuc::quant {
 
 namespace {
 
-// Largest |q_x - z_x| * |q_w| of one product term.
-constexpr int64_t kMaxProductMagnitude = 255 * kWeightQMax;
 // Workspace pieces start on cache-line boundaries (and so on 512-bit vector boundaries).
 constexpr size_t kWorkspaceAlign = 64;
 
@@ -93,14 +92,7 @@ void validateInt8Conv(const Int8ConvParams& p, const std::string& what) {
       p.multipliers.size() != cout) {
     throw ConfigError(what + ": int8 conv weights/bias/multipliers do not match the geometry");
   }
-  int64_t max_bias = 0;
-  for (int32_t b : p.bias) max_bias = std::max<int64_t>(max_bias, std::llabs(b));
-  // The folded bias b - z_x * sum q_w adds at most 128 * reduction * 127 on top.
-  const int64_t worst = g.reduction() * kMaxProductMagnitude + max_bias + 128 * g.reduction() * kWeightQMax;
-  if (worst > kInt32Max) {
-    throw ConfigError(what + ": reduction of " + std::to_string(g.reduction()) +
-                      " terms could overflow the int32 accumulator; split the layer");
-  }
+  checkAccumulatorBound(p.weights.data(), g.out_channels, g.reduction(), p.bias, what);
 }
 
 void int8ConvReference(const Int8ConvParams& p, const int8_t* x, int8_t* y) {

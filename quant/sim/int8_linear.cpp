@@ -5,12 +5,9 @@
 
 #include "common/error.h"
 #include "quant/int_limits.h"
+#include "quant/sim/accumulator_check.h"
 
 namespace npuc::quant {
-
-namespace {
-constexpr int64_t kMaxProductMagnitude = 255 * kWeightQMax;
-}  // namespace
 
 void validateInt8Linear(const Int8LinearParams& p, const std::string& what) {
   const size_t n = static_cast<size_t>(p.columns);
@@ -19,12 +16,7 @@ void validateInt8Linear(const Int8LinearParams& p, const std::string& what) {
     throw ConfigError(what + ": int8 weights/bias/multipliers do not match [" + std::to_string(p.columns) +
                       "x" + std::to_string(p.depth) + "]");
   }
-  int64_t max_bias = 0;
-  for (int32_t b : p.bias) max_bias = std::max<int64_t>(max_bias, std::llabs(b));
-  if (p.depth * (kMaxProductMagnitude + 128 * kWeightQMax) + max_bias > kInt32Max) {
-    throw ConfigError(what + ": reduction of " + std::to_string(p.depth) +
-                      " terms could overflow the int32 accumulator; split the layer");
-  }
+  checkAccumulatorBound(p.weights.data(), p.columns, p.depth, p.bias, what);
 }
 
 void int8LinearReference(const Int8LinearParams& p, const int8_t* x, int8_t* y) {

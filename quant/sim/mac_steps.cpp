@@ -79,7 +79,7 @@ class ConvStep : public SimStep {
     const Node& n = ctx.node;
     const QuantParams px = ctx.paramsOf(n.input(0));
     const QuantParams py = ctx.paramsOf(n.output(0));
-    QuantizedWeights qw = quantizeNodeWeights(n, ctx.plan->weight_granularity);
+    QuantizedWeights qw = quantizeNodeWeights(n, *ctx.plan);
     Int8ConvParams p;
     p.geometry = convGeometry(n);
     const int8_t* w = qw.values.data<int8_t>();
@@ -128,7 +128,7 @@ class LinearStep : public SimStep {
     const Node& n = ctx.node;
     const QuantParams px = ctx.paramsOf(n.input(0));
     const QuantParams py = ctx.paramsOf(n.output(0));
-    QuantizedWeights qw = quantizeNodeWeights(n, ctx.plan->weight_granularity);
+    QuantizedWeights qw = quantizeNodeWeights(n, *ctx.plan);
     const Shape& x = n.input(0)->shape();
     Int8LinearParams p;
     p.depth = x.back();

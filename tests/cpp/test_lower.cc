@@ -291,7 +291,7 @@ TEST(WeightPacking, Int8WeightsAreTheSimulatorsAndFp16AreHalf) {
     EXPECT_EQ(task.weights.c2, 32u);  // rk3588 int8 Conv input alignment
     const std::string back = unpackNc1hwc2(int8.packed_weights.substr(task.weights.offset, task.weights.size),
                                            task.weights.dims, task.weights.c2, 1);
-    const quant::QuantizedWeights qw = quant::quantizeNodeWeights(conv, plan.weight_granularity);
+    const quant::QuantizedWeights qw = quant::quantizeNodeWeights(conv, plan);
     ASSERT_EQ(back.size(), qw.values.nbytes());
     EXPECT_EQ(std::memcmp(back.data(), qw.values.raw(), back.size()), 0) << conv.name();
     // The FP16 program packs the same conv's weights as IEEE half.

@@ -98,11 +98,14 @@ TEST(QuantSimConv, ReferenceAndFastAgreeToTheBit) {
 
 TEST(QuantSimConv, RefusesReductionsThatCouldOverflow) {
   Int8ConvParams p;
+  // 70000 products of |q_w| = 127 can exceed int32 (510 * 127 * 70000 > 2^31); of |q_w| = 1 not.
   p.geometry.in_channels = 70000;
-  p.weights.assign(70000, 1);
+  p.weights.assign(70000, 127);
   p.bias = {0};
   p.multipliers = {quantizeMultiplier(0.001)};
   EXPECT_THROW(validateInt8Conv(p, "big"), ConfigError);
+  p.weights.assign(70000, 1);
+  EXPECT_NO_THROW(validateInt8Conv(p, "big"));
 }
 
 TEST(QuantSimLinear, ReferenceAndFastAgreeToTheBit) {

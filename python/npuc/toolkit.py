@@ -477,7 +477,9 @@ class Toolkit:
         """Loads a ``.npub`` blob written by :meth:`export_blob` (RKNN ``load_rknn``).
 
         The file is verified (structure, checksum, format version) before use; with
-        ``config(target_platform=...)`` set, a blob for another SoC is refused.
+        ``config(target_platform=...)`` set, a blob for another SoC is refused. The blob's
+        recorded ``mean_values`` / ``std_values`` apply to later ``inference`` calls unless
+        ``config`` set its own, so a loaded blob takes the raw inputs its build was calibrated on.
 
         Returns:
             0 on success.
@@ -486,7 +488,7 @@ class Toolkit:
             BlobError: corrupt, truncated, newer-format or foreign-SoC blob (named).
         """
         from npuc._npuc import load_blob, load_fp16_blob, load_quantized_blob
-        from npuc.build_options import recorded_placement
+        from npuc.build_options import recorded_normalization, recorded_placement
 
         expected_soc = self._config.get("target_platform") or None
         model, meta = load_blob(os.fspath(path), expected_soc)
@@ -506,6 +508,13 @@ class Toolkit:
             self._config["op_target"] = op_target
         if single_core and self._config.get("single_core_mode") is None:
             self._config["single_core_mode"] = True
+        # The normalization the blob was built with, unless config() set one (RKNN's models
+        # carry theirs, so inference() takes raw images).
+        if self._config.get("mean_values") is None and self._config.get("std_values") is None:
+            mean, std = recorded_normalization(meta["options"])
+            if mean is not None or std is not None:
+                self._preprocessor = InputPreprocessor(mean, std)
+                self._config.update(mean_values=mean, std_values=std)
         self._built_float = meta["options"].get("quantized") == "False"
         self.blob_meta = meta
         self._loaded_blob = (model, os.fspath(path))  # eval_memory reads its stored memory plan

@@ -50,3 +50,25 @@ def test_corrupt_and_foreign_blobs_are_refused(conv_relu_path: Path, tmp_path: P
     blob.write_bytes(bytes(data[:100]))
     with pytest.raises(npuc.BlobError, match="truncated"):
         _npuc.load_blob(str(blob))
+
+
+def test_loaded_blob_applies_the_normalization_it_was_built_with(conv_relu_path: Path, tmp_path: Path) -> None:
+    """RKNN's models carry mean/std: a blob loaded in a fresh Toolkit takes the same raw input."""
+    rng = np.random.default_rng(3)
+    raw = [rng.uniform(0, 255, (1, 3, 8, 8)).astype(np.float32) for _ in range(4)]
+    with npuc.Toolkit() as built:
+        built.config(target_platform="rk3588", mean_values=[[120, 110, 100]], std_values=[[60, 55, 50]])
+        built.load_onnx(model=str(conv_relu_path))
+        built.build(do_quantization=True, dataset=raw)
+        want = built.inference(inputs=[raw[0]])[0]
+        built.export_blob(tmp_path / "m.npub")
+    with npuc.Toolkit() as loaded:
+        loaded.load_blob(tmp_path / "m.npub")
+        got = loaded.inference(inputs=[raw[0]])[0]
+        assert loaded.get_config()["mean_values"] == [[120.0, 110.0, 100.0]]
+    assert np.array_equal(want, got)
+    # A config() of its own wins over the recorded one.
+    with npuc.Toolkit() as other:
+        other.config(mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
+        other.load_blob(tmp_path / "m.npub")
+        assert not np.array_equal(other.inference(inputs=[raw[0]])[0], want)

@@ -10,7 +10,7 @@ build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-ve
   python3-setuptools python3-wheel python3-pip)
 # The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node).
 test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision nodejs npm ca-certificates)
-bench_pkgs=(python3-sklearn fonts-dejavu-core)
+bench_pkgs=(python3-sklearn python3-scipy fonts-dejavu-core)
 
 want=("${build_pkgs[@]}")
 [[ $level == test || $level == bench ]] && want+=("${test_pkgs[@]}")

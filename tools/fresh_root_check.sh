@@ -86,11 +86,18 @@ mount -t proc proc "$root/proc" && mounted+=("$root/proc")
 mount -t sysfs sysfs "$root/sys" && mounted+=("$root/sys")
 mount --bind /dev "$root/dev" && mounted+=("$root/dev")
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's site trust, as resolv.conf is its name resolution: CA certificates it added locally
+# (a TLS-inspecting egress proxy's, say; Debian's ca-certificates merges them when the README's
+# commands install it) and NODE_EXTRA_CA_CERTS, through which Node.js and npm use them.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 
 in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    /bin/bash -c "$1"
+    ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS} /bin/bash -c "$1"
 }
 
 # 4. The only thing the bare root is given: make.

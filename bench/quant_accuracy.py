@@ -57,8 +57,6 @@ TIMING_SAMPLES = 100
 ALGORITHMS = ("normal", "kl_divergence", "mmse", "percentile")
 METHODS = ("channel", "layer")
 CNNS = ("mobilenet_v2", "shufflenet_v2_x0_5", "resnet18")
-#: Target of issue #5 for the CNNs with their best algorithm.
-CNN_TARGET_COSINE = 0.99
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 #: Seeds of the disjoint sample sets (BatchNorm re-estimation, calibration, evaluation, timing).
@@ -461,9 +459,11 @@ def print_model_table(name: str, res: Dict[str, Any]) -> None:
 
 
 def check_targets(results: Dict[str, Dict[str, Any]]) -> tuple[List[str], List[str]]:
-    """Issue #5 targets: npuc channel >= the paired torch result for every algorithm, >= 0.99 on
-    the CNNs (best algorithm). Returns (misses, notes): notes list where an algorithm trails the
-    best torch result although it beats its pair."""
+    """The target: npuc channel >= the paired torch result for every algorithm. The random-weight
+    CNNs are measured against their activation-rounding bound, not a fixed cosine (issue #26
+    retired ">= 0.99": no 8-bit activation grid reaches it on these weights, see
+    docs/quantization.md section 13). Returns (misses, notes): notes give each CNN's gap to
+    that bound and where an algorithm trails the best torch result although it beats its pair."""
     misses, notes = [], []
     for name, res in results.items():
         best = best_torch(res)
@@ -476,9 +476,10 @@ def check_targets(results: Dict[str, Dict[str, Any]]) -> tuple[List[str], List[s
                 notes.append(f"{name} {algorithm}: npuc {ours.cosine:.5f} < best torch {best.cosine:.5f} "
                              f"({ours.minus(best)})")
         top = max(max(score.cosine for score in m.values()) for m in res["ours"].values())
-        if name in CNNS and top < CNN_TARGET_COSINE:
-            misses.append(f"{name}: best npuc {top:.5f} < {CNN_TARGET_COSINE} (activation-rounding bound "
-                          f"{res['activations_only'].cosine:.5f})")
+        if name in CNNS:
+            bound = res["activations_only"].cosine
+            notes.append(f"{name}: best npuc {top:.5f}, activation-rounding bound {bound:.5f} "
+                         f"(gap {bound - top:+.5f})")
     return misses, notes
 
 
@@ -526,10 +527,11 @@ def main() -> int:
         print_model_table(name, results[name])
         sys.stdout.flush()
     misses, notes = check_targets(results)
-    print("\ntargets (npuc channel >= the paired torch result for every algorithm; best >= 0.99 on CNNs): " +
+    print("\ntarget (npuc channel >= the paired torch result for every algorithm): " +
           ("all met" if not misses else "MISSED:\n  " + "\n  ".join(misses)))
     if notes:
-        print("behind the best torch result (a HistogramObserver search) although ahead of the pair:\n  " +
+        print("notes (the CNNs' gap to their activation-rounding bound; where npuc trails the best torch "
+              "result, a HistogramObserver search, although ahead of the pair):\n  " +
               "\n  ".join(notes))
     if not args.skip_timing:
         calibration_timing(args.algorithms)

@@ -106,6 +106,8 @@ def write_dataset(paths: Sequence[str], folder: Path, name: str) -> str:
 # ---------------------------------------------------------------- ppocrv4_det
 
 class Det:
+    mean, std = DET_MEAN, DET_STD
+
     def __init__(self, folder: Path) -> None:
         self.model = shared_models_dir() / "ppocrv4_det.onnx"
         calib = sorted((shared_models_dir() / "ocr_det_calib").glob("*.png"))
@@ -117,7 +119,12 @@ class Det:
         t0 = time.perf_counter()
         self.fp32 = [ocr_metrics.text_map(o) for o in fp32_outputs(self.model, DET_MEAN, DET_STD, self.images)]
         self.fp32_s = (time.perf_counter() - t0) / len(self.images)
-        self.fp32_truth = self.truth_recall(self.fp32)
+        self.fp32_metric = self.truth_recall(self.fp32)
+
+    def row(self, outputs: Sequence[np.ndarray], _build: str) -> Tuple[Tuple[float, float, float], str]:
+        s, cos, truth = self.score(outputs)
+        return (s.pixel_f1, s.box_recall, s.box_precision), (
+            f"{truth:.4f} | F1 {s.pixel_f1:.4f}, box R {s.box_recall:.4f} / P {s.box_precision:.4f} | {cos:.5f}")
 
     def truth_recall(self, maps: Sequence[np.ndarray]) -> float:
         score = ocr_metrics.DetScore()
@@ -145,6 +152,8 @@ class Det:
 # ---------------------------------------------------------------- ppocr_cls
 
 class Cls:
+    mean, std = CLS_MEAN, CLS_STD
+
     def __init__(self, folder: Path) -> None:
         from PIL import Image
 
@@ -159,7 +168,13 @@ class Cls:
         self.images = [ln.image for ln in self.lines]
         self.truth = np.array([int(ln.rotated) for ln in self.lines])
         self.fp32 = np.concatenate(fp32_outputs(self.model, CLS_MEAN, CLS_STD, self.images))
-        self.fp32_accuracy = float((self.fp32.argmax(1) == self.truth).mean())
+        self.fp32_metric = float((self.fp32.argmax(1) == self.truth).mean())
+
+    def row(self, outputs: Sequence[np.ndarray], build: str) -> Tuple[float, str]:
+        agree, acc, cos, flips = self.score(outputs)
+        if flips:
+            print(f"ppocr_cls {build} decides otherwise than FP32 on {flips}")
+        return agree, f"{acc:.4f} | decision = FP32 on {agree * 100:.1f} % | {cos:.5f}"
 
     def score(self, outputs: Sequence[np.ndarray]) -> Tuple[float, float, float, str]:
         """(agreement with FP32's decision, accuracy vs the truth, mean cosine, the FP32
@@ -175,6 +190,24 @@ class Cls:
 
 # ---------------------------------------------------------------- the run
 
+def sweep(task, socs: Sequence[str], algorithms: Sequence[str], folder: Path, rows: List[str]) -> Dict:
+    """Every (SoC, algorithm, method) of one model through int8_flow; a table row each. `task` is
+    a Det or a Cls: model, mean, std, dataset, images, name, fp32_metric, and row(outputs) ->
+    (result kept per build, the row's metric cells)."""
+    results = {}
+    for soc in socs:
+        for algorithm in algorithms:
+            for method in METHODS:
+                outs, build_s, _ = int8_flow(task.model, soc, algorithm, method, task.mean, task.std,
+                                             task.dataset, task.images, folder)
+                result, cells = task.row(outs, f"{soc}/{algorithm}/{method}")
+                results[(soc, algorithm, method)] = result
+                rows.append(f"| {task.model.stem} | {soc} | {algorithm} | {method} | {task.fp32_metric:.4f} | "
+                            f"{cells} | {build_s:.1f} |")
+                print(rows[-1], flush=True)
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--socs", nargs="+", default=list(SOCS))
@@ -185,41 +218,18 @@ def main() -> int:
     algorithms = ("normal", "mmse") if args.quick else ALGORITHMS
 
     rows: List[str] = []
-    det_results: Dict[Tuple[str, str, str], Tuple[float, float, float]] = {}
-    cls_results: Dict[Tuple[str, str, str], float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         det = Det(folder)
         cal_s, cal_n = det.calibration_time()
         print(f"ppocrv4_det: {len(det.pages)} evaluation pages ({sum(len(p.boxes) for p in det.pages)} rendered "
               f"text lines), FP32 {det.fp32_s:.2f} s/page; calibration of {cal_n} pages: {cal_s:.2f} s")
-        for soc in socs:
-            for algorithm in algorithms:
-                for method in METHODS:
-                    outs, build_s, _ = int8_flow(det.model, soc, algorithm, method, DET_MEAN, DET_STD,
-                                                 det.dataset, det.images, folder)
-                    s, cos, truth = det.score(outs)
-                    det_results[(soc, algorithm, method)] = (s.pixel_f1, s.box_recall, s.box_precision)
-                    rows.append(f"| ppocrv4_det | {soc} | {algorithm} | {method} | {det.fp32_truth:.4f} | "
-                                f"{truth:.4f} | F1 {s.pixel_f1:.4f}, box R {s.box_recall:.4f} / "
-                                f"P {s.box_precision:.4f} | {cos:.5f} | {build_s:.1f} |")
-                    print(rows[-1], flush=True)
+        det_results = sweep(det, socs, algorithms, folder, rows)
 
         cls = Cls(folder)
         print(f"\nppocr_cls: {CLS_LINES} lines ({int(cls.truth.sum())} rotated), FP32 accuracy vs truth "
-              f"{cls.fp32_accuracy:.4f}")
-        for soc in socs:
-            for algorithm in algorithms:
-                for method in METHODS:
-                    outs, build_s, _ = int8_flow(cls.model, soc, algorithm, method, CLS_MEAN, CLS_STD,
-                                                 cls.dataset, cls.images, folder)
-                    agree, acc, cos, flips = cls.score(outs)
-                    cls_results[(soc, algorithm, method)] = agree
-                    if flips:
-                        print(f"ppocr_cls {soc}/{algorithm}/{method} decides otherwise than FP32 on {flips}")
-                    rows.append(f"| ppocr_cls | {soc} | {algorithm} | {method} | {cls.fp32_accuracy:.4f} | "
-                                f"{acc:.4f} | decision = FP32 on {agree * 100:.1f} % | {cos:.5f} | {build_s:.1f} |")
-                    print(rows[-1], flush=True)
+              f"{cls.fp32_metric:.4f}")
+        cls_results = sweep(cls, socs, algorithms, folder, rows)
 
         best = max(det_results, key=lambda k: (min(det_results[k][0], det_results[k][1]), det_results[k]))
         hybrid_lines = analysis_and_hybrid(det, best, folder)

@@ -233,6 +233,7 @@ def main() -> int:
 
         best = max(det_results, key=lambda k: (min(det_results[k][0], det_results[k][1]), det_results[k]))
         hybrid_lines = analysis_and_hybrid(det, best, folder)
+        print("\n".join(hybrid_lines), flush=True)  # now, so a later failure cannot lose it
 
     if not args.skip_digits:
         import quant_digits
@@ -250,7 +251,7 @@ def main() -> int:
         print(r)
     print("\nmetric: ppocrv4_det box recall vs the rendered text lines (IoU 0.5); ppocr_cls accuracy vs the "
           "rendered orientation; digits top-1 on the test split")
-    print("\n".join(hybrid_lines))
+    print("\n".join(hybrid_lines))  # again, beside the table
 
     f1, recall, precision = det_results[best]
     print(f"\ntargets: ppocrv4_det best ({'/'.join(best)}): F1 {f1:.4f} (>= {TARGET_F1}: "

@@ -5,6 +5,8 @@
 #include "bindings/bindings.h"
 #include "bindings/model.h"
 #include "common/error.h"
+#include "compile/compiled_model_io.h"
+#include "compile/compiled_reports.h"
 #include "memory/arena_placement.h"
 #include "memory/memory_report.h"
 #include "memory/npu_memory_plan.h"
@@ -49,7 +51,9 @@ py::dict planDict(const NpuMemoryPlan& plan) {
   return d;
 }
 
-py::dict reportDict(const MemoryReport& r) {
+}  // namespace
+
+py::dict memoryReportDict(const MemoryReport& r) {
   py::dict d = planDict(r.plan);
   d["soc"] = r.soc;
   d["mode"] = r.mode;
@@ -75,8 +79,6 @@ py::dict reportDict(const MemoryReport& r) {
   return d;
 }
 
-}  // namespace
-
 void bindMemory(py::module_& m) {
   m.def(
       "eval_memory_blob",
@@ -84,9 +86,11 @@ void bindMemory(py::module_& m) {
         MemoryReport r;
         {
           py::gil_scoped_release release;
-          r = memory::memoryReportFromBlob(path, expected_soc, use_stored_plan);
+          CompiledModel compiled = loadCompiledModel(path, expected_soc);
+          if (!use_stored_plan) compiled.memory_plan.reset();  // plan afresh from the placement
+          r = compiledMemory(compiled);
         }
-        return reportDict(r);
+        return memoryReportDict(r);
       },
       py::arg("path"), py::arg("expected_soc") = py::none(), py::arg("use_stored_plan") = true,
       "Device memory of the model in a .npub blob: {'weight_bytes', 'arena_bytes', 'lower_bound_bytes', "

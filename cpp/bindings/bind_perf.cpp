@@ -63,6 +63,30 @@ py::dict summaryDict(const perf::PerfReport& rep, const perf::CostModel& model) 
   return d;
 }
 
+}  // namespace
+
+py::dict perfReportDict(const perf::PerfReport& report, const perf::CostModel& model) {
+  py::list rows, ranking;
+  for (const perf::PerfRow& r : report.rows) rows.append(rowDict(r));
+  for (const perf::OpTypeRank& k : report.ranking) {
+    py::dict d;
+    d["OpType"] = k.op_type;
+    d["CallNumber"] = k.count;
+    d["Time(us)"] = k.time_us;
+    d["Share(%)"] = k.share_pct;
+    ranking.append(d);
+  }
+  py::dict out;
+  out["rows"] = rows;
+  out["summary"] = summaryDict(report, model);
+  out["ranking"] = ranking;
+  out["warnings"] = report.warnings;
+  out["text"] = report.toText();
+  return out;
+}
+
+namespace {
+
 py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap& op_target,
                   bool single_core_mode, const std::string& dtype, bool run_optimize,
                   const std::string& tuning_cache) {
@@ -84,23 +108,7 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
     report = perf::evaluatePerf(*g, soc, options, &cache);
     if (!tuning_cache.empty()) cache.save(tuning_cache);
   }
-  py::list rows, ranking;
-  for (const perf::PerfRow& r : report.rows) rows.append(rowDict(r));
-  for (const perf::OpTypeRank& k : report.ranking) {
-    py::dict d;
-    d["OpType"] = k.op_type;
-    d["CallNumber"] = k.count;
-    d["Time(us)"] = k.time_us;
-    d["Share(%)"] = k.share_pct;
-    ranking.append(d);
-  }
-  py::dict out;
-  out["rows"] = rows;
-  out["summary"] = summaryDict(report, model);
-  out["ranking"] = ranking;
-  out["warnings"] = report.warnings;
-  out["text"] = report.toText();
-  return out;
+  return perfReportDict(report, model);
 }
 
 }  // namespace

@@ -9,17 +9,12 @@
 
 #include "bindings/bindings.h"
 #include "bindings/model.h"
-#include "blob/blob.h"
-#include "blob/blob_format.h"
-#include "lower/program_sections.h"
-#include "memory/memory_report.h"
+#include "bindings/quantized_model.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/qdq_export.h"
-#include "quant/graph/quant_plan_codec.h"
 #include "quant/graph/quantizer.h"
 #include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/quantized_executor.h"
-#include "runtime/program_runtime_loader.h"
 
 namespace npuc::bindings {
 
@@ -46,30 +41,6 @@ std::vector<Tensor> tensorsFromList(const py::sequence& inputs, const Graph& g) 
   for (size_t i = 0; i < inputs.size(); ++i) out.push_back(tensorFromArray(inputs[i], *g.inputs()[i]));
   return out;
 }
-
-class PyQuantizedModel {
- public:
-  PyQuantizedModel(std::shared_ptr<const QuantizedExecutor> sim, quant::QuantPlan plan)
-      : sim_(std::move(sim)), plan_(std::move(plan)) {}
-  const QuantizedExecutor& sim() const { return *sim_; }
-  const quant::QuantPlan& plan() const { return plan_; }
-  // A loaded blob's compiled program over its planned arena (run() uses it), or null with why.
-  const runtime::ProgramRuntime* program() const { return program_.get(); }
-  const std::string& programNote() const { return program_note_; }
-  void setProgram(std::shared_ptr<const runtime::ProgramRuntime> program, std::string note) {
-    program_ = std::move(program);
-    program_note_ = std::move(note);
-  }
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const {
-    return program_ ? program_->run(inputs) : sim_->run(inputs);
-  }
-
- private:
-  std::shared_ptr<const QuantizedExecutor> sim_;
-  quant::QuantPlan plan_;
-  std::shared_ptr<const runtime::ProgramRuntime> program_;
-  std::string program_note_ = "built in memory: the simulator runs the graph node by node";
-};
 
 class PyCalibrator {
  public:
@@ -192,25 +163,6 @@ PyQuantizedModel quantizeFromRanges(const Model& model,
 
 // Writes the quantized model's graph with its plan as a required QUNT section: a reader that
 // cannot apply the plan must refuse the blob rather than run the float graph.
-void exportQuantizedBlob(const PyQuantizedModel& qm, const std::string& path, const std::string& soc,
-                         const std::map<std::string, std::string>& options) {
-  blob::BlobWriteOptions opts;
-  opts.soc = soc;
-  opts.options = options;
-  opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(qm.plan())});
-  py::gil_scoped_release release;
-  // The lowered program (TASK, PIPE, CPUO, NWGT); an FP16 simulator lowers as a float build.
-  lower::appendProgramSections(qm.sim().graph(),
-                               qm.sim().mode() == quant::SimMode::Int8 ? &qm.plan() : nullptr, &opts);
-  // The activation memory plan (optional MPLN section; an FP16 simulator has no int8 plan), for the
-  // partition the recorded options give (op_target), as the program above is lowered.
-  const bool int8 = qm.sim().mode() == quant::SimMode::Int8;
-  opts.extra_sections.push_back(
-      {blob::kSectionMemoryPlan, false,
-       memory::encodeMemoryPlanFor(qm.sim().graph(), int8 ? &qm.plan() : nullptr, soc, opts.options)});
-  blob::writeBlob(qm.sim().graph(), path, opts);
-}
-
 // The model as ONNX that ONNX Runtime runs like the simulator: QDQ for an INT8 model, float
 // ONNX with half-rounding Casts around every node for the FP16 model (quant/graph/qdq_export.h).
 void exportQuantizedOnnx(const PyQuantizedModel& qm, const std::string& path) {
@@ -218,41 +170,6 @@ void exportQuantizedOnnx(const PyQuantizedModel& qm, const std::string& path) {
   opts.float16_model = qm.sim().mode() == quant::SimMode::Float16;
   py::gil_scoped_release release;
   quant::exportQdqOnnxFile(qm.sim().graph(), qm.plan(), path, opts);
-}
-
-// The model of a loaded blob on `sim`, run by the blob's compiled program over its planned arena
-// when the blob carries both (else by the simulator, with the reason recorded).
-PyQuantizedModel withProgram(const blob::LoadedBlob& b, std::shared_ptr<const QuantizedExecutor> sim,
-                             quant::QuantPlan plan) {
-  std::string why_not;
-  auto program = runtime::programRuntimeForBlob(b, sim, &why_not);
-  PyQuantizedModel model(std::move(sim), std::move(plan));
-  model.setProgram(std::move(program), why_not);
-  return model;
-}
-
-// The simulator of a blob written by exportQuantizedBlob; None for a blob without a QUNT section.
-std::optional<PyQuantizedModel> loadQuantizedBlob(const std::string& path,
-                                                  const std::optional<std::string>& expected_soc) {
-  py::gil_scoped_release release;
-  blob::LoadedBlob b = blob::loadBlob(path, expected_soc);
-  for (const blob::ExtraSection& s : b.extra_sections) {
-    if (s.kind != blob::kSectionQuant) continue;
-    quant::QuantPlan plan = quant::decodeQuantPlan(s.bytes);
-    auto sim = std::make_shared<const QuantizedExecutor>(*b.graph, plan);
-    return withProgram(b, std::move(sim), std::move(plan));
-  }
-  return std::nullopt;
-}
-
-// A float blob (do_quantization=False) on the FP16 simulator, as the NPU runs it.
-PyQuantizedModel loadFp16Blob(const std::string& path, const std::optional<std::string>& expected_soc) {
-  py::gil_scoped_release release;
-  blob::LoadedBlob b = blob::loadBlob(path, expected_soc);
-  for (const blob::ExtraSection& s : b.extra_sections)
-    if (s.kind == blob::kSectionQuant) throw BlobError(path + ": a quantized blob; use load_quantized_blob");
-  auto sim = std::make_shared<const QuantizedExecutor>(*b.graph);
-  return withProgram(b, std::move(sim), quant::QuantPlan{});
 }
 
 }  // namespace
@@ -309,9 +226,6 @@ void bindQuant(py::module_& m) {
             return out;
           },
           "Value name -> (scale, zero_point) of every per-tensor int8 value.")
-      .def("export_blob", &exportQuantizedBlob, py::arg("path"), py::arg("soc"),
-           py::arg("options") = std::map<std::string, std::string>{},
-           "Writes the quantized model as a .npub blob: its graph plus the quantization plan (QUNT section).")
       .def("export_onnx", &exportQuantizedOnnx, py::arg("path"),
            "Writes the model as standard ONNX QDQ (QuantizeLinear/DequantizeLinear around every int8 tensor, "
            "int8 weights, int32 biases; FP16 nodes between Cast(float16) pairs) that ONNX Runtime can run.")
@@ -326,12 +240,6 @@ void bindQuant(py::module_& m) {
           "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
           "One line per node: the kernel it runs on (int8 ... or fp16).");
 
-  m.def("load_fp16_blob", &loadFp16Blob, py::arg("path"), py::arg("expected_soc") = py::none(),
-        "A float blob's model on the FP16 simulator (run by its compiled program when the blob has one). "
-        "Verifies the blob like load_blob.");
-  m.def("load_quantized_blob", &loadQuantizedBlob, py::arg("path"), py::arg("expected_soc") = py::none(),
-        "The quantized model stored in a .npub blob (None if the blob holds a float model). Verifies the "
-        "blob like load_blob.");
   py::class_<PyCalibrator>(
       m, "Calibrator", "Streams calibration samples through the FP32 model into per-activation histograms.")
       .def(py::init<const Model&>(), py::arg("model"))

@@ -8,6 +8,9 @@
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "memory/memory_report.h"
+#include "perf/cost_model.h"
+#include "perf/perf_report.h"
 
 namespace npuc::bindings {
 
@@ -19,9 +22,13 @@ void bindQuant(py::module_& m);    // bind_quant.cpp: Calibrator, QuantizedModel
 void bindPerf(py::module_& m);     // bind_perf.cpp: eval_perf (simulated per-layer cycles)
 void bindTarget(py::module_& m);   // bind_target.cpp: SoC profiles
 void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer)
-void bindBlob(py::module_& m);     // bind_blob.cpp: write_blob / load_blob (.npub container)
 void bindDataset(py::module_& m);  // bind_dataset.cpp: read_npy / parse_dataset_list (calibration lists)
 void bindMemory(py::module_& m);   // bind_memory.cpp: eval_memory (NPU memory plan and report)
+void bindCompile(py::module_& m);  // bind_compile.cpp: CompileOptions, CompiledModel (compile, blob I/O)
+
+// Report dicts shared by the functions that produce the reports (bind_perf.cpp, bind_memory.cpp).
+py::dict perfReportDict(const perf::PerfReport& report, const perf::CostModel& model);
+py::dict memoryReportDict(const memory::MemoryReport& report);
 
 // The numpy dtype holding `dtype` elements (native byte order).
 py::dtype toNumpyDType(DType dtype);

@@ -19,6 +19,7 @@ class Model {
   static Model fromFile(const std::string& path, const ImportOptions& opts);
   static Model fromBytes(const std::string& bytes, const ImportOptions& opts);
   const Graph& graph() const { return *graph_; }
+  const std::shared_ptr<const Graph>& sharedGraph() const { return graph_; }
   const ModelStats& stats() const { return stats_; }
 
  private:

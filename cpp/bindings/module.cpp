@@ -54,9 +54,9 @@ PYBIND11_MODULE(_npuc, m) {
   npuc::bindings::bindPerf(m);
   npuc::bindings::bindPasses(m);
   npuc::bindings::bindTarget(m);
-  npuc::bindings::bindBlob(m);
   npuc::bindings::bindDataset(m);
   npuc::bindings::bindMemory(m);
+  npuc::bindings::bindCompile(m);
   m.def(
       "supported_ops", [] { return npuc::OpRegistry::instance().opTypes(); },
       "Sorted list of the ops npuc can run: ONNX op types, and 'domain.Op' for other domains.");

@@ -165,7 +165,9 @@ LoadedBlob decodeBlob(const AlignedBuffer& buf, const std::optional<std::string>
   LoadedBlob out;
   checkHeader(f, buf.size, origin, out.meta);
   const std::vector<Section> sections = readSectionTable(f, buf.size, origin);
+  out.file_bytes = buf.size;
   for (const Section& s : sections) {
+    out.section_bytes[s.kind] = s.size;
     if (isDecodedHere(s.kind)) continue;
     // The reserved kinds are not decoded here either: a required one means the blob needs a
     // runtime that executes it, so it is refused like any unknown required section — except
@@ -203,6 +205,14 @@ LoadedBlob decodeBlob(const AlignedBuffer& buf, const std::optional<std::string>
 }
 
 }  // namespace
+
+std::map<uint32_t, uint64_t> sectionSizes(const std::string& written_bytes) {
+  std::map<uint32_t, uint64_t> out;
+  for (const Section& s : readSectionTable(reinterpret_cast<const uint8_t*>(written_bytes.data()),
+                                           written_bytes.size(), "<written blob>"))
+    out[s.kind] = s.size;
+  return out;
+}
 
 LoadedBlob readBlobBytes(const std::string& bytes, const std::optional<std::string>& expected_soc,
                          const std::string& origin) {

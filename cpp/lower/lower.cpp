@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -40,7 +41,11 @@ class Lowerer {
   }
 
   LoweredProgram run() {
-    PartitionReport placement = partitionGraph(graph_, soc_, options_.op_target);
+    // The compile driver decided the placement once and passes it; standalone callers (tests,
+    // tools) get the SoC's partition with their op_target.
+    std::optional<PartitionReport> own;
+    if (!options_.placement) own = partitionGraph(graph_, soc_, options_.op_target);
+    const PartitionReport& placement = options_.placement ? *options_.placement : *own;
     std::vector<FusionGroup> groups = fusionGroups(graph_, soc_, placement);
     for (const Value* v : graph_.inputs())
       if (!v->isConstant()) tensorOn(*v, TensorDevice::Host, ElemType::Float32, true);

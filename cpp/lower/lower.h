@@ -15,7 +15,10 @@
 namespace npuc::lower {
 
 struct LowerOptions {
-  OpTargetMap op_target;  // as for partitionGraph
+  // The placement to lower for (the compile driver's, decided once); null: partitionGraph with
+  // `op_target`.
+  const PartitionReport* placement = nullptr;
+  OpTargetMap op_target;  // as for partitionGraph; only read when `placement` is null
   // Tile for one NPU core per task (RKNN's default core mask) instead of all of them.
   bool single_core_mode = false;
   // The quantization plan of an INT8 build (null: a float build, which the NPU runs in FP16).

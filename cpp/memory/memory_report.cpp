@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -10,10 +9,7 @@
 #include "blob/blob_format.h"
 #include "blob/byte_io.h"
 #include "common/error.h"
-#include "memory/memory_plan_codec.h"
-#include "quant/graph/quant_plan_codec.h"
 #include "runtime/memory_planner.h"
-#include "target/build_options.h"
 #include "target/op_geometry.h"
 
 namespace npuc::memory {
@@ -83,53 +79,6 @@ std::string shapeText(const Shape& s) {
   return out + "]";
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BlobError("cannot open blob '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The NPU-packed weights section the lowering writes (cpp/lower); named here so the report does not
-// count packed weights as "other" whether or not the lowering is linked in.
-constexpr uint32_t kSectionPackedWeights = blob::fourcc("NWGT");
-
-struct WeightSections {
-  uint64_t plain = 0;   // WGHT: the graph's constants as stored (FP32 in format 1.0)
-  uint64_t packed = 0;  // NWGT: weights packed for the NPU, when the lowering wrote them
-};
-
-// Sizes of the weight sections of a blob readBlobBytes has already verified.
-WeightSections weightSectionBytes(const std::string& bytes) {
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  blob::ByteReader header(data, blob::kHeaderSize, 0, "blob header");
-  for (size_t skip = 0; skip < blob::kOffSectionCount; ++skip) header.u8("header");
-  const uint32_t count = header.u32("section count");
-  const uint64_t table = header.u64("section table offset");
-  blob::ByteReader r(data + table, bytes.size() - table, table, "section table");
-  WeightSections out;
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint32_t kind = r.u32("section kind");
-    r.u32("section flags");
-    r.u64("section offset");
-    const uint64_t size = r.u64("section size");
-    r.u64("section reserved");
-    if (kind == blob::kSectionWeights) out.plain = size;
-    if (kind == kSectionPackedWeights) out.packed = size;
-  }
-  return out;
-}
-
-// The plan must describe this graph: every buffer names one of its values.
-void checkPlanNamesGraph(const NpuMemoryPlan& plan, const Graph& graph, const std::string& path) {
-  for (const PlannedBuffer& b : plan.buffers) {
-    if (!graph.findValue(b.value))
-      throw BlobError("blob '" + path + "': MPLN section plans value '" + b.value +
-                      "', which its graph lacks");
-  }
-}
-
 }  // namespace
 
 std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* quant_plan,
@@ -193,42 +142,6 @@ MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan
   rep.total_bytes = rep.weight_bytes + rep.arena_bytes + rep.io_bytes + rep.other_bytes;
   rep.plan = std::move(plan);
   return rep;
-}
-
-MemoryReport memoryReportFromBlob(const std::string& path, const std::optional<std::string>& expected_soc,
-                                  bool use_stored_plan) {
-  const std::string bytes = readFile(path);
-  blob::LoadedBlob b = blob::readBlobBytes(bytes, expected_soc, path);
-  std::optional<quant::QuantPlan> quant_plan;
-  std::optional<NpuMemoryPlan> stored;
-  for (const blob::ExtraSection& s : b.extra_sections) {
-    if (s.kind == blob::kSectionQuant) quant_plan = quant::decodeQuantPlan(s.bytes);
-    if (s.kind == blob::kSectionMemoryPlan && use_stored_plan) stored = decodeMemoryPlan(s.bytes);
-  }
-  const SocProfile& soc = socProfile(b.meta.soc);
-  const quant::QuantPlan* qp = quant_plan ? &*quant_plan : nullptr;
-  // The partition the blob was built with (its recorded op_target), as the export planned it.
-  const PartitionReport placement = placementOfRecordedBuild(*b.graph, soc, b.meta.options);
-  if (stored) {
-    checkPlanNamesGraph(*stored, *b.graph, path);
-    const std::string mismatch = findPlanMismatch(*stored, *b.graph, qp, soc, placement);
-    if (!mismatch.empty())
-      throw BlobError("blob '" + path +
-                      "': MPLN section is not the plan of its build's partition: " + mismatch);
-  }
-  NpuMemoryPlan plan = stored ? std::move(*stored) : planNpuMemory(*b.graph, qp, soc, placement);
-  const WeightSections sections = weightSectionBytes(bytes);
-  MemoryReport rep = memoryReport(*b.graph, qp, soc, placement, std::move(plan), bytes.size(), sections.plain,
-                                  sections.packed);
-  rep.plan_from_blob = stored.has_value();
-  return rep;
-}
-
-std::string encodeMemoryPlanFor(const Graph& graph, const quant::QuantPlan* quant_plan,
-                                const std::string& soc, const BuildOptions& build_options) {
-  const SocProfile& profile = socProfile(soc);
-  return encodeMemoryPlan(
-      planNpuMemory(graph, quant_plan, profile, placementOfBuild(graph, profile, build_options)));
 }
 
 std::string MemoryReport::toText(size_t max_tensor_rows) const {

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "memory/npu_memory_plan.h"
-#include "target/build_options.h"
 
 namespace npuc::memory {
 
@@ -69,19 +68,5 @@ MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan
 MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
                           NpuMemoryPlan plan, uint64_t blob_bytes, uint64_t blob_weight_section_bytes,
                           uint64_t blob_packed_weight_section_bytes = 0);
-
-// The report of a .npub file: its graph, its QUNT plan (an INT8 build) or none (a float build,
-// FP16), its MPLN plan when `use_stored_plan` and present (else planned afresh), its size. The
-// partition is the one its recorded build options give (target/build_options.h: op_target).
-// Raises BlobError for a blob that does not verify, or whose MPLN names values not in its graph
-// or is not the plan of that partition (findPlanMismatch).
-MemoryReport memoryReportFromBlob(const std::string& path, const std::optional<std::string>& expected_soc,
-                                  bool use_stored_plan = true);
-
-// The MPLN section for a model about to be written: plan with the partition on `soc` that the
-// build options give (their op_target; the same ones the blob records and the lowering uses).
-// `quant_plan` null for a float (FP16) build. Optional: readers without it plan afresh.
-std::string encodeMemoryPlanFor(const Graph& graph, const quant::QuantPlan* quant_plan,
-                                const std::string& soc, const BuildOptions& build_options = {});
 
 }  // namespace npuc::memory

@@ -48,10 +48,26 @@ class Evaluator {
         model_(soc, options.dtype, options.single_core_mode ? 1 : soc.npu.cores),
         cache_(cache) {}
 
+  // The model as it would compile: the SoC's partition and fusion groups, per-op dtypes.
   PerfReport run() {
     PartitionReport placement = partitionGraph(graph_, soc_, options_.op_target);
-    placement_ = &placement;
     std::vector<FusionGroup> groups = fusionGroups(graph_, soc_, placement);
+    return cost(placement, groupTasks(graph_, placement, groups));
+  }
+
+  // A compiled program's tasks, each in the dtype it was compiled to.
+  PerfReport run(const PartitionReport& placement, const std::vector<CostedTask>& tasks) {
+    std::vector<Task> plain;
+    for (const CostedTask& t : tasks) {
+      for (const Node* n : t.task.nodes) task_dtype_[n] = t.dtype;
+      plain.push_back(t.task);
+    }
+    return cost(placement, plain);
+  }
+
+ private:
+  PerfReport cost(const PartitionReport& placement, const std::vector<Task>& tasks) {
+    placement_ = &placement;
     PerfReport report;
     report.soc = soc_.name;
     report.dtype = npuDTypeName(options_.dtype);
@@ -59,7 +75,7 @@ class Evaluator {
     report.clock_mhz = static_cast<double>(soc_.npu.clock_mhz);
     report.warnings = placement.warnings;
     int64_t hits0 = cache_ ? cache_->hits() : 0, misses0 = cache_ ? cache_->misses() : 0;
-    for (const Task& t : groupTasks(graph_, placement, groups)) {
+    for (const Task& t : tasks) {
       PerfRow row = t.device == Device::Npu ? costNpu(t, report.warnings) : costCpu(t);
       row.id = static_cast<int64_t>(report.rows.size()) + 1;
       row.op_type = t.op_type;
@@ -78,9 +94,10 @@ class Evaluator {
     return report;
   }
 
- private:
-  // The dtype a node computes in: the model's, or the 16-bit format for float-only ops.
+  // The dtype a node computes in: its compiled task's, else the model's, or the 16-bit format for
+  // float-only ops.
   NpuDType opDType(const Node& n) const {
+    if (auto it = task_dtype_.find(&n); it != task_dtype_.end()) return it->second;
     if (options_.dtype != NpuDType::Int8 || !runsInFloat(n.opType())) return options_.dtype;
     for (NpuDType t : {NpuDType::Float16, NpuDType::Int16})
       if (soc_.supportsDtype(t)) return t;
@@ -197,6 +214,7 @@ class Evaluator {
   CostModel model_;
   TilingCache* cache_;
   const PartitionReport* placement_ = nullptr;
+  std::map<const Node*, NpuDType> task_dtype_;  // compiled tasks only
   std::set<std::pair<const Value*, Device>> handed_over_;
 };
 
@@ -205,6 +223,11 @@ class Evaluator {
 PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options,
                         TilingCache* cache) {
   return Evaluator(graph, soc, options, cache).run();
+}
+
+PerfReport evaluateTasks(const Graph& graph, const SocProfile& soc, const PartitionReport& placement,
+                         const std::vector<CostedTask>& tasks, const PerfOptions& options, TilingCache* cache) {
+  return Evaluator(graph, soc, options, cache).run(placement, tasks);
 }
 
 }  // namespace npuc::perf

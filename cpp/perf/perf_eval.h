@@ -5,6 +5,7 @@
 
 #include "ir/graph.h"
 #include "perf/perf_report.h"
+#include "perf/task_grouping.h"
 #include "perf/tiling.h"
 #include "target/partition.h"
 #include "target/soc_profile.h"
@@ -19,9 +20,24 @@ struct PerfOptions {
   NpuDType dtype = NpuDType::Int8;
 };
 
-// Costs `graph` (static shapes; run optimize() first so BatchNorm is folded into Conv). `cache`
+// Costs `graph` (static shapes; run optimize() first so BatchNorm is folded into Conv) as it would
+// compile: partitioned with options.op_target, grouped per the profile's fusion rules, every NPU
+// task in options.dtype (float-only ops in the SoC's 16-bit format). For a model not compiled yet;
+// a compiled model's own tasks are costed by evaluateTasks (compile/compiled_reports.h). `cache`
 // may be null; when given, tiling decisions are read from and added to it.
 PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options,
                         TilingCache* cache = nullptr);
+
+// One task as compiled: its nodes and the dtype the NPU computes it in (ignored for CPU tasks).
+struct CostedTask {
+  TaskNodes task;
+  NpuDType dtype = NpuDType::Int8;
+};
+
+// Costs the given tasks (a compiled program's, in execution order) on `placement`; options.dtype
+// names the model's dtype in the report header, options.op_target is not read.
+PerfReport evaluateTasks(const Graph& graph, const SocProfile& soc, const PartitionReport& placement,
+                         const std::vector<CostedTask>& tasks, const PerfOptions& options,
+                         TilingCache* cache = nullptr);
 
 }  // namespace npuc::perf

@@ -1,0 +1,251 @@
+// The compiled model for Python: typed CompileOptions, compile_model (the one compile driver),
+// load_compiled (the one blob reader) and the CompiledModel they give, whose write() is the one blob
+// writer and whose eval_perf / eval_memory read it. Toolkit.build / export_blob / load_blob /
+// eval_perf / eval_memory (python/npuc/toolkit.py) are built on these.
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "bindings/bindings.h"
+#include "bindings/model.h"
+#include "bindings/quantized_model.h"
+#include "blob/blob.h"
+#include "blob/blob_format.h"
+#include "common/error.h"
+#include "compile/compiled_model.h"
+#include "compile/compiled_model_io.h"
+#include "compile/compiled_reports.h"
+#include "compile/options_codec.h"
+#include "runtime/program_runtime_loader.h"
+
+namespace npuc::bindings {
+
+namespace {
+
+// The compiled model and, once asked for, the simulator that runs it (shared by every caller).
+class PyCompiledModel {
+ public:
+  PyCompiledModel(CompiledModel model, std::shared_ptr<const QuantizedExecutor> sim)
+      : model_(std::make_shared<const CompiledModel>(std::move(model))), sim_(std::move(sim)) {}
+  const CompiledModel& get() const { return *model_; }
+
+  // The model on the NPU simulator (INT8 with the plan, else FP16); a loaded blob's program runs it.
+  PyQuantizedModel simulator() {
+    if (!sim_) {
+      py::gil_scoped_release release;
+      sim_ = model_->quant_plan ? std::make_shared<const QuantizedExecutor>(*model_->graph, *model_->quant_plan)
+                                : std::make_shared<const QuantizedExecutor>(*model_->graph);
+    }
+    PyQuantizedModel q(sim_, model_->quant_plan ? *model_->quant_plan : quant::QuantPlan{});
+    if (model_->origin) {
+      std::string why_not;
+      auto program = runtime::programRuntimeFor(*model_, sim_, &why_not);
+      q.setProgram(std::move(program), why_not);
+    }
+    return q;
+  }
+
+ private:
+  std::shared_ptr<const CompiledModel> model_;
+  std::shared_ptr<const QuantizedExecutor> sim_;
+};
+
+template <typename E>
+E enumFromName(const std::string& key, const std::string& name, std::optional<E> (*fromName)(const std::string&)) {
+  if (std::optional<E> v = fromName(name)) return *v;
+  throw ConfigError("CompileOptions." + key + " = '" + name + "' is not a known value");
+}
+
+// Counts of the lowered program, None without one; the names of the nodes it runs on the CPU.
+py::object programDict(const CompiledModel& m) {
+  if (!m.program) return py::none();
+  const lower::ProgramSummary s = lower::summarize(*m.program);
+  py::dict d;
+  d["tasks"] = s.tasks;
+  d["npu_tasks"] = s.npu_tasks;
+  d["cpu_ops"] = s.cpu_ops;
+  d["converts"] = s.converts;
+  d["pipelines"] = s.pipelines;
+  d["reuse_rate"] = s.reuse_rate;
+  d["tiled_tasks"] = s.tiled_tasks;
+  d["total_tiles"] = s.total_tiles;
+  d["packed_weight_bytes"] = s.packed_weight_bytes;
+  const std::vector<Node*> nodes = m.graph->nodeList();
+  py::list cpu_nodes;
+  for (const lower::CpuOp& op : m.program->cpu_ops) cpu_nodes.append(nodes.at(op.node)->name());
+  d["cpu_op_nodes"] = cpu_nodes;
+  return d;
+}
+
+// What `npuc info` and Toolkit.blob_meta show of a loaded blob.
+py::dict metaDict(const CompiledModel& m) {
+  const BlobOrigin& o = *m.origin;
+  py::dict d;
+  d["format_version"] = std::to_string(o.format_major) + "." + std::to_string(o.format_minor);
+  d["producer"] = o.producer;
+  d["soc"] = m.soc->name;
+  d["options"] = o.recorded_options;
+  d["compile_options"] = m.options;
+  d["model_digest"] = blob::digestHex(o.model_digest);
+  py::list extra;
+  for (uint32_t kind : o.extra_sections) extra.append(blob::fourccName(kind));
+  d["extra_sections"] = extra;
+  d["program"] = programDict(m);
+  return d;
+}
+
+void bindOptions(py::module_& m) {
+  py::class_<CompileOptions>(m, "CompileOptions",
+                             "Typed build options of one compile (what config() and build() decided).")
+      .def(py::init<>())
+      .def_readwrite("optimization_level", &CompileOptions::optimization_level)
+      .def_readwrite("quantized", &CompileOptions::quantized, "False: a float build, run in FP16 on the NPU")
+      .def_property(
+          "quantized_dtype", [](const CompileOptions& o) { return quantDTypeName(o.quantized_dtype); },
+          [](CompileOptions& o, const std::string& v) {
+            o.quantized_dtype = enumFromName("quantized_dtype", v, quantDTypeFromName);
+          })
+      .def_property(
+          "quantized_algorithm", [](const CompileOptions& o) { return quantAlgorithmName(o.quantized_algorithm); },
+          [](CompileOptions& o, const std::string& v) {
+            o.quantized_algorithm = enumFromName("quantized_algorithm", v, quantAlgorithmFromName);
+          })
+      .def_property(
+          "quantized_method", [](const CompileOptions& o) { return quantMethodName(o.quantized_method); },
+          [](CompileOptions& o, const std::string& v) {
+            o.quantized_method = enumFromName("quantized_method", v, quantMethodFromName);
+          })
+      .def_readwrite("single_core_mode", &CompileOptions::single_core_mode)
+      .def_readwrite("custom_string", &CompileOptions::custom_string)
+      .def_readwrite("disable_passes", &CompileOptions::disable_passes)
+      .def_readwrite("hybrid_layers", &CompileOptions::hybrid_layers)
+      .def_readwrite("op_target", &CompileOptions::op_target)
+      .def_readwrite("mean_values", &CompileOptions::mean_values)
+      .def_readwrite("std_values", &CompileOptions::std_values)
+      .def("recorded", &encodeCompileOptions, "The options as the blob's META section records them (str -> str).")
+      .def("__eq__", [](const CompileOptions& a, const CompileOptions& b) { return a == b; })
+      .def("__repr__", [](const CompileOptions& o) {
+        std::string out = "CompileOptions(";
+        bool first = true;
+        for (const auto& [key, value] : encodeCompileOptions(o)) {
+          out += (first ? "" : ", ") + key + "=" + value;
+          first = false;
+        }
+        return out + ")";
+      });
+}
+
+}  // namespace
+
+void bindCompile(py::module_& m) {
+  bindOptions(m);
+  py::class_<PyCompiledModel>(m, "CompiledModel",
+                              "Every decision of one compile: graph, quantization plan, placement, program, "
+                              "memory plan. The blob is its serialization.")
+      .def_property_readonly("soc", [](const PyCompiledModel& c) { return c.get().soc->name; })
+      .def_property_readonly("options", [](const PyCompiledModel& c) { return c.get().options; })
+      .def_property_readonly("model", [](const PyCompiledModel& c) { return Model(c.get().graph); },
+                             "The compiled graph as a Model.")
+      .def_property_readonly("quantized", [](const PyCompiledModel& c) { return c.get().quant_plan.has_value(); })
+      .def_property_readonly("program", [](const PyCompiledModel& c) { return programDict(c.get()); },
+                             "Counts of the lowered program (None for an old blob without one).")
+      .def_property_readonly(
+          "meta",
+          [](const PyCompiledModel& c) -> py::object { return c.get().origin ? py::object(metaDict(c.get())) : py::none(); },
+          "For a loaded blob: format_version, producer, soc, options (as recorded), compile_options, "
+          "model_digest, extra_sections, program. None for a model compiled in memory.")
+      .def_property_readonly(
+          "cpu_nodes",
+          [](const PyCompiledModel& c) {
+            std::vector<std::string> out;
+            for (const NodePlacement& p : c.get().placement.nodes)
+              if (p.device == Device::Cpu) out.push_back(p.label);
+            return out;
+          },
+          "Labels of the nodes the placement runs on the CPU.")
+      .def("simulator", &PyCompiledModel::simulator,
+           "The model on the NPU simulator (QuantizedModel); a loaded blob's program runs it.")
+      .def(
+          "write",
+          [](const PyCompiledModel& c, const std::string& path) {
+            py::gil_scoped_release release;
+            writeCompiledModel(c.get(), path);
+          },
+          py::arg("path"), "Writes the .npub blob (byte-identical for equal compiled models).")
+      .def(
+          "eval_perf",
+          [](const PyCompiledModel& c, const std::string& tuning_cache) {
+            const CompiledModel& cm = c.get();
+            perf::CostModel model(*cm.soc, cm.quant_plan ? NpuDType::Int8 : NpuDType::Float16,
+                                  cm.options.single_core_mode ? 1 : cm.soc->npu.cores);
+            perf::TilingCache cache;
+            perf::PerfReport report;
+            {
+              py::gil_scoped_release release;
+              if (!tuning_cache.empty()) cache.load(tuning_cache);
+              report = compiledPerf(cm, &cache);
+              if (!tuning_cache.empty()) cache.save(tuning_cache);
+            }
+            return perfReportDict(report, model);
+          },
+          py::arg("tuning_cache") = "",
+          "The per-task performance report of the compiled program, each task in its own dtype.")
+      .def(
+          "eval_memory",
+          [](const PyCompiledModel& c) {
+            memory::MemoryReport r;
+            {
+              py::gil_scoped_release release;
+              r = compiledMemory(c.get());
+            }
+            return memoryReportDict(r);
+          },
+          "The memory report of the compiled model (its memory plan, its blob's sizes).");
+
+  m.def(
+      "compile_model",
+      [](const py::object& model, const std::string& soc, const CompileOptions& options) {
+        std::shared_ptr<const Graph> graph;
+        std::shared_ptr<const QuantizedExecutor> sim;
+        const quant::QuantPlan* plan = nullptr;
+        if (py::isinstance<PyQuantizedModel>(model)) {
+          const auto& q = model.cast<const PyQuantizedModel&>();
+          sim = q.sharedSim();
+          graph = std::shared_ptr<const Graph>(sim, &sim->graph());  // kept alive by the simulator
+          if (sim->mode() == quant::SimMode::Int8) plan = &q.plan();
+        } else {
+          graph = model.cast<const Model&>().sharedGraph();
+        }
+        py::gil_scoped_release release;
+        return PyCompiledModel(compileModel(graph, plan, socProfile(soc), options), plan ? sim : nullptr);
+      },
+      py::arg("model"), py::arg("soc"), py::arg("options"),
+      "Compiles `model` (a Model: a float build, run in FP16; a QuantizedModel in int8 mode: an INT8 "
+      "build with its plan) for SoC `soc`: placement, lowering and memory plan, decided once.");
+  m.def(
+      "load_compiled",
+      [](const std::string& path, const std::optional<std::string>& expected_soc) {
+        py::gil_scoped_release release;
+        return PyCompiledModel(loadCompiledModel(path, expected_soc), nullptr);
+      },
+      py::arg("path"), py::arg("expected_soc") = py::none(),
+      "Verifies and loads a .npub blob as the CompiledModel it serializes. BlobError for a corrupt, "
+      "truncated, newer-format, inconsistent or (with expected_soc) foreign-SoC blob.");
+  m.def(
+      "load_blob",
+      [](const std::string& path, const std::optional<std::string>& expected_soc) {
+        std::optional<CompiledModel> m;
+        {
+          py::gil_scoped_release release;
+          m = loadCompiledModel(path, expected_soc);
+        }
+        py::dict meta = metaDict(*m);
+        return py::make_tuple(Model(m->graph), meta);
+      },
+      py::arg("path"), py::arg("expected_soc") = py::none(),
+      "Verifies and loads a .npub blob; returns (Model, meta dict: format_version, producer, soc, options, "
+      "compile_options, model_digest, extra_sections, program). BlobError as load_compiled.");
+  m.attr("BLOB_FORMAT_VERSION") = std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);
+}
+
+}  // namespace npuc::bindings

@@ -1,0 +1,53 @@
+#include "compile/compile_options.h"
+
+#include <utility>
+
+namespace npuc {
+
+namespace {
+
+template <typename E, size_t N>
+std::optional<E> fromName(const std::pair<const char*, E> (&table)[N], const std::string& name) {
+  for (const auto& [text, value] : table)
+    if (name == text) return value;
+  return std::nullopt;
+}
+
+// Every accepted spelling; the first of each value is its canonical name.
+const std::pair<const char*, QuantDType> kDTypes[] = {
+    {"w8a8", QuantDType::W8A8}, {"asymmetric_quantized-8", QuantDType::W8A8}, {"int8", QuantDType::W8A8}};
+const std::pair<const char*, QuantAlgorithm> kAlgorithms[] = {{"normal", QuantAlgorithm::Normal},
+                                                              {"kl_divergence", QuantAlgorithm::KlDivergence},
+                                                              {"mmse", QuantAlgorithm::Mmse},
+                                                              {"percentile", QuantAlgorithm::Percentile}};
+const std::pair<const char*, QuantMethod> kMethods[] = {{"channel", QuantMethod::Channel},
+                                                        {"layer", QuantMethod::Layer}};
+
+template <typename E, size_t N>
+const char* nameOf(const std::pair<const char*, E> (&table)[N], E value) {
+  for (const auto& [text, v] : table)
+    if (v == value) return text;
+  return "?";
+}
+
+}  // namespace
+
+const char* quantDTypeName(QuantDType t) { return nameOf(kDTypes, t); }
+const char* quantAlgorithmName(QuantAlgorithm a) { return nameOf(kAlgorithms, a); }
+const char* quantMethodName(QuantMethod m) { return nameOf(kMethods, m); }
+std::optional<QuantDType> quantDTypeFromName(const std::string& name) { return fromName(kDTypes, name); }
+std::optional<QuantAlgorithm> quantAlgorithmFromName(const std::string& name) {
+  return fromName(kAlgorithms, name);
+}
+std::optional<QuantMethod> quantMethodFromName(const std::string& name) { return fromName(kMethods, name); }
+
+bool CompileOptions::operator==(const CompileOptions& o) const {
+  return optimization_level == o.optimization_level && quantized == o.quantized &&
+         quantized_dtype == o.quantized_dtype && quantized_algorithm == o.quantized_algorithm &&
+         quantized_method == o.quantized_method && single_core_mode == o.single_core_mode &&
+         custom_string == o.custom_string && disable_passes == o.disable_passes &&
+         hybrid_layers == o.hybrid_layers && op_target == o.op_target && mean_values == o.mean_values &&
+         std_values == o.std_values;
+}
+
+}  // namespace npuc

@@ -1,0 +1,48 @@
+// The typed options of one compile: what Toolkit.config / build decided, crossing pybind11 as this
+// struct (no strings to re-parse). The blob records them in its META section through one codec
+// (compile/options_codec.h); a loaded blob gives them back typed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "target/partition.h"
+
+namespace npuc {
+
+// RKNN's quantized_dtype values npuc builds (RKNN's spellings "asymmetric_quantized-8" and "int8"
+// name the same w8a8 scheme).
+enum class QuantDType : uint8_t { W8A8 };
+enum class QuantAlgorithm : uint8_t { Normal, KlDivergence, Mmse, Percentile };
+enum class QuantMethod : uint8_t { Channel, Layer };
+
+const char* quantDTypeName(QuantDType t);          // "w8a8"
+const char* quantAlgorithmName(QuantAlgorithm a);  // "normal", "kl_divergence", "mmse", "percentile"
+const char* quantMethodName(QuantMethod m);        // "channel", "layer"
+std::optional<QuantDType> quantDTypeFromName(const std::string& name);  // RKNN aliases accepted
+std::optional<QuantAlgorithm> quantAlgorithmFromName(const std::string& name);
+std::optional<QuantMethod> quantMethodFromName(const std::string& name);
+
+struct CompileOptions {
+  int optimization_level = 3;  // 0-3, as config(optimization_level)
+  bool quantized = true;       // false: a float build, which the NPU runs in FP16
+  // Meaningful when quantized.
+  QuantDType quantized_dtype = QuantDType::W8A8;
+  QuantAlgorithm quantized_algorithm = QuantAlgorithm::Normal;
+  QuantMethod quantized_method = QuantMethod::Channel;
+  // Every task on one NPU core (RKNN's default core mask) instead of spread over all.
+  bool single_core_mode = false;
+  std::string custom_string;                 // recorded verbatim (RKNN's custom_string)
+  std::vector<std::string> disable_passes;   // as given to the optimizer
+  std::vector<std::string> hybrid_layers;    // layers kept in FP16 by the user
+  OpTargetMap op_target;                     // node name -> "npu" / "cpu"
+  std::vector<std::vector<double>> mean_values;  // per input, per channel (empty: none)
+  std::vector<std::vector<double>> std_values;
+
+  bool operator==(const CompileOptions& o) const;
+  bool operator!=(const CompileOptions& o) const { return !(*this == o); }
+};
+
+}  // namespace npuc

@@ -1,0 +1,19 @@
+// The reports of a compiled model read the model: eval_perf costs its program's NPU and CPU tasks,
+// each in the dtype the program computes it in (hybrid FP16 layers as FP16, CPU fallbacks as FP32),
+// on its placement; eval_memory reports its memory plan and the size of its blob.
+#pragma once
+
+#include "compile/compiled_model.h"
+#include "memory/memory_report.h"
+#include "perf/perf_eval.h"
+
+namespace npuc {
+
+// `cache` may be null. A model without a program (an old blob) is costed as it would compile now.
+perf::PerfReport compiledPerf(const CompiledModel& model, perf::TilingCache* cache = nullptr);
+
+// The memory report: the stored plan of a loaded blob (or the compile's plan), the blob's sizes
+// (its file; for a model compiled in memory, the bytes the writer produces).
+memory::MemoryReport compiledMemory(const CompiledModel& model);
+
+}  // namespace npuc

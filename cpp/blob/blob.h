@@ -80,6 +80,10 @@ LoadedBlob readBlobBytes(const std::string& bytes,
                          const std::string& origin = "<memory>");
 LoadedBlob loadBlob(const std::string& path, const std::optional<std::string>& expected_soc = std::nullopt);
 
+// Payload size of every section of blob bytes this process wrote (the section table only; nothing is
+// verified, so not for files from outside).
+std::map<uint32_t, uint64_t> sectionSizes(const std::string& written_bytes);
+
 // The digest META records for `graph`: equal for graphs that encode identically.
 Digest modelDigest(const Graph& graph);
 

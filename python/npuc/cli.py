@@ -155,10 +155,8 @@ def _blob_precision(path: str, meta: Dict) -> str:
     import npuc
 
     if "QUNT" not in meta["extra_sections"]:
-        if meta["options"].get("quantized") == "False":
-            return "no (float build: the NPU runs it in fp16)"
-        return "no"
-    precisions = npuc._npuc.load_quantized_blob(path).node_precisions
+        return "no (float build: the NPU runs it in fp16)"
+    precisions = npuc._npuc.load_compiled(path).simulator().node_precisions
     counts: Dict[str, int] = {}
     for precision in precisions.values():
         counts[precision] = counts.get(precision, 0) + 1

@@ -188,21 +188,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_perf(args: argparse.Namespace) -> int:
     import npuc
-    from npuc.perf import eval_perf
+    from npuc.perf import PerfReport, eval_perf
 
     if not os.path.isfile(args.model):
         raise ConfigFileError(f"model file '{args.model}' does not exist")
+    compiled = None
     if args.model.endswith(".npub"):
-        from npuc.build_options import recorded_placement
-
-        model, meta = npuc._npuc.load_blob(args.model)
-        soc = args.soc or meta["soc"]
-        dtype = "fp16" if meta["options"].get("quantized") == "False" else "int8"
-        optimize = False
-        op_target, single_core = recorded_placement(meta["options"])  # the partition the blob runs
+        compiled = npuc._npuc.load_compiled(args.model)
+        model, soc, optimize = compiled.model, args.soc or compiled.soc, False
+        dtype = "int8" if compiled.quantized else "fp16"
     else:
         model, soc, dtype, optimize = npuc.Model.load(args.model), args.soc or "rk3588", args.dtype, True
-        op_target, single_core = {}, False
     if args.compare_socs:
         print(f"{'SoC':<10}{'time (us)':>12}{'FPS':>10}{'NPU tasks':>11}{'CPU ops':>9}{'DDR KB':>10}")
         for name in npuc._npuc.soc_names():
@@ -214,7 +210,10 @@ def cmd_perf(args: argparse.Namespace) -> int:
             print(f"{name:<10}{s['total_time_us']:>12.1f}{s['fps']:>10.1f}{s['npu_tasks']:>11}{s['cpu_ops']:>9}"
                   f"{s['ddr_bytes_per_frame'] / 1024:>10.1f}")
         return 0
-    report = eval_perf(model, soc, op_target=op_target, single_core_mode=single_core, dtype=dtype, optimize=optimize)
+    if compiled is not None and npuc._npuc.soc_profile(soc)["name"] == compiled.soc:
+        report = PerfReport(compiled.eval_perf())  # the blob's own program, task by task
+    else:
+        report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
     print(report)
     if args.csv:
         report.to_csv(args.csv)

@@ -15,12 +15,11 @@ the same from the ``.npub`` blob (``cpp/memory``, ``docs/memory_plan.md``):
 from __future__ import annotations
 
 import os
-import tempfile
-from typing import Any, Callable, Optional, Union
+from typing import Optional, Union
 
 from npuc._npuc import eval_memory_blob
 
-__all__ = ["MemoryReport", "blob_memory_report", "built_memory_report"]
+__all__ = ["MemoryReport", "blob_memory_report"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -48,16 +47,3 @@ def blob_memory_report(path: PathLike, soc: Optional[str] = None, use_stored_pla
         BlobError: the blob does not verify, or its plan is inconsistent with its graph.
     """
     return MemoryReport(eval_memory_blob(os.fspath(path), soc, use_stored_plan))
-
-
-def built_memory_report(export: Callable[[str], Any], soc: Optional[str] = None) -> MemoryReport:
-    """The memory report of a model built in memory, measured on the blob ``export`` writes.
-
-    ``export(path)`` writes the blob exactly as ``Toolkit.export_blob`` would; the activation plan
-    is computed afresh from that graph (so a later ``load_blob`` of the same file, which reads the
-    stored plan, must report the same numbers).
-    """
-    with tempfile.TemporaryDirectory(prefix="npuc_mem_") as folder:
-        path = os.path.join(folder, "model.npub")
-        export(path)
-        return blob_memory_report(path, soc, use_stored_plan=False)

@@ -455,18 +455,7 @@ class Toolkit:
         Raises:
             NpucError: nothing built yet. ConfigError: no target_platform configured.
         """
-        from npuc._npuc import write_blob
-
-        if self._model is None or self._float_model is None:
-            raise NpucError("nothing to export: call load_onnx() and build() first")
-        soc = self._config.get("target_platform")
-        if not soc:
-            raise ConfigError("export_blob needs config(target_platform=...), e.g. 'rk3588'")
-        quantized = None if self._built_float else self._simulator()
-        if quantized is not None:  # the graph plus its quantization plan
-            quantized.export_blob(os.fspath(export_path), soc, self._blob_options())
-        else:
-            write_blob(self._model, os.fspath(export_path), soc, self._blob_options())
+        self._compiled("export_blob").write(os.fspath(export_path))
         return 0
 
     #: RKNN-Toolkit2 spelling.
@@ -487,65 +476,92 @@ class Toolkit:
         Raises:
             BlobError: corrupt, truncated, newer-format or foreign-SoC blob (named).
         """
-        from npuc._npuc import load_blob, load_fp16_blob, load_quantized_blob
-        from npuc.build_options import recorded_normalization, recorded_placement
+        from npuc._npuc import load_compiled
 
         expected_soc = self._config.get("target_platform") or None
-        model, meta = load_blob(os.fspath(path), expected_soc)
+        compiled = load_compiled(os.fspath(path), expected_soc)  # the file is read and checked once
+        model, meta, options = compiled.model, compiled.meta, compiled.options
         self._model, self._runtime, self._float_model = model, None, model
-        # Both run the blob's compiled program over its planned activation arena when the blob
-        # carries them (TASK + MPLN sections; `.runtime == "program"`), else the plain simulator.
-        if "QUNT" in meta["extra_sections"]:  # a quantized build: INT8 simulator kernels
-            self._quantized = (model, load_quantized_blob(os.fspath(path), expected_soc))
-        elif meta["options"].get("quantized") == "False":  # a float build: the NPU's FP16
-            self._quantized = (model, load_fp16_blob(os.fspath(path), expected_soc))
+        # The simulator runs the blob's compiled program over its planned activation arena when the
+        # blob carries them (TASK + MPLN sections; `.runtime == "program"`): INT8 kernels for a
+        # quantized build, the NPU's FP16 for a float one.
+        self._quantized = (model, compiled.simulator())
+        self._compiled_model = (model, compiled, True)
         if not self._config.get("target_platform"):
-            self._config["target_platform"] = meta["soc"]
-        # The partition the blob was compiled for, so eval_perf costs what the blob runs (unless
-        # config() set its own).
-        op_target, single_core = recorded_placement(meta["options"])
-        if op_target and not self._config.get("op_target"):
-            self._config["op_target"] = op_target
-        if single_core and self._config.get("single_core_mode") is None:
+            self._config["target_platform"] = compiled.soc
+        # The partition the blob was compiled for, unless config() set its own.
+        if options.op_target and not self._config.get("op_target"):
+            self._config["op_target"] = dict(options.op_target)
+        if options.single_core_mode and self._config.get("single_core_mode") is None:
             self._config["single_core_mode"] = True
         # The normalization the blob was built with, unless config() set one (RKNN's models
         # carry theirs, so inference() takes raw images).
         if self._config.get("mean_values") is None and self._config.get("std_values") is None:
-            mean, std = recorded_normalization(meta["options"])
+            mean, std = options.mean_values or None, options.std_values or None
             if mean is not None or std is not None:
                 self._preprocessor = InputPreprocessor(mean, std)
                 self._config.update(mean_values=mean, std_values=std)
-        self._built_float = meta["options"].get("quantized") == "False"
+        self._built_float = not compiled.quantized
         self.blob_meta = meta
-        self._loaded_blob = (model, os.fspath(path))  # eval_memory reads its stored memory plan
         self._log.info("load_blob: %s for %s, format %s", os.fspath(path), meta["soc"], meta["format_version"])
         return 0
 
     load_rknn = load_blob
 
-    def _blob_options(self) -> Dict[str, str]:
-        """The effective build options recorded in a blob, as strings.
+    def _compile_options(self) -> "CompileOptions":
+        """The typed options of the current build, as the blob records them.
 
-        Defaults are written out, so two builds with the same effective settings (one spelling a
-        default, one leaving it out) record the same options and give byte-identical blobs.
+        Effective values (defaults written out, aliases canonical), so two builds with the same
+        effective settings (one spelling a default, one leaving it out) give byte-identical blobs.
         """
+        from npuc._npuc import CompileOptions
+
+        o = CompileOptions()
         level = self._config.get("optimization_level")
-        options = {
-            "optimization_level": repr(3 if level is None else level),
-            "quantized": repr(not self._built_float),
-            "single_core_mode": repr(bool(self._config.get("single_core_mode"))),
-        }
+        o.optimization_level = 3 if level is None else int(level)
+        o.quantized = not self._built_float
+        o.single_core_mode = bool(self._config.get("single_core_mode"))
         if not self._built_float:
-            options["quantized_dtype"] = repr(self._config.get("quantized_dtype") or "w8a8")
-            options["quantized_algorithm"] = repr(self._config.get("quantized_algorithm") or "normal")
-            options["quantized_method"] = repr(self._config.get("quantized_method") or "channel")
-        for key in ("custom_string", "disable_passes", "hybrid_layers", "op_target"):
-            if self._config.get(key):
-                options[key] = repr(self._config[key])
+            o.quantized_dtype = self._config.get("quantized_dtype") or "w8a8"
+            o.quantized_algorithm = self._config.get("quantized_algorithm") or "normal"
+            o.quantized_method = self._config.get("quantized_method") or "channel"
+        o.custom_string = self._config.get("custom_string") or ""
+        o.disable_passes = list(self._config.get("disable_passes") or [])
+        o.hybrid_layers = list(self._config.get("hybrid_layers") or [])
+        o.op_target = dict(self._config.get("op_target") or {})
         for key in ("mean_values", "std_values"):  # as floats: [[0, 0, 0]] and [0.0, 0.0, 0.0] are one setting
             if self._config.get(key):
-                options[key] = repr(_float_lists(self._config[key]))
-        return options
+                setattr(o, key, _float_lists(self._config[key]))
+        return o
+
+    def _compiled(self, caller: str) -> "CompiledModel":
+        """The compiled model of the current build: placement, program and memory plan, decided once.
+
+        Compiled on first use after build() (or taken from load_blob) and kept while the model and
+        the options stay the same; export_blob writes it, eval_perf and eval_memory read it.
+        """
+        from npuc._npuc import compile_model, soc_profile
+
+        if self._model is None or self._float_model is None:
+            raise NpucError(f"{caller} needs a built model: call load_onnx() and build() (or load_blob()) first")
+        soc = self._config.get("target_platform")
+        if not soc:
+            raise ConfigError(f"{caller} needs config(target_platform=...), e.g. 'rk3588'")
+        cached = getattr(self, "_compiled_model", None)
+        cached = cached if cached is not None and cached[0] is self._model else None
+        if cached is not None and cached[2]:  # a loaded blob: its options, with config's placement
+            options = cached[1].options
+            options.op_target = dict(self._config.get("op_target") or {})
+            options.single_core_mode = bool(self._config.get("single_core_mode"))
+        else:
+            options = self._compile_options()
+        if cached is not None and cached[1].options == options and cached[1].soc == soc_profile(soc)["name"]:
+            return cached[1]
+        quantized = None if self._built_float else self._simulator()
+        source = quantized if quantized is not None and quantized.mode == "int8" else self._model
+        compiled = compile_model(source, soc, options)
+        self._compiled_model = (self._model, compiled, False)
+        return compiled
 
     def init_runtime(self, target: Optional[str] = None, **kwargs: Any) -> int:
         """Prepares inference (RKNN-Toolkit2 ``init_runtime``).
@@ -615,9 +631,11 @@ class Toolkit:
 
         What RKNN-Toolkit2 can only measure on a board: per fused layer the DDR / NPU / total
         cycles, time, MAC utilization, bytes moved and the bottleneck, then a summary (time, FPS,
-        DDR traffic, NPU/CPU split, hand-over cost) and an op-type ranking. Uses
-        ``config(op_target, single_core_mode)``; the NPU data type is int8 when the model was
-        built with quantization (or not built yet), fp16 when built with ``do_quantization=False``.
+        DDR traffic, NPU/CPU split, hand-over cost) and an op-type ranking. After ``build()`` or
+        ``load_blob`` the rows are the compiled program's tasks, each in the dtype it runs in
+        (INT8, FP16 for hybrid / float-kept layers and ``do_quantization=False`` builds, FP32 on
+        the CPU), with ``config(op_target, single_core_mode)``; before ``build()`` it costs what a
+        default INT8 build would compile to.
 
         Args:
             is_print: print the table (RKNN's default).
@@ -632,23 +650,20 @@ class Toolkit:
         Raises:
             NpucError: no model loaded. ConfigError: no target_platform configured.
         """
-        from npuc.perf import eval_perf
+        from npuc.perf import PerfReport, eval_perf
 
         if self._model is None:
             raise NpucError("no model loaded: call load_onnx() first")
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError("eval_perf needs config(target_platform=...), e.g. 'rk3588'")
-        dtype = "fp16" if self._built_float else "int8"
-        report = eval_perf(
-            self._model,
-            soc,
-            op_target=self._config.get("op_target"),
-            single_core_mode=bool(self._config.get("single_core_mode")),
-            dtype=dtype,
-            optimize=self._float_model is None,  # build() already optimized the graph
-            tuning_cache=tuning_cache,
-        )
+        cache = os.fspath(tuning_cache) if tuning_cache is not None else ""
+        if self._float_model is not None:  # built or loaded: cost the compiled program's own tasks
+            report = PerfReport(self._compiled("eval_perf").eval_perf(cache))
+        else:  # only loaded: what a default build would compile to
+            report = eval_perf(self._model, soc, op_target=self._config.get("op_target"),
+                               single_core_mode=bool(self._config.get("single_core_mode")), dtype="int8",
+                               optimize=True, tuning_cache=tuning_cache)
         if is_print:
             self._emit(str(report))
         if plot_path is not None:
@@ -660,9 +675,9 @@ class Toolkit:
 
         Weights as the NPU stores them, the activation arena of the memory plan (with its lower
         bound), the I/O buffers, the rest of the blob, and the total; per-tensor detail in
-        ``["tensors"]`` (arena offset, live range) and ``["weights"]``. After ``load_blob`` the
-        blob's stored plan is reported; after ``build`` the numbers are measured on the blob
-        ``export_blob`` would write. See :mod:`npuc.memory`.
+        ``["tensors"]`` (arena offset, live range) and ``["weights"]``. It reads the compiled
+        model: after ``load_blob`` the blob's stored plan, after ``build`` the plan the compile
+        made and the size of the blob ``export_blob`` writes. See :mod:`npuc.memory`.
 
         Args:
             is_print: print the report.
@@ -673,15 +688,9 @@ class Toolkit:
         Raises:
             NpucError: nothing built or loaded. ConfigError: no target_platform configured.
         """
-        from npuc.memory import blob_memory_report, built_memory_report
+        from npuc.memory import MemoryReport
 
-        loaded = getattr(self, "_loaded_blob", None)
-        if loaded is not None and loaded[0] is self._model:
-            report = blob_memory_report(loaded[1], self._config.get("target_platform") or None)
-        elif self._model is None or self._float_model is None:
-            raise NpucError("eval_memory needs a compiled model: call build() or load_blob() first")
-        else:
-            report = built_memory_report(self.export_blob)
+        report = MemoryReport(self._compiled("eval_memory").eval_memory())
         if is_print:
             self._emit(str(report))
         return report

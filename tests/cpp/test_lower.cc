@@ -12,7 +12,8 @@
 #include "lower/lower.h"
 #include "lower/pipeline_dedup.h"
 #include "lower/program_codec.h"
-#include "lower/program_sections.h"
+#include "compile/compiled_model.h"
+#include "compile/compiled_model_io.h"
 #include "lower/weight_packing.h"
 #include "perf_test_util.h"
 #include "quant/graph/calibrator.h"
@@ -343,38 +344,43 @@ TEST(WeightPacking, GemmAndMatMulWeightsPackTransposedToNK) {
   }
 }
 
+// A graph the test owns, lent to a CompiledModel.
+std::shared_ptr<const Graph> borrowed(const Graph& g) {
+  return std::shared_ptr<const Graph>(&g, [](const Graph*) {});
+}
+
+CompiledModel compiledFloat(const Graph& g, OpTargetMap op_target = {}) {
+  CompileOptions o;
+  o.quantized = false;
+  o.op_target = std::move(op_target);
+  return compileModel(borrowed(g), nullptr, socProfile("rk3588"), o);
+}
+
+CompiledModel read(const std::string& bytes) { return readCompiledModel(bytes, std::nullopt, "<test>"); }
+
 TEST(ProgramSections, BlobRoundTripVerifiesTheProgram) {
   MixedGraph m;
-  blob::BlobWriteOptions opts;
-  opts.soc = "rk3588";
-  opts.options["op_target"] = "{'r2': 'cpu'}";
-  appendProgramSections(m.p.g, nullptr, &opts);
-  const std::string bytes = blob::writeBlobBytes(m.p.g, opts);
-  blob::LoadedBlob loaded = blob::readBlobBytes(bytes);
-  std::optional<LoweredProgram> prog = readProgram(loaded);
-  ASSERT_TRUE(prog.has_value());
-  EXPECT_TRUE(*prog == lowerMixed(m.p.g));
+  const CompiledModel loaded = read(serializeCompiledModel(compiledFloat(m.p.g, {{"r2", "cpu"}})));
+  ASSERT_TRUE(loaded.program.has_value());
+  EXPECT_TRUE(*loaded.program == lowerMixed(m.p.g));
   // Packed weights are 64-byte aligned inside NWGT (itself 64-aligned in the file).
-  for (const Task& t : prog->tasks) {
+  for (const Task& t : loaded.program->tasks) {
     EXPECT_EQ(t.weights.offset % 64, 0u) << t.id;
   }
   // A blob without the lowering loads with no program.
   blob::BlobWriteOptions plain;
   plain.soc = "rk3588";
-  EXPECT_FALSE(readProgram(blob::readBlobBytes(blob::writeBlobBytes(m.p.g, plain))).has_value());
+  EXPECT_FALSE(read(blob::writeBlobBytes(m.p.g, plain)).program.has_value());
 }
 
 TEST(ProgramSections, ResealedCorruptTaskSectionAndForeignProgramAreRefused) {
   MixedGraph m;
-  blob::BlobWriteOptions opts;
-  opts.soc = "rk3588";
-  appendProgramSections(m.p.g, nullptr, &opts);
-  std::string bytes = blob::writeBlobBytes(m.p.g, opts);
+  std::string bytes = serializeCompiledModel(compiledFloat(m.p.g));
   const uint64_t task_at = blobtest::sectionOffset(bytes, blob::kSectionTasks);
   bytes[task_at] ^= 0x7;  // the codec version
   blobtest::reseal(bytes);
-  blob::LoadedBlob loaded = blob::readBlobBytes(bytes);  // the container is fine
-  EXPECT_THROW(readProgram(loaded), BlobError);
+  blob::readBlobBytes(bytes);  // the container is fine
+  EXPECT_THROW(read(bytes), BlobError);
 
   // A program lowered from another graph (one Conv fewer) does not verify against this one.
   PerfGraph other;
@@ -383,10 +389,10 @@ TEST(ProgramSections, ResealedCorruptTaskSectionAndForeignProgramAreRefused) {
   blob::BlobWriteOptions foreign;
   foreign.soc = "rk3588";
   foreign.extra_sections = programExtraSections(lowerGraph(other.g, socProfile("rk3588"), {}));
-  EXPECT_THROW(readProgram(blob::readBlobBytes(blob::writeBlobBytes(m.p.g, foreign))), BlobError);
+  EXPECT_THROW(read(blob::writeBlobBytes(m.p.g, foreign)), BlobError);
 }
 
-// The op_target option parser is tested with the build placement (test_build_options.cc).
+// The recorded op_target is tested with the compiled model (test_compiled_model.cc).
 
 }  // namespace
 }  // namespace npuc::lower

@@ -14,7 +14,8 @@
 #include "common/error.h"
 #include "frontend/onnx_import.h"
 #include "lower/lower.h"
-#include "lower/program_sections.h"
+#include "compile/compiled_model.h"
+#include "compile/compiled_model_io.h"
 #include "memory/memory_report.h"
 #include "memory/npu_memory_plan.h"
 #include "onnx_test_util.h"
@@ -226,25 +227,23 @@ TEST(ProgramRuntimeLoader, UsesTheProgramOnlyWhenTheBlobCarriesIt) {
   Node* c1 = p.conv("c1", x, 16, 3);
   Node* r1 = p.op("Relu", "r1", {c1->output()});
   p.g.addOutput(r1->output());
-  const std::filesystem::path dir = std::filesystem::temp_directory_path();
-  const std::string with = (dir / "npuc_progrt_with.npub").string();
-  const std::string without = (dir / "npuc_progrt_without.npub").string();
+  // Compiled (program + memory plan), and the bare container an old npuc wrote.
+  CompileOptions o;
+  o.quantized = false;
+  const std::string with =
+      serializeCompiledModel(compileModel(std::shared_ptr<const Graph>(&p.g, [](const Graph*) {}), nullptr,
+                                          socProfile("rk3588"), o));
   blob::BlobWriteOptions plain;
   plain.soc = "rk3588";
-  blob::writeBlob(p.g, without, plain);
-  blob::BlobWriteOptions full = plain;
-  full.extra_sections.push_back(
-      {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlanFor(p.g, nullptr, "rk3588")});
-  lower::appendProgramSections(p.g, nullptr, &full);
-  blob::writeBlob(p.g, with, full);
+  const std::string without = blob::writeBlobBytes(p.g, plain);
 
   const std::vector<Tensor> inputs = ::npuc::testing::randomNormalInputs(p.g, 4);
-  for (const std::string& path : {with, without}) {
-    blob::LoadedBlob b = blob::loadBlob(path);
+  for (const bool has_program : {true, false}) {
+    const CompiledModel b = readCompiledModel(has_program ? with : without, std::nullopt, "<test>");
     auto sim = std::make_shared<const QuantizedExecutor>(*b.graph);
     std::string why_not;
-    auto rt = programRuntimeForBlob(b, sim, &why_not);
-    if (path == with) {
+    auto rt = programRuntimeFor(b, sim, &why_not);
+    if (has_program) {
       ASSERT_NE(rt, nullptr) << why_not;
       EXPECT_EQ(why_not, "");
       expectBitEqual(rt->run(inputs), sim->run(inputs), "loaded program");
@@ -252,7 +251,6 @@ TEST(ProgramRuntimeLoader, UsesTheProgramOnlyWhenTheBlobCarriesIt) {
       EXPECT_EQ(rt, nullptr);
       EXPECT_NE(why_not.find("no lowered program"), std::string::npos) << why_not;
     }
-    std::filesystem::remove(path);
   }
 }
 

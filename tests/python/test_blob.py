@@ -1,4 +1,4 @@
-"""The .npub container from Python: npuc._npuc.write_blob / load_blob round trip, determinism,
+"""The .npub container from Python: compile_model(...).write / load_blob round trip, determinism,
 and refusals (corrupt file, wrong SoC), each a BlobError."""
 
 from __future__ import annotations
@@ -12,13 +12,22 @@ import npuc
 from npuc import _npuc
 
 
+def _write_float(model: npuc.Model, path: Path, soc: str, custom_string: str = "") -> None:
+    """A float build of `model` written as the Toolkit's export_blob writes it."""
+    options = _npuc.CompileOptions()
+    options.quantized = False
+    options.custom_string = custom_string
+    _npuc.compile_model(model, soc, options).write(str(path))
+
+
 def test_round_trip_runs_identically(conv_relu_path: Path, tmp_path: Path) -> None:
     model = npuc.Model.load(str(conv_relu_path))
     blob = tmp_path / "m.npub"
-    _npuc.write_blob(model, str(blob), "rk3588", {"optimization_level": "3"})
+    _write_float(model, blob, "rk3588")
     loaded, meta = _npuc.load_blob(str(blob), expected_soc="RK3588")
     assert meta["soc"] == "rk3588"
-    assert meta["options"] == {"optimization_level": "3"}
+    assert meta["options"] == {"optimization_level": "3", "quantized": "False", "single_core_mode": "False"}
+    assert meta["compile_options"].quantized is False
     assert meta["format_version"] == _npuc.BLOB_FORMAT_VERSION
     assert len(meta["model_digest"]) == 32
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
@@ -31,15 +40,15 @@ def test_round_trip_runs_identically(conv_relu_path: Path, tmp_path: Path) -> No
 def test_identical_inputs_give_identical_bytes(conv_relu_path: Path, tmp_path: Path) -> None:
     model = npuc.Model.load(str(conv_relu_path))
     a, b = tmp_path / "a.npub", tmp_path / "b.npub"
-    _npuc.write_blob(model, str(a), "rk3566", {"k": "v"})
-    _npuc.write_blob(npuc.Model.load(str(conv_relu_path)), str(b), "rk3566", {"k": "v"})
+    _write_float(model, a, "rk3566", "v")
+    _write_float(npuc.Model.load(str(conv_relu_path)), b, "rk3566", "v")
     assert a.read_bytes() == b.read_bytes()
 
 
 def test_corrupt_and_foreign_blobs_are_refused(conv_relu_path: Path, tmp_path: Path) -> None:
     model = npuc.Model.load(str(conv_relu_path))
     blob = tmp_path / "m.npub"
-    _npuc.write_blob(model, str(blob), "rk3566")
+    _write_float(model, blob, "rk3566")
     with pytest.raises(npuc.BlobError, match="compiled for SoC 'rk3566', not for 'rk3588'"):
         _npuc.load_blob(str(blob), expected_soc="rk3588")
     data = bytearray(blob.read_bytes())

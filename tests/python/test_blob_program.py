@@ -85,7 +85,10 @@ def test_program_bytes_are_deterministic(tmp_path: Path) -> None:
 def test_float_blob_without_target_options_still_lowers(conv_relu_path: Path, tmp_path: Path) -> None:
     model = npuc.Model.load(str(conv_relu_path))
     blob = tmp_path / "m.npub"
-    _npuc.write_blob(model, str(blob), "rk3566", {"op_target": "{'relu': 'cpu'}"})
+    options = _npuc.CompileOptions()
+    options.quantized = False
+    options.op_target = {"relu": "cpu"}
+    _npuc.compile_model(model, "rk3566", options).write(str(blob))
     _, meta = _npuc.load_blob(str(blob))
     assert meta["program"]["cpu_ops"] == 1
     # conv on the NPU, relu on the CPU: x in, conv out to the host (the relu's output is the graph's).

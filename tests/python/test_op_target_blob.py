@@ -151,10 +151,16 @@ def test_eval_perf_after_load_blob_costs_the_recorded_partition(tmp_path: Path) 
     assert "in 1 ops" in r.stdout and "CPU    (1,8,8,8)" in r.stdout, r.stdout  # relu1's own CPU row
 
 
-def test_recorded_placement_reads_and_refuses() -> None:
-    from npuc.build_options import recorded_placement
-
-    assert recorded_placement({}) == ({}, False)
-    assert recorded_placement({"op_target": "{'a': 'cpu'}", "single_core_mode": "True"}) == ({"a": "cpu"}, True)
-    with pytest.raises(npuc.BlobError, match="op_target"):
-        recorded_placement({"op_target": "['a']"})
+def test_compile_options_cross_typed_and_come_back_from_the_blob() -> None:
+    """CompileOptions crosses pybind11 typed; its META text is the one codec's (sorted, repr floats)."""
+    options = npuc._npuc.CompileOptions()
+    options.quantized = False
+    options.op_target = {"b": "npu", "a": "cpu"}
+    options.single_core_mode = True
+    options.mean_values = [[0.5, 1e-05, 3.0]]
+    assert options.recorded()["op_target"] == "{'a': 'cpu', 'b': 'npu'}"  # sorted: one spelling
+    assert options.recorded()["mean_values"] == "[[0.5, 1e-05, 3.0]]"  # as Python's repr writes it
+    with pytest.raises(npuc.ConfigError, match="quantized_method"):
+        options.quantized_method = "diagonal"
+    options.quantized_dtype = "asymmetric_quantized-8"  # RKNN's spelling of w8a8
+    assert options.quantized_dtype == "w8a8"

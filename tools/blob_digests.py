@@ -8,7 +8,7 @@ file, so a change that moves, re-encodes or re-orders a section is named, not ju
     PYTHONPATH=python /usr/bin/python3 tools/blob_digests.py > before.txt
     ... change ...
     PYTHONPATH=python /usr/bin/python3 tools/blob_digests.py > after.txt
-    diff before.txt after.txt
+    PYTHONPATH=python /usr/bin/python3 tools/blob_digests.py --compare before.txt after.txt
 
 Needs the shared models (NPUC_SHARED_MODELS or ../shared/models).
 """
@@ -85,12 +85,50 @@ def build(folder: Path, model: str, soc: str, config: Dict[str, object], build_k
     return path.read_bytes()
 
 
+def _parse(path: str) -> Dict[str, Dict[str, str]]:
+    out: Dict[str, Dict[str, str]] = {}
+    for line in Path(path).read_text().splitlines():
+        key, value = line.split(": ", 1)
+        out[key] = {"error": value} if value.startswith("error") else dict(p.split("=") for p in value.split())
+    return out
+
+
+def compare(before_path: str, after_path: str) -> int:
+    """Counts builds whose blob is byte-identical, whose sections are identical but laid out
+    differently, and whose section payloads differ (listed). Exit status 1 when any differ."""
+    before, after = _parse(before_path), _parse(after_path)
+    if before.keys() != after.keys():
+        print(f"the two runs built different sets: {sorted(before.keys() ^ after.keys())[:5]}")
+        return 1
+    identical = reordered = 0
+    differ = []
+    for key, a in before.items():
+        b = after[key]
+        sections_a = {k: v for k, v in a.items() if k != "file"}
+        sections_b = {k: v for k, v in b.items() if k != "file"}
+        if a == b:
+            identical += 1
+        elif sections_a == sections_b:
+            reordered += 1
+        else:
+            differ.append(key + ": " + ", ".join(k for k in sections_a.keys() | sections_b.keys()
+                                                 if sections_a.get(k) != sections_b.get(k)))
+    print(f"{len(before)} builds: {identical} byte-identical (or the same error), {reordered} with identical "
+          f"section payloads in another file layout, {len(differ)} with different section payloads")
+    for line in differ:
+        print("  " + line)
+    return 1 if differ else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two earlier outputs")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--socs", default=",".join(SOCS))
     ap.add_argument("--whole", action="store_true", help="also print the digest of the whole file")
     args = ap.parse_args()
+    if args.compare:
+        return compare(*args.compare)
     folder = shared_models_dir()
     if folder is None:
         print("shared models not found (set NPUC_SHARED_MODELS)", file=sys.stderr)

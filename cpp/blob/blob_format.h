@@ -21,7 +21,7 @@ constexpr char kMagic[4] = {'N', 'P', 'U', 'B'};
 // Minor: bumped for additive changes (new optional sections); an older reader of the same major
 // reads the blob and ignores what it does not know.
 constexpr uint16_t kFormatMajor = 1;
-constexpr uint16_t kFormatMinor = 0;
+constexpr uint16_t kFormatMinor = 1;  // 1.1: one writer, one section order (docs/blob_format.md)
 
 // Sections and every weight inside WEIGHTS start at multiples of this, so a memory-mapped blob
 // hands out cache-line-aligned tensors (the same promise as kTensorAlignment in ir/tensor.h).

@@ -114,6 +114,7 @@ TEST(BlobDeterminism, ModelDigestFollowsTheGraph) {
 TEST(BlobVersioning, NewerMajorIsRefusedWithUpgradeHint) {
   std::string b = blob::writeBlobBytes(*blobtest::smallConvModel(), options());
   blobtest::writeField(b, blob::kOffMajor, 2, 2);
+  blobtest::writeField(b, blob::kOffMinor, 2, 0);
   blobtest::reseal(b);
   try {
     blob::readBlobBytes(b);

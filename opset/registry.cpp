@@ -70,6 +70,14 @@ SchemaBuilder& SchemaBuilder::doc(std::string d) {
   s_.doc = std::move(d);
   return *this;
 }
+SchemaBuilder& SchemaBuilder::traits(OpTrait t) {
+  s_.traits.flags = s_.traits.flags | t;
+  return *this;
+}
+SchemaBuilder& SchemaBuilder::quantClass(QuantClass c) {
+  s_.traits.quant_class = c;
+  return *this;
+}
 
 // ---------------------------------------------------------------- registry
 
@@ -86,6 +94,7 @@ SchemaBuilder OpRegistry::add(const std::string& op_type, const std::string& dom
     slot = std::make_unique<OpSchema>();
     slot->op_type = op_type;
     slot->domain = domain == "ai.onnx" ? "" : domain;
+    order_.push_back(slot.get());
   }
   return SchemaBuilder(*this, *slot);
 }
@@ -113,6 +122,9 @@ std::vector<std::string> OpRegistry::opTypes() const {
   return out;
 }
 
+std::vector<const OpSchema*> OpRegistry::schemas() const {
+  return order_;
+}
 
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
@@ -125,6 +137,35 @@ const OpRegistry& OpRegistry::instance() {
     return r;
   }();
   return reg;
+}
+
+// ---------------------------------------------------------------- traits
+
+namespace {
+const OpTraits kNoTraits;
+}  // namespace
+
+const OpTraits& opTraits(const std::string& op_type, const std::string& domain) {
+  const OpSchema* s = OpRegistry::instance().find(op_type, domain);
+  return s ? s->traits : kNoTraits;
+}
+
+const OpTraits& opTraits(const Node& node) {
+  return opTraits(node.opType(), node.domain());
+}
+
+std::vector<std::string> opTypesWith(OpTrait traits) {
+  std::vector<std::string> out;
+  for (const OpSchema* s : OpRegistry::instance().schemas())
+    if (s->traits.has(traits)) out.push_back(s->op_type);
+  return out;
+}
+
+const OpTraits& opTraitsOfType(const std::string& op_type) {
+  const OpRegistry& reg = OpRegistry::instance();
+  const OpSchema* s = reg.find(op_type);
+  if (!s) s = reg.find(op_type, kNpucDomain);
+  return s ? s->traits : kNoTraits;
 }
 
 // ---------------------------------------------------------------- shape helpers

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "opset/op_traits.h"
 
 namespace npuc {
 
@@ -90,13 +91,16 @@ struct OpSchema {
   // False for ops that must never be constant-folded (none today; kept for random ops).
   bool foldable = true;
   std::string doc;  // one line, used by generated docs
+  // Facts the rest of the compiler asks about (opset/op_traits.h).
+  OpTraits traits;
 };
 
 // npuc's own op domain (ops produced by passes: Gelu, GLU, RMSNorm, ...).
 constexpr const char* kNpucDomain = "ai.npuc";
 
 // Builder so a family file reads as a table:
-//   reg.add("Relu").inputs(1).infer(inferSameAsInput0).kernel(makeRelu).types({DType::Float32});
+//   reg.add("Relu").inputs(1).infer(inferSameAsInput0).kernel(makeRelu).types({DType::Float32})
+//       .traits(OpTrait::ElementwiseUnary).quantClass(QuantClass::Clamp);
 class OpRegistry;
 class SchemaBuilder {
  public:
@@ -110,6 +114,9 @@ class SchemaBuilder {
   SchemaBuilder& types(std::vector<DType> t);
   SchemaBuilder& notFoldable();
   SchemaBuilder& doc(std::string d);
+  // Adds trait flags (several calls accumulate).
+  SchemaBuilder& traits(OpTrait t);
+  SchemaBuilder& quantClass(QuantClass c);
 
  private:
   OpRegistry& reg_;
@@ -128,9 +135,12 @@ class OpRegistry {
   // Throws UnsupportedOpError naming the node, op and where to find the supported-op list.
   const OpSchema& require(const Node& node) const;
   std::vector<std::string> opTypes() const;  // sorted
+  // Every schema, in registration order (family by family, as each family file lists its ops).
+  std::vector<const OpSchema*> schemas() const;
 
  private:
   std::unordered_map<std::string, std::unique_ptr<OpSchema>> ops_;  // key: domain + "::" + op
+  std::vector<const OpSchema*> order_;                              // registration order
 };
 
 // ---- Registration functions, one per family (opset/ops/*.cpp).

@@ -44,6 +44,7 @@
 
 #include "common/error.h"
 #include "opset/eval.h"
+#include "opset/op_traits.h"
 #include "passes/core/ir_helpers.h"
 
 namespace npuc {
@@ -91,14 +92,9 @@ bool isFloatConstant(const Value* v) {
   return v && v->isConstant() && v->dtype() == DType::Float32;
 }
 
-// Unary ops that map finite inputs to finite outputs (see the header comment).
-const std::set<std::string> kFiniteUnaryOps = {"Relu",        "LeakyRelu", "Sigmoid", "Tanh", "Clip",
-                                               "HardSigmoid", "HardSwish", "Elu",     "Selu", "Softsign",
-                                               "Neg",         "Abs",       "Identity"};
-
-// Binary ops that work channel by channel. Div and PRelu take a tensor only as input 0 (a
-// don't-care divisor could be 0).
-const std::set<std::string> kChannelwiseBinaryOps = {"Add", "Sub", "Mul", "Div", "PRelu"};
+// Unary ops that map finite inputs to finite outputs (OpTrait::FiniteUnary, see the header
+// comment) and binary ops that work channel by channel (OpTrait::ChannelwiseBinary). Div and
+// PRelu take a tensor only as input 0 (a don't-care divisor could be 0).
 bool takesTensorAt(const Node& n, size_t input) {
   return input == 0 || (n.opType() != "Div" && n.opType() != "PRelu");
 }
@@ -145,7 +141,7 @@ Role gemmRole(const Node& n) {
 Role elementwiseRole(const Node& n) {
   const Value* out = n.output();
   if (n.numOutputs() != 1 || !isFloatTensor(out)) return Role::Other;
-  if (kFiniteUnaryOps.count(n.opType())) {
+  if (opTraits(n).has(OpTrait::FiniteUnary)) {
     if (!n.input(0) || n.input(0)->isConstant() || n.input(0)->shape() != out->shape()) return Role::Other;
     for (size_t i = 1; i < n.numInputs(); ++i) {  // Clip's min / max
       if (n.input(i) && !(n.input(i)->isConstant() && n.input(i)->constant().numel() == 1))
@@ -153,7 +149,7 @@ Role elementwiseRole(const Node& n) {
     }
     return Role::Elementwise;
   }
-  if (n.numInputs() != 2 || !kChannelwiseBinaryOps.count(n.opType())) return Role::Other;
+  if (n.numInputs() != 2 || !opTraits(n).has(OpTrait::ChannelwiseBinary)) return Role::Other;
   size_t tensors = 0;
   for (size_t i = 0; i < 2; ++i) {
     const Value* in = n.input(i);

@@ -12,6 +12,7 @@
 //     to the same shape, identity Transpose, Slice taking everything, single-input Concat.
 #include <algorithm>
 
+#include "opset/op_traits.h"
 #include "passes/core/ir_helpers.h"
 #include "passes/core/matcher.h"
 #include "passes/core/pattern_pass.h"
@@ -27,8 +28,8 @@ bool isFloatValue(const Value& v) {
 
 class ConstantsLast : public RewritePattern {
  public:
-  ConstantsLast()
-      : RewritePattern("constants_last", {"Add", "Mul", "Max", "Min", "Sum", "And", "Or", "Xor", "Equal"}) {}
+  // Only commutative ops may reorder their operands.
+  ConstantsLast() : RewritePattern("constants_last", opTypesWith(OpTrait::Commutative)) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     std::vector<Value*> ins = root.inputs();

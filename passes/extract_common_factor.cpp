@@ -9,8 +9,8 @@
 // equivalent computations of the same value, more than once, because moving f after the Concat
 // would then compute f(x) once per copy where CSE computes it once.
 #include <algorithm>
-#include <set>
 
+#include "opset/op_traits.h"
 #include "passes/core/equivalence.h"
 #include "passes/core/ir_helpers.h"
 #include "passes/core/matcher.h"
@@ -18,17 +18,6 @@
 
 namespace npuc {
 namespace {
-
-// Elementwise ops for which f(concat(a, b)) == concat(f(a), f(b)) given constant other operands
-// that do not vary along the concat axis.
-bool isElementwise(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Relu", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu",
-      "Selu", "Softplus",  "Exp",   "Log",     "Abs",         "Neg",       "Sqrt", "Reciprocal",
-      "Erf",  "Floor",     "Ceil",  "Round",   "Sign",        "Clip",      "Cast", "Add",
-      "Sub",  "Mul",       "Div",   "Pow",     "Max",         "Min"};
-  return kOps.count(op) != 0;
-}
 
 // Index of the only non-constant input, or -1.
 int variableInput(const Node& n) {
@@ -69,7 +58,9 @@ class HoistOpOverConcat : public RewritePattern {
     const int64_t axis =
         root.attrs().i("axis", 0) < 0 ? root.attrs().i("axis", 0) + rank : root.attrs().i("axis", 0);
     Node* first = root.input(0) ? root.input(0)->producer() : nullptr;
-    if (!first || !isElementwise(first->opType())) return failure();
+    // An elementwise op commutes with Concat: f(concat(a, b)) == concat(f(a), f(b)) given constant
+    // other operands that do not vary along the concat axis (checked below).
+    if (!first || !opTraits(*first).elementwise()) return failure();
     const int k = variableInput(*first);
     if (k < 0)
       return rw.notifyMatchFailure(root, "'" + first->name() + "' does not have exactly one variable input");

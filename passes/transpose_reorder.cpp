@@ -11,23 +11,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "opset/op_traits.h"
 #include "passes/core/ir_helpers.h"
 #include "passes/core/pattern_pass.h"
 #include "passes/fusion_util.h"
 
 namespace npuc {
 namespace {
-
-// Elementwise unary ops (extra inputs, like Clip's bounds, must be scalars).
-const std::vector<std::string> kUnaryOps = {
-    "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSwish", "HardSigmoid", "Tanh", "Elu",  "Selu", "Neg",
-    "Abs",  "Exp",  "Log",     "Sqrt",      "Softplus",  "Mish",        "Erf",  "Celu", "Gelu", "SiLU"};
-// Elementwise binary ops whose constant operand can be permuted.
-const std::vector<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "PRelu"};
-
-bool contains(const std::vector<std::string>& ops, const std::string& op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
 
 // `t` viewed at `rank` (leading 1s) and transposed so that out.dim(perm[i]) = in.dim(i); i.e. the
 // inverse of Transpose(perm), since Transpose(out, perm) must give back `t`.
@@ -59,8 +49,11 @@ class SinkTransposeBelowElementwise : public RewritePattern {
   SinkTransposeBelowElementwise() : RewritePattern("sink_transpose_below_elementwise", {}) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
-    const bool unary = contains(kUnaryOps, root.opType());
-    if ((!unary && !contains(kBinaryOps, root.opType())) || root.numOutputs() != 1) return failure();
+    // Elementwise ops commute with a Transpose: a unary op's extra inputs (Clip's bounds) must be
+    // scalars, a binary op's constant operand is permuted.
+    const OpTraits& traits = opTraits(root);
+    const bool unary = traits.has(OpTrait::ElementwiseUnary);
+    if ((!unary && !traits.has(OpTrait::ElementwiseBinary)) || root.numOutputs() != 1) return failure();
     // The transposed operand: input 0 for unary ops, either input of a binary op.
     size_t t_index = 0;
     Node* transpose = fusion::producerIs(root.input(0), "Transpose");

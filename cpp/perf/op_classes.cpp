@@ -1,36 +1,26 @@
 #include "perf/op_classes.h"
 
-#include <set>
+#include "opset/op_traits.h"
 
 namespace npuc::perf {
 
+// The cost model sees op-type names only, so these read the traits of the op of that name
+// (opset/op_traits.h); the facts themselves are set at each op's registration.
+
 bool isLowEfficiencyOp(const std::string& op_type) {
-  static const std::set<std::string> kOps = {
-      // data movement
-      "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Split", "Concat", "Slice", "Gather",
-      "DepthToSpace", "SpaceToDepth",
-      // size change
-      "Resize", "Tile", "Pad", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-      // non-Relu activations
-      "Sigmoid", "Tanh", "Softplus", "HardSwish", "HardSigmoid", "Elu", "SiLU", "Gelu", "Exp", "Log"};
-  return kOps.count(op_type) > 0;
+  return opTraitsOfType(op_type).lowEfficiencyOnNpu();
 }
 
 bool runsInFloat(const std::string& op_type) {
-  static const std::set<std::string> kOps = {
-      "Softmax", "LayerNormalization", "InstanceNormalization", "Exp", "Log", "Sqrt", "Pow", "Div", "Gelu"};
-  return kOps.count(op_type) > 0;
+  return opTraitsOfType(op_type).runsInFloat();
 }
 
 bool isTranscendental(const std::string& op_type) {
-  static const std::set<std::string> kOps = {"Exp",      "Log",        "Sigmoid", "Tanh",     "Softmax",
-                                             "Softplus", "Gelu",       "Erf",     "SiLU",     "Elu",
-                                             "Pow",      "LogSoftmax", "Sqrt",    "HardSwish"};
-  return kOps.count(op_type) > 0;
+  return opTraitsOfType(op_type).has(OpTrait::Transcendental);
 }
 
 bool isWindowPooling(const std::string& op_type) {
-  return op_type == "MaxPool" || op_type == "AveragePool";
+  return opTraitsOfType(op_type).has(OpTrait::WindowPooling);
 }
 
 }  // namespace npuc::perf

@@ -1,4 +1,5 @@
-// The op classes the cost model treats differently, per DESIGN.md's NPU notes.
+// The op classes the cost model treats differently, per DESIGN.md's NPU notes. Each reads the
+// op's traits (opset/op_traits.h), so the cost model and the quantizer cannot disagree.
 #pragma once
 
 #include <string>
@@ -8,8 +9,9 @@ namespace npuc::perf {
 // DESIGN.md's low-efficiency classes: data movement (Transpose, Reshape, Split, Concat, ...), size
 // change (Resize, Tile, Pooling, Pad) and non-Relu activations (Sigmoid, Tanh, Softplus, HardSwish, ...).
 bool isLowEfficiencyOp(const std::string& op_type);
-// Ops that keep float precision when the model runs in int8 (normalizations, Softmax, Exp, Div,
-// ...): the NPU runs them in its 16-bit format. Assumed, as RKNN does for non-quantizable ops.
+// Ops that keep float precision when the model runs in int8: those the quantizer gives no int8
+// kernel (QuantClass::Float: normalizations, Softmax, Log, Div, ...). The NPU runs them in its
+// 16-bit format, as RKNN does for non-quantizable ops.
 bool runsInFloat(const std::string& op_type);
 // Ops whose per-element CPU cost is a transcendental function.
 bool isTranscendental(const std::string& op_type);

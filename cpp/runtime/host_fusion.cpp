@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "opset/op_traits.h"
+
 namespace npuc {
 
 namespace {
@@ -46,11 +48,11 @@ std::optional<float> scalarConstInput(const Node* n, size_t i, float def) {
   return static_cast<float>(v->constant().doubleAt(0));
 }
 
-// Describes `n` as a fusable activation, or nullopt if it is not one.
+// Describes `n` as a fusable activation (OpTrait::HostFusableActivation), or nullopt if it is
+// not one. LeakyRelu and Clip carry their parameters; the others have none.
 std::optional<Activation> asActivation(const Node* n) {
-  if (!n || !n->domain().empty()) return std::nullopt;
+  if (!n || !n->domain().empty() || !opTraits(*n).has(OpTrait::HostFusableActivation)) return std::nullopt;
   const std::string& op = n->opType();
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Activation{op};
   if (op == "LeakyRelu") return Activation{op, n->attrs().f("alpha", 0.01f)};
   if (op == "Clip") {
     // Absent bounds are the widest finite floats (oneDNN's clip takes finite bounds).
@@ -59,7 +61,7 @@ std::optional<Activation> asActivation(const Node* n) {
     if (!lo || !hi) return std::nullopt;
     return Activation{op, *lo, *hi};
   }
-  return std::nullopt;
+  return Activation{op};
 }
 
 bool sameType(const Value* a, const Value* b) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "opset/op_traits.h"
 #include "target/op_geometry.h"
 
 namespace npuc {
@@ -16,7 +17,12 @@ namespace {
 
 using Message = std::optional<std::string>;
 
-const std::vector<std::string> kWindowOps = {"Conv", "ConvTranspose", "MaxPool", "AveragePool"};
+// Ops with a kernel/stride/pad window (Conv, ConvTranspose, MaxPool, AveragePool), read when the
+// checks are first built rather than at static initialization (the registry may not be ready).
+const std::vector<std::string>& windowOps() {
+  static const std::vector<std::string> ops = opTypesWith(OpTrait::SlidingWindow);
+  return ops;
+}
 const std::vector<std::string> kConvOps = {"Conv", "ConvTranspose"};
 const std::vector<std::string> kGemmOps = {"MatMul", "Gemm"};
 const std::vector<std::string> kSoftmaxOps = {"Softmax", "LogSoftmax"};
@@ -77,7 +83,7 @@ LimitCheck spatialRankCheck() {
   LimitCheck c;
   c.name = "spatial_rank";
   c.kind = LimitKind::Range;
-  c.ops = kWindowOps;
+  c.ops = windowOps();
   c.describe = [](const LimitValue& v) {
     return "number of spatial dims " + inRangeText(std::get<IntRange>(v));
   };
@@ -94,7 +100,7 @@ LimitCheck padCheck() {
   LimitCheck c;
   c.name = "pad";
   c.kind = LimitKind::Range;
-  c.ops = kWindowOps;
+  c.ops = windowOps();
   c.describe = [](const LimitValue& v) { return "padding per side " + inRangeText(std::get<IntRange>(v)); };
   c.violation = [](const Node& n, const LimitValue& v) -> Message {
     const IntRange& r = std::get<IntRange>(v);
@@ -262,8 +268,8 @@ LimitCheck maxDimCheck() {
 
 std::vector<LimitCheck> buildLimitChecks() {
   return {spatialRankCheck(),
-          windowFieldCheck("kernel", kWindowOps, "kernel size per spatial dim", &WindowGeometry::kernel),
-          windowFieldCheck("stride", kWindowOps, "stride per spatial dim", &WindowGeometry::strides),
+          windowFieldCheck("kernel", windowOps(), "kernel size per spatial dim", &WindowGeometry::kernel),
+          windowFieldCheck("stride", windowOps(), "stride per spatial dim", &WindowGeometry::strides),
           padCheck(),
           windowFieldCheck("dilation", kConvOps, "dilation per spatial dim", &WindowGeometry::dilations),
           depthwiseKernelCheck(),

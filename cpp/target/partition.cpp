@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "opset/op_traits.h"
 #include "target/op_constraints.h"
 #include "target/op_geometry.h"
 
@@ -31,12 +32,6 @@ const char* placementReasonName(PlacementReason r) {
 namespace {
 
 using Placement = std::map<const Node*, Device>;
-
-// Ops that only move or reshape data: cheap on the CPU, low-efficiency on the NPU (DESIGN.md),
-// hence the only ones the partitioner moves to the CPU to save hand-overs.
-const std::set<std::string> kDataMovementOps = {
-    "Reshape", "Flatten", "Squeeze",  "Unsqueeze", "Transpose", "Concat",       "Split",
-    "Slice",   "Gather",  "Identity", "Expand",    "Tile",      "DepthToSpace", "SpaceToDepth"};
 
 std::string nodeLabel(const Node& n, size_t index) {
   return n.name().empty() ? n.opType() + "#" + std::to_string(index) : n.name();
@@ -114,9 +109,11 @@ size_t handoversAround(const std::vector<NodePlacement*>& group, const Placement
   return total;
 }
 
+// Ops that only move or reshape data are cheap on the CPU and low-efficiency on the NPU
+// (DESIGN.md), hence the only ones the partitioner moves to the CPU to save hand-overs.
 bool movableToCpu(const NodePlacement& p, const SocProfile& soc) {
   return p.device == Device::Npu && p.reason != PlacementReason::ForcedNpu &&
-         kDataMovementOps.count(p.node->opType()) && soc.cpu.supportsOp(p.node->opType());
+         opTraits(*p.node).has(OpTrait::DataMovement) && soc.cpu.supportsOp(p.node->opType());
 }
 
 // Groups of movable nodes connected through producer->consumer edges, so that a chain of data

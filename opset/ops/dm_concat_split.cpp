@@ -162,12 +162,16 @@ class SplitKernel : public Kernel {
 void registerDmConcatSplitOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Concat")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::Concat)
       .inputs(1, -1)
       .infer(dm::namedInfer(inferConcat))
       .kernel(dm::namedKernel(dm::kernelOf<ConcatKernel>()))
       .types(any)
       .doc("joins inputs along an axis");
   reg.add("Split")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(1, 2)
       .outputs(1, kMaxSplitOutputs)
       .infer(dm::namedInfer(inferSplit))

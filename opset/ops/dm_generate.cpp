@@ -206,30 +206,35 @@ class ConstantKernel : public Kernel {
 void registerDmGenerateOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Shape")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(dm::namedInfer(inferShape))
       .kernel(dm::namedKernel(dm::kernelOf<ShapeKernel>()))
       .types(any)
       .doc("the input's dims [start, end) as int64");
   reg.add("Size")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(dm::namedInfer(inferSize))
       .kernel(dm::namedKernel(dm::kernelOf<SizeKernel>()))
       .types(any)
       .doc("the input's element count as an int64 scalar");
   reg.add("ConstantOfShape")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(dm::namedInfer(inferConstantOfShape))
       .kernel(dm::namedKernel(dm::kernelOf<FillKernel>()))
       .types({DType::Int64})
       .doc("a tensor of the given shape filled with the value attribute (default float 0)");
   reg.add("Range")
+      .quantClass(QuantClass::Float)
       .inputs(3)
       .infer(dm::namedInfer(inferRange))
       .kernel(dm::namedKernel(dm::kernelOf<RangeKernel>()))
       .types({DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64})
       .doc("start, start + delta, ... up to (not including) limit");
   reg.add("Constant")
+      .quantClass(QuantClass::Float)
       .inputs(0)
       .infer(dm::namedInfer(inferConstant))
       .kernel(dm::namedKernel(dm::kernelOf<ConstantKernel>()))

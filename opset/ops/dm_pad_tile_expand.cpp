@@ -196,18 +196,24 @@ std::unique_ptr<Kernel> makeTile(const KernelContext& ctx) {
 void registerDmPadTileExpandOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Pad")
+      .traits(OpTrait::SizeChange)
+      .quantClass(QuantClass::SharedScale)
       .inputs(2, 4)
       .infer(dm::namedInfer(inferPad))
       .kernel(dm::namedKernel(dm::kernelOf<PadKernel>()))
       .types(any)
       .doc("pads (or crops, with negative pads) in constant, reflect, edge or wrap mode");
   reg.add("Expand")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(2)
       .infer(dm::namedInfer(inferExpand))
       .kernel(dm::namedKernel(makeExpand))
       .types(any)
       .doc("broadcasts to a shape (bidirectionally)");
   reg.add("Tile")
+      .traits(OpTrait::DataMovement | OpTrait::SizeChange)
+      .quantClass(QuantClass::DataMovement)
       .inputs(2)
       .infer(dm::namedInfer(inferTile))
       .kernel(dm::namedKernel(makeTile))

@@ -312,12 +312,16 @@ std::unique_ptr<Kernel> makeResize(const KernelContext& ctx) {
 void registerDmResizeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Resize")
+      .traits(OpTrait::SizeChange)
+      .quantClass(QuantClass::SharedScale)
       .inputs(1, 4)
       .infer(dm::namedInfer(dm::inferResize))
       .kernel(dm::namedKernel(dm::makeResize))
       .types(any)
       .doc("nearest (any dtype) / linear / cubic (float32) resampling, every coordinate transformation mode");
   reg.add("Upsample")
+      .traits(OpTrait::SizeChange)
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(dm::namedInfer(dm::inferResize))
       .kernel(dm::namedKernel(dm::makeResize))

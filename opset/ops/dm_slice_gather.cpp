@@ -296,18 +296,23 @@ class GatherElementsKernel : public Kernel {
 void registerDmSliceGatherOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Slice")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(3, 5)
       .infer(dm::namedInfer(inferSlice))
       .kernel(dm::namedKernel(dm::kernelOf<SliceKernel>()))
       .types(any)
       .doc("strided sub-tensor (starts/ends/axes/steps inputs, negative steps allowed)");
   reg.add("Gather")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(2)
       .infer(dm::namedInfer(inferGather))
       .kernel(dm::namedKernel(dm::kernelOf<GatherKernel>()))
       .types(any)
       .doc("picks slices along an axis by index (negative indices count from the end)");
   reg.add("GatherElements")
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(dm::namedInfer(inferGatherElements))
       .kernel(dm::namedKernel(dm::kernelOf<GatherElementsKernel>()))

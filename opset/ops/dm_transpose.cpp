@@ -135,18 +135,24 @@ std::unique_ptr<Kernel> makeSpaceToDepth(const KernelContext& ctx) {
 void registerDmTransposeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Transpose")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(1)
       .infer(dm::namedInfer(inferTranspose))
       .kernel(dm::namedKernel(makeTranspose))
       .types(any)
       .doc("permutes axes (default perm: reversed)");
   reg.add("DepthToSpace")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(1)
       .infer(dm::namedInfer(inferDepthToSpace))
       .kernel(dm::namedKernel(makeDepthToSpace))
       .types(any)
       .doc("moves channel blocks into spatial blocks (DCR or CRD order)");
   reg.add("SpaceToDepth")
+      .traits(OpTrait::DataMovement)
+      .quantClass(QuantClass::DataMovement)
       .inputs(1)
       .infer(dm::namedInfer(inferSpaceToDepth))
       .kernel(dm::namedKernel(makeSpaceToDepth))

@@ -260,14 +260,24 @@ void registerArithmeticOps(OpRegistry& reg) {
   const std::vector<DType> numeric = allNumericDTypes();
   const std::vector<DType> f32 = {DType::Float32};
   auto binary = [&](const char* op, KernelFactory k, const char* doc) {
-    reg.add(op).inputs(2).infer(inferBroadcastSameType).kernel(std::move(k)).types(numeric).doc(doc);
+    return reg.add(op).inputs(2).infer(inferBroadcastSameType).kernel(std::move(k)).types(numeric).doc(doc);
   };
-  binary("Add", binaryKernel<AddFn>(), "y = a + b (numpy broadcasting)");
-  binary("Sub", binaryKernel<SubFn>(), "y = a - b (numpy broadcasting)");
-  binary("Mul", binaryKernel<MulFn>(), "y = a * b (numpy broadcasting)");
+  binary("Add", binaryKernel<AddFn>(), "y = a + b (numpy broadcasting)")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::Commutative | OpTrait::ChannelwiseBinary)
+      .quantClass(QuantClass::RequantBinary);
+  binary("Sub", binaryKernel<SubFn>(), "y = a - b (numpy broadcasting)")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::ChannelwiseBinary)
+      .quantClass(QuantClass::Float);
+  binary("Mul", binaryKernel<MulFn>(), "y = a * b (numpy broadcasting)")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::Commutative | OpTrait::ChannelwiseBinary)
+      .quantClass(QuantClass::RequantBinary);
   binary("Div", binaryKernel<DivFn>(),
-         "y = a / b (numpy broadcasting); integers truncate toward zero, x/0 = 0");
+         "y = a / b (numpy broadcasting); integers truncate toward zero, x/0 = 0")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::ChannelwiseBinary)
+      .quantClass(QuantClass::Float);
   reg.add("Mod")
+      .traits(OpTrait::ElementwiseBinary)
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(inferBroadcastSameType)
       .kernel([](const KernelContext& c) -> std::unique_ptr<Kernel> {
@@ -276,6 +286,8 @@ void registerArithmeticOps(OpRegistry& reg) {
       .types(numeric)
       .doc("y = a mod b (broadcasting); fmod=1: sign of a (C fmod), fmod=0: sign of b (Python %)");
   reg.add("BitShift")
+      .traits(OpTrait::ElementwiseBinary)
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(inferBroadcastSameType)
       .kernel(makeBitShift)
@@ -284,12 +296,16 @@ void registerArithmeticOps(OpRegistry& reg) {
           "y = a << b (direction=LEFT) or a >> b (RIGHT) on unsigned integers (broadcasting); shifts >= "
           "the bit width give 0");
   reg.add("Pow")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::Transcendental)
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(inferPow)
       .kernel([](const KernelContext& c) { return std::make_unique<PowKernel>(c); })
       .types(numericDTypes())
       .doc("y = a ^ b (broadcasting); b may have any numeric type independently of a; y has a's dtype");
   reg.add("PRelu")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::ChannelwiseBinary)
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(inferPRelu)
       .kernel(binaryKernel<PReluFn, TypeSet::Numeric>())
@@ -297,13 +313,20 @@ void registerArithmeticOps(OpRegistry& reg) {
       .doc("y = x >= 0 ? x : slope * x; slope broadcasts to x (e.g. [C,1,1] per channel)");
 
   auto variadic = [&](const char* op, KernelFactory k, const std::vector<DType>& types, const char* doc) {
-    reg.add(op).inputs(1, -1).infer(inferBroadcastSameType).kernel(std::move(k)).types(types).doc(doc);
+    return reg.add(op).inputs(1, -1).infer(inferBroadcastSameType).kernel(std::move(k)).types(types).doc(doc);
   };
-  variadic("Sum", makeVariadic<AddFn>, numeric, "y = x0 + x1 + ... (all inputs broadcast together)");
+  variadic("Sum", makeVariadic<AddFn>, numeric, "y = x0 + x1 + ... (all inputs broadcast together)")
+      .traits(OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
   variadic("Mean", makeVariadic<AddFn, true>, {DType::Float32, DType::Float64},
-           "y = (x0 + x1 + ... + x{n-1}) / n (broadcasting)");
-  variadic("Max", makeVariadic<MaxFn>, numeric, "y = max(x0, x1, ...) elementwise (broadcasting)");
-  variadic("Min", makeVariadic<MinFn>, numeric, "y = min(x0, x1, ...) elementwise (broadcasting)");
+           "y = (x0 + x1 + ... + x{n-1}) / n (broadcasting)")
+      .quantClass(QuantClass::Float);
+  variadic("Max", makeVariadic<MaxFn>, numeric, "y = max(x0, x1, ...) elementwise (broadcasting)")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
+  variadic("Min", makeVariadic<MinFn>, numeric, "y = min(x0, x1, ...) elementwise (broadcasting)")
+      .traits(OpTrait::ElementwiseBinary | OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
 }
 
 }  // namespace ew

@@ -94,11 +94,14 @@ void inferCastLike(InferContext& ctx) {
 
 void registerCastOp(OpRegistry& reg) {
   reg.add("CastLike")
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(inferCastLike)
       .kernel([](const KernelContext& c) { return std::make_unique<CastKernel>(c); })
       .doc("y = x converted to the dtype of `like` (input 1), with Cast's conversion rules");
   reg.add("Cast")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferCast)
       .kernel([](const KernelContext& c) { return std::make_unique<CastKernel>(c); })

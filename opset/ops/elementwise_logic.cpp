@@ -179,23 +179,36 @@ void registerLogicOps(OpRegistry& reg) {
   std::vector<DType> with_bool = numeric;
   with_bool.push_back(DType::Bool);
   auto compare = [&](const char* op, KernelFactory k, const std::vector<DType>& types, const char* doc) {
-    reg.add(op).inputs(2).infer(inferBroadcastToBool).kernel(std::move(k)).types(types).doc(doc);
+    return reg.add(op).inputs(2).infer(inferBroadcastToBool).kernel(std::move(k)).types(types).doc(doc);
   };
   compare("Equal", binaryKernel<EqualFn, TypeSet::AllNumericOrBool>(), with_bool,
-          "y = (a == b), bool (broadcasting)");
-  compare("Greater", binaryKernel<GreaterFn>(), numeric, "y = (a > b), bool (broadcasting)");
-  compare("GreaterOrEqual", binaryKernel<GreaterOrEqualFn>(), numeric, "y = (a >= b), bool (broadcasting)");
-  compare("Less", binaryKernel<LessFn>(), numeric, "y = (a < b), bool (broadcasting)");
-  compare("LessOrEqual", binaryKernel<LessOrEqualFn>(), numeric, "y = (a <= b), bool (broadcasting)");
+          "y = (a == b), bool (broadcasting)")
+      .traits(OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
+  compare("Greater", binaryKernel<GreaterFn>(), numeric, "y = (a > b), bool (broadcasting)")
+      .quantClass(QuantClass::Float);
+  compare("GreaterOrEqual", binaryKernel<GreaterOrEqualFn>(), numeric, "y = (a >= b), bool (broadcasting)")
+      .quantClass(QuantClass::Float);
+  compare("Less", binaryKernel<LessFn>(), numeric, "y = (a < b), bool (broadcasting)")
+      .quantClass(QuantClass::Float);
+  compare("LessOrEqual", binaryKernel<LessOrEqualFn>(), numeric, "y = (a <= b), bool (broadcasting)")
+      .quantClass(QuantClass::Float);
 
   const std::vector<DType> bool_only = {DType::Bool};
   auto logic = [&](const char* op, KernelFactory k, const char* doc) {
-    reg.add(op).inputs(2).infer(inferBroadcastSameType).kernel(std::move(k)).types(bool_only).doc(doc);
+    return reg.add(op).inputs(2).infer(inferBroadcastSameType).kernel(std::move(k)).types(bool_only).doc(doc);
   };
-  logic("And", makeBoolBinary<AndFn>, "y = a && b on bool tensors (broadcasting)");
-  logic("Or", makeBoolBinary<OrFn>, "y = a || b on bool tensors (broadcasting)");
-  logic("Xor", makeBoolBinary<XorFn>, "y = a != b on bool tensors (broadcasting)");
+  logic("And", makeBoolBinary<AndFn>, "y = a && b on bool tensors (broadcasting)")
+      .traits(OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
+  logic("Or", makeBoolBinary<OrFn>, "y = a || b on bool tensors (broadcasting)")
+      .traits(OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
+  logic("Xor", makeBoolBinary<XorFn>, "y = a != b on bool tensors (broadcasting)")
+      .traits(OpTrait::Commutative)
+      .quantClass(QuantClass::Float);
   reg.add("Not")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferSameAsInput0)
       .kernel([](const KernelContext& c) { return std::make_unique<NotKernel>(c); })
@@ -203,18 +216,21 @@ void registerLogicOps(OpRegistry& reg) {
       .doc("y = !x on a bool tensor");
 
   reg.add("Where")
+      .quantClass(QuantClass::Float)
       .inputs(3)
       .infer(inferWhere)
       .kernel([](const KernelContext& c) { return std::make_unique<WhereKernel>(c); })
       .doc("y = cond ? x : y elementwise; cond is bool; the three inputs broadcast together; any dtype");
 
   reg.add("IsNaN")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferToBoolSameShape)
       .kernel([](const KernelContext& c) { return std::make_unique<ClassifyKernel<IsNaNFn>>(c, IsNaNFn{}); })
       .types({DType::Float32})
       .doc("y = (x is NaN), bool");
   reg.add("IsInf")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferToBoolSameShape)
       .kernel([](const KernelContext& c) {

@@ -224,67 +224,145 @@ void registerUnaryMathOps(OpRegistry& reg) {
   const std::vector<DType> f32 = {DType::Float32};
   const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
   auto unary = [&](const char* op, KernelFactory k, const std::vector<DType>& types, const char* doc) {
-    reg.add(op).inputs(1).infer(inferSameAsInput0).kernel(std::move(k)).types(types).doc(doc);
+    return reg.add(op).inputs(1).infer(inferSameAsInput0).kernel(std::move(k)).types(types).doc(doc);
   };
 
-  unary("Relu", numericUnary<ReluFn>(), numeric, "y = max(x, 0)");
-  unary("Neg", numericUnary<NegFn>(), numeric, "y = -x");
-  unary("Abs", numericUnary<AbsFn>(), numeric, "y = |x|");
-  unary("Sign", numericUnary<SignFn>(), numeric, "y = 1 if x > 0, -1 if x < 0, else x (0 or NaN)");
+  unary("Relu", numericUnary<ReluFn>(), numeric, "y = max(x, 0)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation)
+      .quantClass(QuantClass::Clamp);
+  unary("Neg", numericUnary<NegFn>(), numeric, "y = -x")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary)
+      .quantClass(QuantClass::Float);
+  unary("Abs", numericUnary<AbsFn>(), numeric, "y = |x|")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary)
+      .quantClass(QuantClass::Float);
+  unary("Sign", numericUnary<SignFn>(), numeric, "y = 1 if x > 0, -1 if x < 0, else x (0 or NaN)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
 
-  unary("Sigmoid", floatUnary<SigmoidFn>(), f32, "y = 1 / (1 + exp(-x))");
-  unary("Tanh", floatUnary<TanhFn>(), f32, "y = tanh(x)");
-  unary("Exp", floatUnary<ExpFn>(), f32, "y = exp(x)");
-  unary("Log", floatUnary<LogFn>(), f32, "y = ln(x) (NaN for x < 0, -inf for 0)");
-  unary("Sqrt", floatUnary<SqrtFn>(), f32, "y = sqrt(x) (NaN for x < 0)");
-  unary("Erf", floatUnary<ErfFn>(), f32, "y = erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt");
-  unary("Sin", floatUnary<SinFn>(), f32, "y = sin(x)");
-  unary("Cos", floatUnary<CosFn>(), f32, "y = cos(x)");
-  unary("Tan", floatUnary<TanFn>(), f32, "y = tan(x)");
-  unary("Asin", floatUnary<AsinFn>(), f32, "y = asin(x)");
-  unary("Acos", floatUnary<AcosFn>(), f32, "y = acos(x)");
-  unary("Atan", floatUnary<AtanFn>(), f32, "y = atan(x)");
-  unary("Sinh", floatUnary<SinhFn>(), f32, "y = sinh(x)");
-  unary("Cosh", floatUnary<CoshFn>(), f32, "y = cosh(x)");
-  unary("Asinh", floatUnary<AsinhFn>(), f32, "y = asinh(x)");
-  unary("Acosh", floatUnary<AcoshFn>(), f32, "y = acosh(x)");
-  unary("Atanh", floatUnary<AtanhFn>(), f32, "y = atanh(x)");
-  unary("Reciprocal", floatUnary<ReciprocalFn>(), f32, "y = 1 / x");
-  unary("Floor", floatUnary<FloorFn>(), f32, "y = floor(x)");
-  unary("Ceil", floatUnary<CeilFn>(), f32, "y = ceil(x)");
-  unary("Round", floatUnary<RoundFn>(), f32, "y = x rounded to the nearest integer, halves to even");
-  unary("Softsign", floatUnary<SoftsignFn>(), f32, "y = x / (1 + |x|)");
+  unary("Sigmoid", floatUnary<SigmoidFn>(), f32, "y = 1 / (1 + exp(-x))")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation |
+              OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Lut);
+  unary("Tanh", floatUnary<TanhFn>(), f32, "y = tanh(x)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation |
+              OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Lut);
+  unary("Exp", floatUnary<ExpFn>(), f32, "y = exp(x)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Lut);
+  unary("Log", floatUnary<LogFn>(), f32, "y = ln(x) (NaN for x < 0, -inf for 0)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Float);
+  unary("Sqrt", floatUnary<SqrtFn>(), f32, "y = sqrt(x) (NaN for x < 0)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental)
+      .quantClass(QuantClass::Float);
+  unary("Erf", floatUnary<ErfFn>(), f32, "y = erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental)
+      .quantClass(QuantClass::Float);
+  unary("Sin", floatUnary<SinFn>(), f32, "y = sin(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Cos", floatUnary<CosFn>(), f32, "y = cos(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Tan", floatUnary<TanFn>(), f32, "y = tan(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Asin", floatUnary<AsinFn>(), f32, "y = asin(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Acos", floatUnary<AcosFn>(), f32, "y = acos(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Atan", floatUnary<AtanFn>(), f32, "y = atan(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Sinh", floatUnary<SinhFn>(), f32, "y = sinh(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Cosh", floatUnary<CoshFn>(), f32, "y = cosh(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Asinh", floatUnary<AsinhFn>(), f32, "y = asinh(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Acosh", floatUnary<AcoshFn>(), f32, "y = acosh(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Atanh", floatUnary<AtanhFn>(), f32, "y = atanh(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Reciprocal", floatUnary<ReciprocalFn>(), f32, "y = 1 / x")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Floor", floatUnary<FloorFn>(), f32, "y = floor(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Ceil", floatUnary<CeilFn>(), f32, "y = ceil(x)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Round", floatUnary<RoundFn>(), f32, "y = x rounded to the nearest integer, halves to even")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("Softsign", floatUnary<SoftsignFn>(), f32, "y = x / (1 + |x|)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary)
+      .quantClass(QuantClass::Float);
   unary("Softplus", floatUnary<SoftplusFn>(), f32,
-        "y = ln(1 + exp(x)), evaluated as max(x,0) + log1p(exp(-|x|))");
-  unary("Mish", floatUnary<MishFn>(), f32, "y = x * tanh(ln(1 + exp(x)))");
-  unary("HardSwish", floatUnary<HardSwishFn>(), f32, "y = x * max(0, min(1, x / 6 + 0.5))");
+        "y = ln(1 + exp(x)), evaluated as max(x,0) + log1p(exp(-|x|))")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Float);
+  unary("Mish", floatUnary<MishFn>(), f32, "y = x * tanh(ln(1 + exp(x)))")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
+  unary("HardSwish", floatUnary<HardSwishFn>(), f32, "y = x * max(0, min(1, x / 6 + 0.5))")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation |
+              OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Lut);
   unary("LeakyRelu",
         floatUnary<LeakyReluFn>([](const KernelContext& c) { return LeakyReluFn{attrF(c, "alpha", 0.01f)}; }),
-        f32, "y = x >= 0 ? x : alpha * x (alpha default 0.01)");
+        f32, "y = x >= 0 ? x : alpha * x (alpha default 0.01)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation)
+      .quantClass(QuantClass::Float);
   unary("Elu", floatUnary<EluFn>([](const KernelContext& c) { return EluFn{attrF(c, "alpha", 1.0f)}; }), f32,
-        "y = x > 0 ? x : alpha * (exp(x) - 1) (alpha default 1)");
+        "y = x > 0 ? x : alpha * (exp(x) - 1) (alpha default 1)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::Transcendental |
+              OpTrait::SlowActivation)
+      .quantClass(QuantClass::Float);
   // Default alpha/gamma are the float32 values the ONNX spec gives.
   unary("Selu", floatUnary<SeluFn>([](const KernelContext& c) {
           return SeluFn{attrF(c, "alpha", 1.67326319217681884765625f),
                         attrF(c, "gamma", 1.05070102214813232421875f)};
         }),
-        f32, "y = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) (alpha 1.6732632, gamma 1.0507010 by default)");
+        f32, "y = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) (alpha 1.6732632, gamma 1.0507010 by default)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary)
+      .quantClass(QuantClass::Float);
   unary("ThresholdedRelu", floatUnary<ThresholdedReluFn>([](const KernelContext& c) {
           return ThresholdedReluFn{attrF(c, "alpha", 1.0f)};
         }),
-        f32, "y = x > alpha ? x : 0 (alpha default 1)");
+        f32, "y = x > alpha ? x : 0 (alpha default 1)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
   unary("Celu", floatUnary<CeluFn>([](const KernelContext& c) { return CeluFn{attrF(c, "alpha", 1.0f)}; }),
-        f32, "y = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (alpha default 1)");
+        f32, "y = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (alpha default 1)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
   unary("Shrink", floatUnary<ShrinkFn>([](const KernelContext& c) {
           return ShrinkFn{attrF(c, "bias", 0.0f), attrF(c, "lambd", 0.5f)};
         }),
-        f32, "y = x < -lambd ? x + bias : (x > lambd ? x - bias : 0) (bias 0, lambd 0.5 by default)");
+        f32, "y = x < -lambd ? x + bias : (x > lambd ? x - bias : 0) (bias 0, lambd 0.5 by default)")
+      .traits(OpTrait::ElementwiseUnary)
+      .quantClass(QuantClass::Float);
   unary("HardSigmoid", floatUnary<HardSigmoidFn>([](const KernelContext& c) {
           return HardSigmoidFn{attrF(c, "alpha", 0.2f), attrF(c, "beta", 0.5f)};
         }),
-        f32, "y = max(0, min(1, alpha * x + beta)) (alpha 0.2, beta 0.5 by default)");
+        f32, "y = max(0, min(1, alpha * x + beta)) (alpha 0.2, beta 0.5 by default)")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Float);
 
   reg.add("Clip")
+      .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation)
+      .quantClass(QuantClass::Clamp)
       .inputs(1, 3)
       .infer(inferClip)
       .kernel([](const KernelContext& c) { return std::make_unique<ClipKernel>(c); })

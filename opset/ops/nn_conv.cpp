@@ -91,12 +91,15 @@ std::unique_ptr<Kernel> makeConv(const KernelContext& ctx) {
 
 void registerConvOps(OpRegistry& reg) {
   reg.add("Conv")
+      .traits(OpTrait::SlidingWindow)
+      .quantClass(QuantClass::Mac)
       .inputs(2, 3)
       .infer(inferConv)
       .kernel(makeConv)
       .types({DType::Float32})
       .doc("N-D convolution (1-D to 3-D): groups, dilations, auto_pad; oneDNN kernels");
   reg.add("ConvAct", kNpucDomain)
+      .quantClass(QuantClass::Float)
       .inputs(2, 4)
       .infer(inferConv)
       .kernel(makeConv)

@@ -198,6 +198,8 @@ std::unique_ptr<Kernel> makeConvTranspose(const KernelContext& ctx) {
 
 void registerConvTransposeOps(OpRegistry& reg) {
   reg.add("ConvTranspose")
+      .traits(OpTrait::SlidingWindow)
+      .quantClass(QuantClass::Float)
       .inputs(2, 3)
       .infer(inferConvTranspose)
       .kernel(makeConvTranspose)

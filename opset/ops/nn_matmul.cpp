@@ -231,12 +231,14 @@ std::unique_ptr<Kernel> makeMatMul(const KernelContext& ctx) {
 
 void registerMatmulOps(OpRegistry& reg) {
   reg.add("Gemm")
+      .quantClass(QuantClass::Mac)
       .inputs(2, 3)
       .infer(inferGemm)
       .kernel(makeGemm)
       .types({DType::Float32})
       .doc("alpha * op(A) * op(B) + beta * C, C broadcast to [M, N]");
   reg.add("MatMul")
+      .quantClass(QuantClass::Mac)
       .inputs(2)
       .infer(inferMatMul)
       .kernel(makeMatMul)

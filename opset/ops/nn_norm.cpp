@@ -310,6 +310,7 @@ std::unique_ptr<Kernel> makeLp(const KernelContext& ctx) {
 
 void registerNormOps(OpRegistry& reg) {
   reg.add("BatchNormalization")
+      .quantClass(QuantClass::Float)
       .inputs(5)
       .outputs(1, 3)  // training form has running mean/var outputs; refused with a clear message
       .infer(inferBatchNorm)
@@ -317,12 +318,14 @@ void registerNormOps(OpRegistry& reg) {
       .types({DType::Float32})
       .doc("inference batch norm: scale * (x - mean) / sqrt(var + epsilon) + B per channel");
   reg.add("InstanceNormalization")
+      .quantClass(QuantClass::Float)
       .inputs(3)
       .infer(inferInstanceNorm)
       .kernel(makeInstanceNorm)
       .types({DType::Float32})
       .doc("per-(N, C) plane normalization with per-channel scale and bias");
   reg.add("LayerNormalization")
+      .quantClass(QuantClass::Float)
       .inputs(2, 3)
       .outputs(1, 3)
       .infer(inferLayerNorm)
@@ -330,6 +333,7 @@ void registerNormOps(OpRegistry& reg) {
       .types({DType::Float32})
       .doc("normalization over dims [axis, rank) with Scale and optional B; Mean/InvStdDev optional");
   reg.add("LpNormalization")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferLp)
       .kernel(makeLp)

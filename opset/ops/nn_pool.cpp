@@ -345,6 +345,8 @@ std::unique_ptr<Kernel> makeGlobalPool(const KernelContext& ctx) {
 
 void registerPoolOps(OpRegistry& reg) {
   reg.add("MaxPool")
+      .traits(OpTrait::SizeChange | OpTrait::WindowPooling | OpTrait::SlidingWindow)
+      .quantClass(QuantClass::SharedScale)
       .inputs(1)
       .outputs(1, 2)
       .infer(inferPool<PoolKind::Max>)
@@ -352,18 +354,24 @@ void registerPoolOps(OpRegistry& reg) {
       .types({DType::Float32})
       .doc("max pooling: auto_pad, ceil_mode, dilations, optional row-major Indices");
   reg.add("AveragePool")
+      .traits(OpTrait::SizeChange | OpTrait::WindowPooling | OpTrait::SlidingWindow)
+      .quantClass(QuantClass::AveragePool)
       .inputs(1)
       .infer(inferPool<PoolKind::Average>)
       .kernel(makePool<PoolKind::Average>)
       .types({DType::Float32})
       .doc("average pooling: auto_pad, ceil_mode, count_include_pad");
   reg.add("GlobalAveragePool")
+      .traits(OpTrait::SizeChange)
+      .quantClass(QuantClass::AveragePool)
       .inputs(1)
       .infer(inferGlobalPool)
       .kernel(makeGlobalPool<PoolKind::Average>)
       .types({DType::Float32})
       .doc("mean over all spatial dims");
   reg.add("GlobalMaxPool")
+      .traits(OpTrait::SizeChange)
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferGlobalPool)
       .kernel(makeGlobalPool<PoolKind::Max>)

@@ -165,6 +165,8 @@ class RmsNormKernel : public Kernel {
 void registerNpucOps(OpRegistry& reg) {
   const std::vector<DType> f32 = {DType::Float32};
   reg.add("Gelu", kNpucDomain)
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Lut)
       .inputs(1)
       .infer(inferSameAsInput0)
       .kernel(ew::makeGelu)
@@ -173,18 +175,22 @@ void registerNpucOps(OpRegistry& reg) {
           "approximate=\"none\": y = 0.5 * x * (1 + erf(x / sqrt(2))); \"tanh\": y = 0.5 * x * "
           "(1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))");
   reg.add("SiLU", kNpucDomain)
+      .traits(OpTrait::ElementwiseUnary | OpTrait::Transcendental | OpTrait::SlowActivation)
+      .quantClass(QuantClass::Lut)
       .inputs(1)
       .infer(inferSameAsInput0)
       .kernel(ew::floatUnary<ew::SiLUFn>())
       .types(f32)
       .doc("y = x * sigmoid(x) = x / (1 + exp(-x))");
   reg.add("GLU", kNpucDomain)
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(ew::inferGlu)
       .kernel([](const KernelContext& c) { return std::make_unique<ew::GluKernel>(c); })
       .types(f32)
       .doc("split x along `axis` (default -1, even size) into halves a, b; y = a * sigmoid(b)");
   reg.add("RMSNorm", kNpucDomain)
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(ew::inferRmsNorm)
       .kernel([](const KernelContext& c) { return std::make_unique<ew::RmsNormKernel>(c); })

@@ -113,6 +113,7 @@ void inferHardmax(InferContext& ctx) {
 
 void registerArgOps(OpRegistry& reg) {
   reg.add("Hardmax")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferHardmax)
       .kernel([](const KernelContext& c) { return std::make_unique<HardmaxKernel>(c); })
@@ -120,12 +121,14 @@ void registerArgOps(OpRegistry& reg) {
       .doc("y = 1 where x is the first maximum along `axis` (default -1), else 0");
   const std::vector<DType> numeric = {DType::Float32, DType::Int32, DType::Int64};
   reg.add("ArgMax")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferArg)
       .kernel([](const KernelContext& c) { return std::make_unique<ArgKernel<true>>(c); })
       .types(numeric)
       .doc("y = int64 index of max(x) along `axis`; ties: first index (last if select_last_index=1)");
   reg.add("ArgMin")
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferArg)
       .kernel([](const KernelContext& c) { return std::make_unique<ArgKernel<false>>(c); })

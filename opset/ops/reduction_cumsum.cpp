@@ -76,6 +76,7 @@ class CumSumKernel : public Kernel {
 
 void registerCumSumOp(OpRegistry& reg) {
   reg.add("CumSum")
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .infer(inferCumSum)
       .kernel([](const KernelContext& c) { return std::make_unique<CumSumKernel>(c); })

@@ -339,7 +339,7 @@ void registerReduceOps(OpRegistry& reg) {
   const std::vector<DType> floating = {DType::Float32, DType::Float64};
   auto reduce = [&](const char* op, ReduceKind kind, const std::vector<DType>& types,
                     const std::string& formula) {
-    reg.add(op)
+    return reg.add(op)
         .inputs(1, 2)
         .infer(inferReduce)
         .kernel([kind](const KernelContext& c) { return std::make_unique<ReduceKernel>(c, kind); })
@@ -348,16 +348,17 @@ void registerReduceOps(OpRegistry& reg) {
              " over `axes` (optional int64 input; empty: all dims, or identity if "
              "noop_with_empty_axes=1); keepdims keeps reduced dims as 1");
   };
-  reduce("ReduceSum", ReduceKind::Sum, numeric, "y = sum(x)");
-  reduce("ReduceMean", ReduceKind::Mean, numeric, "y = sum(x) / count");
-  reduce("ReduceMax", ReduceKind::Max, numeric, "y = max(x)");
-  reduce("ReduceMin", ReduceKind::Min, numeric, "y = min(x)");
-  reduce("ReduceProd", ReduceKind::Prod, numeric, "y = prod(x)");
-  reduce("ReduceL1", ReduceKind::L1, numeric, "y = sum(|x|)");
-  reduce("ReduceL2", ReduceKind::L2, floating, "y = sqrt(sum(x^2))");
-  reduce("ReduceSumSquare", ReduceKind::SumSquare, numeric, "y = sum(x^2)");
-  reduce("ReduceLogSum", ReduceKind::LogSum, floating, "y = ln(sum(x))");
-  reduce("ReduceLogSumExp", ReduceKind::LogSumExp, floating, "y = m + ln(sum(exp(x - m))), m = max(x)");
+  reduce("ReduceSum", ReduceKind::Sum, numeric, "y = sum(x)").quantClass(QuantClass::Float);
+  reduce("ReduceMean", ReduceKind::Mean, numeric, "y = sum(x) / count").quantClass(QuantClass::Float);
+  reduce("ReduceMax", ReduceKind::Max, numeric, "y = max(x)").quantClass(QuantClass::Float);
+  reduce("ReduceMin", ReduceKind::Min, numeric, "y = min(x)").quantClass(QuantClass::Float);
+  reduce("ReduceProd", ReduceKind::Prod, numeric, "y = prod(x)").quantClass(QuantClass::Float);
+  reduce("ReduceL1", ReduceKind::L1, numeric, "y = sum(|x|)").quantClass(QuantClass::Float);
+  reduce("ReduceL2", ReduceKind::L2, floating, "y = sqrt(sum(x^2))").quantClass(QuantClass::Float);
+  reduce("ReduceSumSquare", ReduceKind::SumSquare, numeric, "y = sum(x^2)").quantClass(QuantClass::Float);
+  reduce("ReduceLogSum", ReduceKind::LogSum, floating, "y = ln(sum(x))").quantClass(QuantClass::Float);
+  reduce("ReduceLogSumExp", ReduceKind::LogSumExp, floating, "y = m + ln(sum(exp(x - m))), m = max(x)")
+      .quantClass(QuantClass::Float);
 }
 
 }  // namespace ew

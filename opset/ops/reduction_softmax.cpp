@@ -121,12 +121,16 @@ void inferSoftmax(InferContext& ctx) {
 
 void registerSoftmaxOps(OpRegistry& reg) {
   reg.add("Softmax")
+      .traits(OpTrait::Transcendental)
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferSoftmax)
       .kernel([](const KernelContext& c) { return std::make_unique<SoftmaxKernel<false>>(c); })
       .types({DType::Float32})
       .doc("y = exp(x - m) / sum(exp(x - m)) along `axis` (default -1), m = max along axis");
   reg.add("LogSoftmax")
+      .traits(OpTrait::Transcendental)
+      .quantClass(QuantClass::Float)
       .inputs(1)
       .infer(inferSoftmax)
       .kernel([](const KernelContext& c) { return std::make_unique<SoftmaxKernel<true>>(c); })

@@ -99,6 +99,7 @@ class TopKKernel : public Kernel {
 
 void registerTopKOp(OpRegistry& reg) {
   reg.add("TopK")
+      .quantClass(QuantClass::Float)
       .inputs(2)
       .outputs(1, 2)
       .infer(inferTopK)

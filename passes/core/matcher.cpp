@@ -107,13 +107,13 @@ std::string interiorUseProblem(const Value& v) {
   return std::string();
 }
 
-bool isCommutative(const std::string& op_type) {
-  static const char* const kOps[] = {"Add", "Mul", "Max", "Min", "Sum", "And", "Or", "Xor", "Equal"};
-  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return op_type == op; });
+bool isCommutative(const Node& node) {
+  return opTraits(node).has(OpTrait::Commutative);
 }
 
 struct OpPattern::Spec {
   std::vector<std::string> op_types;
+  OpTrait trait = OpTrait::None;  // when set, matches by trait instead of op_types
   std::string domain;
   std::vector<ValuePattern> operands;
   std::vector<std::pair<NodePredicate, std::string>> predicates;
@@ -123,6 +123,7 @@ struct OpPattern::Spec {
   bool extra_inputs = false;
 
   std::string typeNames() const {
+    if (trait != OpTrait::None) return "op with trait " + opTraitNames(trait);
     std::string s;
     for (const std::string& t : op_types) s += (s.empty() ? "" : "|") + t;
     return s;
@@ -159,8 +160,21 @@ OpPattern::OpPattern(std::vector<std::string> op_types, std::vector<ValuePattern
   spec_->operands = std::move(operands);
 }
 
+OpPattern OpPattern::byTrait(OpTrait trait, std::vector<ValuePattern> operands) {
+  OpPattern p({}, std::move(operands));
+  p.spec_->trait = trait;
+  return p;
+}
+
 bool OpPattern::acceptsOpType(const std::string& op_type) const {
+  if (spec_->trait != OpTrait::None) return opTraitsOfType(op_type).has(spec_->trait);
   return std::find(spec_->op_types.begin(), spec_->op_types.end(), op_type) != spec_->op_types.end();
+}
+
+bool OpPattern::acceptsType(const Node& node) const {
+  // A trait is looked up in the node's own domain, so a trait pattern needs no domain().
+  if (spec_->trait != OpTrait::None) return opTraits(node).has(spec_->trait);
+  return acceptsOpType(node.opType());
 }
 
 OpPattern& OpPattern::bind(Node** slot) {
@@ -205,7 +219,7 @@ bool OpPattern::matchNode(Node& node, MatchState& st) const {
   const Spec& s = *spec_;
   // Built only on failure: the no-match path should not allocate.
   auto at = [&node] { return "node '" + node.name() + "' (" + node.opType() + ")"; };
-  if (!acceptsOpType(node.opType()) || !sameDomain(node.domain(), s.domain)) {
+  if (!acceptsType(node) || (s.trait == OpTrait::None && !sameDomain(node.domain(), s.domain))) {
     return st.fail(at() + " is not a " + s.typeNames());
   }
   st.noteOpMatched();
@@ -223,7 +237,7 @@ bool OpPattern::matchNode(Node& node, MatchState& st) const {
     const size_t mark = st.mark();
     if (!matchOperands(node, s.operands, order, st)) {
       st.rollback(mark);
-      if (s.ordered || arity != 2 || !isCommutative(node.opType())) return false;
+      if (s.ordered || arity != 2 || !isCommutative(node)) return false;
       std::swap(order[0], order[1]);
       if (!matchOperands(node, s.operands, order, st)) {
         st.rollback(mark);
@@ -245,7 +259,7 @@ class OpLeaf : public ValuePattern::Impl {
     if (!v) return st.fail("an omitted optional input is not a " + op_type_);
     Node* producer = v->producer();
     if (!producer) return st.fail(quoted(*v) + " is not computed by an op (expected " + op_type_ + ")");
-    if (!pattern_.acceptsOpType(producer->opType())) {
+    if (!pattern_.acceptsType(*producer)) {
       return st.fail(quoted(*v) + " comes from " + producer->opType() + " '" + producer->name() + "', not " +
                      op_type_);
     }
@@ -270,7 +284,7 @@ OpPattern::operator ValuePattern() const {
 
 LogicalResult matchRoot(Node& root, const OpPattern& pattern, Rewriter& rw) {
   // A different root op type is the normal "not for me" case, not a diagnosis.
-  if (!pattern.acceptsOpType(root.opType())) return failure();
+  if (!pattern.acceptsType(root)) return failure();
   MatchState st;
   if (pattern.matchNode(root, st)) return success();
   if (!st.failureIsNews()) return failure();

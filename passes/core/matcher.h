@@ -7,14 +7,15 @@
 //   if (m::matchRoot(root, pat, rw).failed()) return failure();   // reason already recorded
 //
 // Rules, chosen so the common case needs no extra words:
-//   * Operands of commutative binary ops (Add, Mul, Max, Min, Sum, And, Or, Xor, Equal) are tried
-//     in both orders; captures made by a failed order are undone.
+//   * Operands of commutative binary ops (OpTrait::Commutative: Add, Mul, Max, ...) are tried in
+//     both orders; captures made by a failed order are undone.
 //   * An op matched below the root is "interior": by default its output must have exactly one
 //     consumer and not be a graph output, because a rewrite that absorbs it would otherwise have
 //     to keep it alive (duplicating work). allowMultipleUses() lifts that for one op.
 //   * Listing operands fixes the arity (trailing omitted optional inputs do not count) unless
 //     allowExtraInputs() says they match a prefix; listing none matches any inputs.
-//   * m::oneOf({"Reshape", "Flatten"}, ...) matches any of several op types.
+//   * m::oneOf({"Reshape", "Flatten"}, ...) matches any of several op types, m::trait(OpTrait::X,
+//     ...) any op with a trait (opset/op_traits.h).
 //   * The first reason a match failed is kept. matchRoot records it with the rewriter (so a user
 //     can ask why a fusion did not happen) when it is news: a one-use guard stopped the match, or
 //     the match failed after the root and at least one operand op had matched. "This Mul is not
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "opset/op_traits.h"
 #include "passes/core/logical_result.h"
 #include "passes/core/rewriter.h"
 
@@ -102,8 +104,13 @@ class OpPattern {
   // The listed operands match the first inputs; further inputs are allowed (Slice, Conv, ...).
   OpPattern& allowExtraInputs();
 
-  // True if `op_type` is one this pattern matches.
+  // A pattern matching any op that has every flag in `trait` (see m::trait).
+  static OpPattern byTrait(OpTrait trait, std::vector<ValuePattern> operands);
+
+  // True if `op_type` is one this pattern matches (for a trait pattern: the op of that name has it).
   bool acceptsOpType(const std::string& op_type) const;
+  // True if the node's op is one this pattern matches; the domain is checked by matchNode.
+  bool acceptsType(const Node& node) const;
 
   // Matches `node` itself (as a root: no use-count constraint on its outputs).
   bool matchNode(Node& node, MatchState& st) const;
@@ -136,6 +143,13 @@ OpPattern op(std::string op_type, Operands&&... operands) {
   return OpPattern({std::move(op_type)},
                    std::vector<ValuePattern>{ValuePattern(std::forward<Operands>(operands))...});
 }
+// Matches any op with every flag in `trait`, looked up in the node's own domain, so a pattern can
+// root on a fact instead of a list of op types:
+//   m::trait(OpTrait::ElementwiseUnary, m::op("Transpose", m::any(&x)))
+template <typename... Operands>
+OpPattern trait(OpTrait t, Operands&&... operands) {
+  return OpPattern::byTrait(t, std::vector<ValuePattern>{ValuePattern(std::forward<Operands>(operands))...});
+}
 template <typename... Operands>
 OpPattern oneOf(std::vector<std::string> op_types, Operands&&... operands) {
   return OpPattern(std::move(op_types),
@@ -146,8 +160,8 @@ OpPattern oneOf(std::vector<std::string> op_types, Operands&&... operands) {
 // output"), or an empty string if it can: it has exactly one consumer.
 std::string interiorUseProblem(const Value& v);
 
-// True for the ops whose operand order does not matter.
-bool isCommutative(const std::string& op_type);
+// True for the ops whose operand order does not matter (OpTrait::Commutative).
+bool isCommutative(const Node& node);
 
 // Matches `pattern` at `root`. On failure records the reason through rw.notifyMatchFailure unless
 // the root's op type is simply a different one (not worth a report line).

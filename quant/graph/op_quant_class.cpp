@@ -1,10 +1,9 @@
 #include "quant/graph/op_quant_class.h"
 
 #include <limits>
-#include <set>
 #include <string>
 
-#include "opset/registry.h"
+#include "opset/op_traits.h"
 
 namespace npuc::quant {
 
@@ -26,24 +25,9 @@ bool anyFloatIo(const Node& n) {
   return false;
 }
 
-// Ops whose output elements are copies of input-0 elements (or of zero padding).
-const std::set<std::string>& dataMovementOps() {
-  static const std::set<std::string> ops = {"Reshape",   "Transpose",    "Slice",       "Flatten", "Squeeze",
-                                            "Unsqueeze", "Split",        "Identity",    "Expand",  "Tile",
-                                            "Gather",    "DepthToSpace", "SpaceToDepth"};
-  return ops;
-}
-
-bool isLutOp(const Node& n) {
-  static const std::set<std::string> onnx = {"Sigmoid", "Tanh", "HardSwish", "Exp", "Gelu"};
-  static const std::set<std::string> npuc = {"Gelu", "SiLU"};
-  return n.domain() == kNpucDomain ? npuc.count(n.opType()) != 0 : onnx.count(n.opType()) != 0;
-}
-
-bool isSharedScale(const Node& n) {
-  if (n.domain() == kNpucDomain) return false;
+// The op-specific conditions under which a QuantClass::SharedScale op only copies elements.
+bool sharedScaleHolds(const Node& n) {
   const std::string& op = n.opType();
-  if (dataMovementOps().count(op)) return isFloatValue(n.input(0));
   if (op == "MaxPool") return n.numOutputs() == 1 && n.attrs().i("ceil_mode", 0) == 0;
   if (op == "Resize") return n.attrs().s("mode", "nearest") == "nearest";
   if (op == "Pad") {
@@ -68,6 +52,45 @@ QuantOpKind classifyMatMul(const Node& n) {
   for (int64_t i = 0; i + 2 < a->rank(); ++i)
     if (a->shape()[static_cast<size_t>(i)] != b->shape()[static_cast<size_t>(i)]) return QuantOpKind::Float16;
   return QuantOpKind::MatMulActivation;
+}
+
+QuantOpKind classifyConv(const Node& n) {
+  const bool bias_ok = !n.hasInput(2) || isConstant(n.input(2));
+  return hasStaticRank(n.input(0), 4) && isConstant(n.input(1)) && bias_ok ? QuantOpKind::Conv
+                                                                           : QuantOpKind::Float16;
+}
+
+QuantOpKind classifyGemm(const Node& n) {
+  const Attributes& a = n.attrs();
+  const bool simple = a.f("alpha", 1.0f) == 1.0f && a.f("beta", 1.0f) == 1.0f && a.i("transA", 0) == 0;
+  const Value* c = n.input(2);
+  const bool bias_ok = !c || (isConstant(c) && c->constant().numel() == n.output(0)->shape().back());
+  return simple && isConstant(n.input(1)) && bias_ok && hasStaticRank(n.input(0), 2) ? QuantOpKind::Gemm
+                                                                                     : QuantOpKind::Float16;
+}
+
+// QuantClass::Mac: which integer MAC kernel, if the node's operands allow one.
+QuantOpKind classifyMac(const Node& n) {
+  if (n.opType() == "Conv") return classifyConv(n);
+  if (n.opType() == "Gemm") return classifyGemm(n);
+  return classifyMatMul(n);
+}
+
+// QuantClass::Clamp: Relu always; Clip only with constant bounds.
+QuantOpKind classifyClamp(const Node& n) {
+  if (n.opType() == "Clip") {
+    for (size_t i = 1; i < n.numInputs(); ++i)
+      if (n.hasInput(i) && !isConstant(n.input(i))) return QuantOpKind::Float16;
+  }
+  return QuantOpKind::ClampActivation;
+}
+
+QuantOpKind classifyAveragePool(const Node& n) {
+  if (n.opType() == "GlobalAveragePool") return QuantOpKind::GlobalAveragePool;
+  const Attributes& a = n.attrs();
+  const bool simple = a.i("ceil_mode", 0) == 0 && a.s("auto_pad", "NOTSET") == "NOTSET" &&
+                      a.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
+  return simple && hasStaticRank(n.input(0), 4) ? QuantOpKind::AveragePool : QuantOpKind::Float16;
 }
 
 }  // namespace
@@ -96,39 +119,19 @@ QuantOpKind classifyForInt8(const Node& n) {
   if (!anyFloatIo(n)) return QuantOpKind::NonFloat;
   for (const Value* v : n.outputs())
     if (v && v->dtype() != DType::Float32) return QuantOpKind::Float16;
-  if (isLutOp(n)) return QuantOpKind::Lut;
-  if (n.domain() == kNpucDomain) return QuantOpKind::Float16;
-  if (isSharedScale(n)) return QuantOpKind::SharedScale;
-  const std::string& op = n.opType();
-  if (op == "Conv") {
-    const bool bias_ok = !n.hasInput(2) || isConstant(n.input(2));
-    return hasStaticRank(n.input(0), 4) && isConstant(n.input(1)) && bias_ok ? QuantOpKind::Conv
-                                                                             : QuantOpKind::Float16;
-  }
-  if (op == "Gemm") {
-    const Attributes& a = n.attrs();
-    const bool simple = a.f("alpha", 1.0f) == 1.0f && a.f("beta", 1.0f) == 1.0f && a.i("transA", 0) == 0;
-    const Value* c = n.input(2);
-    const bool bias_ok = !c || (isConstant(c) && c->constant().numel() == n.output(0)->shape().back());
-    return simple && isConstant(n.input(1)) && bias_ok && hasStaticRank(n.input(0), 2) ? QuantOpKind::Gemm
-                                                                                       : QuantOpKind::Float16;
-  }
-  if (op == "MatMul") return classifyMatMul(n);
-  if (op == "Add") return QuantOpKind::Add;
-  if (op == "Mul") return QuantOpKind::Mul;
-  if (op == "Concat") return QuantOpKind::Concat;
-  if (op == "Relu") return QuantOpKind::ClampActivation;
-  if (op == "Clip") {
-    for (size_t i = 1; i < n.numInputs(); ++i)
-      if (n.hasInput(i) && !isConstant(n.input(i))) return QuantOpKind::Float16;
-    return QuantOpKind::ClampActivation;
-  }
-  if (op == "GlobalAveragePool") return QuantOpKind::GlobalAveragePool;
-  if (op == "AveragePool") {
-    const Attributes& a = n.attrs();
-    const bool simple = a.i("ceil_mode", 0) == 0 && a.s("auto_pad", "NOTSET") == "NOTSET" &&
-                        a.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
-    return simple && hasStaticRank(n.input(0), 4) ? QuantOpKind::AveragePool : QuantOpKind::Float16;
+  switch (opTraits(n).quant_class) {
+    case QuantClass::Lut: return QuantOpKind::Lut;
+    case QuantClass::DataMovement:
+      return isFloatValue(n.input(0)) ? QuantOpKind::SharedScale : QuantOpKind::Float16;
+    case QuantClass::SharedScale:
+      return sharedScaleHolds(n) ? QuantOpKind::SharedScale : QuantOpKind::Float16;
+    case QuantClass::Mac: return classifyMac(n);
+    case QuantClass::RequantBinary: return n.opType() == "Add" ? QuantOpKind::Add : QuantOpKind::Mul;
+    case QuantClass::Concat: return QuantOpKind::Concat;
+    case QuantClass::Clamp: return classifyClamp(n);
+    case QuantClass::AveragePool: return classifyAveragePool(n);
+    case QuantClass::Unset:
+    case QuantClass::Float: return QuantOpKind::Float16;
   }
   return QuantOpKind::Float16;
 }

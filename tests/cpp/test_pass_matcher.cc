@@ -1,6 +1,7 @@
 // The combinator matcher: operand commutativity, one-use guards on interior values, captures that
 // are undone on backtracking, constant / scalar leaves, attribute predicates, and the reasons
 // recorded for failed matches.
+#include "opset/registry.h"
 #include "pass_test_util.h"
 #include "passes/core/matcher.h"
 
@@ -167,6 +168,43 @@ TEST(PassMatcher, OneOfAndExtraInputs) {
   const size_t before = f.ctx.match_failures.size();
   EXPECT_TRUE(m::matchRoot(*r->producer(), pat, f.rw).failed());
   EXPECT_EQ(f.ctx.match_failures.size(), before);
+}
+
+TEST(PassMatcher, TraitMatchesAnyOpWithTheTrait) {
+  // Root on a fact rather than a list of op types: any unary elementwise op fed by a Transpose.
+  Fixture f;
+  Value* x = f.b.input("x", {2, 3});
+  Value* t = f.b.op("Transpose", {x}, attrs({{"perm", std::vector<int64_t>{1, 0}}}));
+  Value* sig = f.b.op("Sigmoid", {t});
+  Value* red = f.b.op("ReduceSum", {sig});
+  f.b.output(red);
+  Value* captured = nullptr;
+  Node* root = nullptr;
+  auto pat = m::trait(OpTrait::ElementwiseUnary, m::op("Transpose", m::any(&captured))).bind(&root);
+  ASSERT_TRUE(m::matchRoot(*sig->producer(), pat, f.rw).succeeded());
+  EXPECT_EQ(captured, x);
+  EXPECT_EQ(root, sig->producer());
+  // ReduceSum is not elementwise: the ordinary "not this pattern" case, not recorded.
+  const size_t before = f.ctx.match_failures.size();
+  EXPECT_TRUE(m::matchRoot(*red->producer(), pat, f.rw).failed());
+  EXPECT_EQ(f.ctx.match_failures.size(), before);
+  // As an operand: a trait pattern below the root.
+  auto below = m::op("ReduceSum", m::trait(OpTrait::Transcendental, m::any())).allowExtraInputs();
+  EXPECT_TRUE(m::matchRoot(*red->producer(), below, f.rw).succeeded());
+  auto wrong = m::op("ReduceSum", m::trait(OpTrait::DataMovement, m::any())).allowExtraInputs();
+  EXPECT_TRUE(m::matchRoot(*red->producer(), wrong, f.rw).failed());
+}
+
+TEST(PassMatcher, TraitLooksUpTheNodesDomain) {
+  // npuc's Gelu is elementwise; the same name in another domain is not a known op.
+  Fixture f;
+  Value* x = f.b.input("x", {4});
+  Node* gelu = f.b.graph().appendNode("Gelu", {x}, 1, "gelu");
+  gelu->setDomain(kNpucDomain);
+  auto pat = m::trait(OpTrait::ElementwiseUnary);
+  EXPECT_TRUE(m::matchRoot(*gelu, pat, f.rw).succeeded());
+  gelu->setDomain("com.example");
+  EXPECT_TRUE(m::matchRoot(*gelu, pat, f.rw).failed());
 }
 
 }  // namespace

@@ -459,24 +459,29 @@ class ChannelAligner {
   ChannelGroups groups_;
 };
 
+// The target comes from the PassContext (the registered pass) or is fixed at construction (tools
+// and tests that align for one SoC without a pipeline).
 class AlignChannelsPass : public Pass {
  public:
-  AlignChannelsPass(std::string soc, DType dtype, AlignOptions options)
-      : soc_(std::move(soc)), dtype_(dtype), options_(std::move(options)) {}
+  explicit AlignChannelsPass(std::optional<PassTarget> fixed, AlignOptions options = {})
+      : fixed_(std::move(fixed)), options_(std::move(options)) {}
   const char* name() const override { return "align_channels"; }
   const char* description() const override {
-    return "pads Conv/depthwise/Gemm channels to the SoC's channel alignment with zero weights (rk3588 "
-           "int8 unless built with another SoC)";
+    return "pads Conv/depthwise/Gemm channels to the target SoC's channel alignment for its NPU dtype "
+           "with zero weights (target stage only)";
   }
   // Exact zeros added to exact sums: results are unchanged (the tests find them bit-identical on
   // the host kernels), so the pass runs at every level.
-  size_t run(Graph& graph, PassContext&) override {
-    return alignChannels(graph, socProfile(soc_), dtype_, options_);
+  size_t run(Graph& graph, PassContext& ctx) override {
+    const std::optional<PassTarget>& target = fixed_ ? fixed_ : ctx.target;
+    if (!target || !target->soc) return 0;  // target-independent pipeline: nothing to align to
+    AlignOptions options = options_;
+    if (options.op_target.empty()) options.op_target = target->op_target;
+    return ChannelAligner(graph, *target->soc, target->dtype, options).run();
   }
 
  private:
-  std::string soc_;
-  DType dtype_;
+  std::optional<PassTarget> fixed_;
   AlignOptions options_;
 };
 
@@ -493,12 +498,18 @@ size_t alignChannels(Graph& graph, const SocProfile& soc, DType dtype, const Ali
 
 std::unique_ptr<Pass> createAlignChannelsPass(const std::string& soc_name, DType dtype,
                                               AlignOptions options) {
-  return std::make_unique<AlignChannelsPass>(soc_name, dtype, std::move(options));
+  const std::optional<NpuDType> npu_dtype = npuDTypeOf(dtype);
+  if (!npu_dtype)
+    throw ConfigError(std::string("align_channels: dtype ") + dtypeName(dtype) + " has no NPU counterpart on " +
+                      soc_name + " (use int8, int16 or float16)");
+  PassTarget target;
+  target.soc = &socProfile(soc_name);
+  target.dtype = *npu_dtype;
+  return std::make_unique<AlignChannelsPass>(std::move(target), std::move(options));
 }
 
-// The registry's factory (pass_registry.cpp): rk3588 int8, the default target.
-std::unique_ptr<Pass> createAlignChannelsPass() {
-  return createAlignChannelsPass("rk3588", DType::Int8);
-}
+// The registry's factory (pass_registry.cpp): aligns for PassContext::target, and does nothing
+// without one.
+std::unique_ptr<Pass> createAlignChannelsPass() { return std::make_unique<AlignChannelsPass>(std::nullopt); }
 
 }  // namespace npuc

@@ -1,6 +1,6 @@
 // align_channels: pads Conv / depthwise Conv / Gemm channel counts up to the SoC's channel alignment
 // with zero weights, so the NPU sees aligned tensors; see align_channels.cpp for the rules and the
-// cost function. Target-specific: it runs only when a SoC is chosen, never in optimize().
+// cost function. Target-specific: it runs in optimize()'s target stage (OptimizeOptions::target).
 #pragma once
 
 #include <cstddef>
@@ -28,8 +28,8 @@ struct AlignOptions {
 // Slices inserted (0: the graph is untouched).
 size_t alignChannels(Graph& graph, const SocProfile& soc, DType dtype, const AlignOptions& options = {});
 
-// The registered pass "align_channels". PassContext carries no SoC or dtype, so the pass is built
-// with them; the registry's factory uses rk3588 int8.
+// The pass "align_channels" for one fixed SoC and dtype. The registered pass (the registry's
+// factory) reads them from PassContext::target instead and runs in optimize()'s target stage.
 std::unique_ptr<Pass> createAlignChannelsPass(const std::string& soc_name, DType dtype,
                                               AlignOptions options = {});
 

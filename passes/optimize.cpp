@@ -10,7 +10,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
        {"fold_batchnorm", "fuse_matmul_bias", "merge_reshapes", "compose_transposes", "merge_slices",
         "common_subexpression_elimination", "extract_common_factor", "canonicalize"}},
       {"fuse",
-       {"fuse_layernorm", "fuse_activations", "fuse_glu", "transpose_reorder", "channel_shuffle_to_conv",
+       {"fuse_layernorm", "fuse_activations", "fuse_hardsigmoid", "fuse_glu", "transpose_reorder", "channel_shuffle_to_conv",
         "fold_focus"}},
       {"cleanup", {"dead_code_elimination"}},
   };
@@ -24,8 +24,10 @@ OptimizationReport optimize(Graph& graph, const OptimizeOptions& options) {
   pm_options.fold_limit_bytes = options.fold_limit_bytes;
   pm_options.verify_each = options.verify_each;
   pm_options.on_stage = options.on_stage;
+  pm_options.target = options.target;
   PassManager pm(std::move(pm_options));
   for (const auto& [stage, passes] : optimizationPipeline()) pm.addStage(stage, passes);
+  if (options.target) pm.addStage("target", {"align_channels"});
   return pm.run(graph);
 }
 

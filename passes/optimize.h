@@ -6,6 +6,7 @@
 //   fuse       fuse_layernorm, fuse_activations, fuse_glu, transpose_reorder, channel_shuffle_to_conv,
 //              fold_focus (NPU-oriented fusions; numerics-changing ones run at level 3 only)
 //   cleanup    dead_code_elimination
+//   target     align_channels                     (only with OptimizeOptions::target)
 // each stage to its own fixed point, and the whole list again until nothing changes.
 #pragma once
 
@@ -27,11 +28,14 @@ struct OptimizeOptions {
   bool verify_each = kVerifyPassesByDefault;
   // Graph dumps after each stage (see StageCallback).
   StageCallback on_stage;
+  // The SoC and NPU dtype to compile for: adds the target stage, whose passes read it from the
+  // PassContext. Toolkit.build does not set it yet (the padded graph changes every blob).
+  std::optional<PassTarget> target;
 };
 
 OptimizationReport optimize(Graph& graph, const OptimizeOptions& options = {});
 
-// The stages above, as (stage name, pass names), for documentation and tools.
+// The target-independent stages above, as (stage name, pass names), for documentation and tools.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizationPipeline();
 
 }  // namespace npuc

@@ -202,6 +202,15 @@ def fuse_matmul_bias() -> onnx.ModelProto:
                    _const("b", r.standard_normal(4).astype(np.float32))])
 
 
+def fuse_hardsigmoid() -> onnx.ModelProto:
+    n = [helper.make_node("Add", ["x", "three"], ["s"], name="add3"),
+         helper.make_node("Clip", ["s", "zero", "six"], ["c"], name="relu6"),
+         helper.make_node("Mul", ["c", "sixth"], ["y"], name="div6")]
+    return _model(n, [_f("x", [1, 8, 4, 4])], [_f("y", [1, 8, 4, 4])],
+                  [_const(name, np.array(v, np.float32)) for name, v in
+                   (("three", 3.0), ("zero", 0.0), ("six", 6.0), ("sixth", 1.0 / 6.0))])
+
+
 @dataclass
 class Example:
     """A pass, the model it rewrites, and which other passes run with it (clean-up only)."""
@@ -240,6 +249,8 @@ EXAMPLES: Dict[str, Example] = {
     "channel_shuffle_to_conv": Example(channel_shuffle_to_conv, "the Reshape-Transpose-Reshape shuffle is folded "
                                        "into the next Conv's weights (a permutation of its input channels)"),
     "fuse_matmul_bias": Example(fuse_matmul_bias, "`MatMul(x, W) + b` with constant W and b becomes one Gemm (Reshapes around it for rank > 2)"),
+    "fuse_hardsigmoid": Example(fuse_hardsigmoid, "`Clip(x + 3, 0, 6) * (1/6)` (relu6(x + 3) / 6) becomes one "
+                                "HardSigmoid(alpha = 1/6, beta = 0.5)"),
     "fold_focus": Example(fold_focus, "the YOLOv5 Focus stem (4 strided Slices + Concat + Conv) becomes one "
                           "stride-2 Conv on the input"),
 }

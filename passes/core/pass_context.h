@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "target/partition.h"
+#include "target/soc_profile.h"
 
 namespace npuc {
 
@@ -21,6 +25,14 @@ struct MatchFailure {
 // The fold cap the importer uses too: folding never materializes a tensor larger than this.
 constexpr int64_t kDefaultFoldLimitBytes = int64_t{256} << 20;
 
+// The hardware a graph is being compiled for. Passes that depend on it (align_channels) read it
+// here; none assumes a SoC of its own.
+struct PassTarget {
+  const SocProfile* soc = nullptr;
+  NpuDType dtype = NpuDType::Int8;  // what the NPU computes in (Int8 for w8a8, Float16 for a float build)
+  OpTargetMap op_target;            // nodes the user keeps on the CPU
+};
+
 struct PassContext {
   // RKNN meaning: 0 no optimization, 1-2 only numerics-preserving rewrites, 3 everything.
   int optimization_level = 3;
@@ -29,6 +41,8 @@ struct PassContext {
   int max_greedy_iterations = 10;
   // Record MatchFailure entries (off makes the common no-match path allocation free).
   bool record_match_failures = true;
+  // Absent in the target-independent pipeline (optimize() without a target).
+  std::optional<PassTarget> target;
 
   // Name of the pass currently running; set by the pass manager, used to tag diagnostics.
   std::string current_pass;

@@ -108,6 +108,7 @@ OptimizationReport PassManager::run(Graph& graph) const {
   ctx.optimization_level = options_.optimization_level;
   ctx.fold_limit_bytes = options_.fold_limit_bytes;
   ctx.record_match_failures = options_.record_match_failures;
+  ctx.target = options_.target;
 
   int dump_index = 0;
   if (options_.on_stage) options_.on_stage("import", dump_index++, graph);

@@ -34,6 +34,7 @@ struct PassManagerOptions {
   // graph.verify() plus "every node output is typed" after each pass that changed something.
   bool verify_each = kVerifyPassesByDefault;
   bool record_match_failures = true;
+  std::optional<PassTarget> target;  // handed to every pass (PassContext::target)
   StageCallback on_stage;
 };
 

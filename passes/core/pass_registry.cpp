@@ -18,10 +18,11 @@ std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseActivationsPass();
 std::unique_ptr<Pass> createFuseGluPass();
 std::unique_ptr<Pass> createTransposeReorderPass();
-std::unique_ptr<Pass> createAlignChannelsPass();  // target-specific: rk3588 int8 (align_channels.h)
+std::unique_ptr<Pass> createAlignChannelsPass();  // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createChannelShuffleToConvPass();
 std::unique_ptr<Pass> createFoldFocusPass();
 std::unique_ptr<Pass> createFuseMatMulBiasPass();
+std::unique_ptr<Pass> createFuseHardSigmoidPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -43,6 +44,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"channel_shuffle_to_conv", createChannelShuffleToConvPass},
       {"fold_focus", createFoldFocusPass},
       {"fuse_matmul_bias", createFuseMatMulBiasPass},
+      {"fuse_hardsigmoid", createFuseHardSigmoidPass},
   };
   return kPasses;
 }

@@ -16,13 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-EXIT_OK = 0
-EXIT_USER_ERROR = 1
-EXIT_INTERNAL_ERROR = 2
-
-
-class UserError(Exception):
-    """A problem with what the user asked for, reported without a traceback."""
+from npuc.cli_common import EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, UserError, parse_shape
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,21 +27,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
-def _parse_shape(text: str) -> List[int]:
-    try:
-        dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected comma-separated integers like 1,3,224,224")
-    if not dims or any(d < 0 for d in dims):
-        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected non-negative integers like 1,3,224,224")
-    return dims
-
-
 def _add_model_args(p: argparse.ArgumentParser, what: str = "path of the .onnx model") -> None:
     p.add_argument("model", help=what)
     p.add_argument(
         "--input-size",
-        type=_parse_shape,
+        type=parse_shape,
         action="append",
         default=[],
         metavar="SHAPE",
@@ -267,7 +251,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the ``npuc`` program; returns its exit code."""
     try:
-        from npuc.cli_compile import ConfigFileError
         from npuc.errors import NpucError
     except ImportError as e:  # the extension is not built or does not load
         print(f"npuc: error: cannot load the npuc extension module ({e}); build it first", file=sys.stderr)
@@ -277,7 +260,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command: Callable[[argparse.Namespace], int] = args.func
     try:
         return command(args)
-    except (NpucError, UserError, ConfigFileError) as e:
+    except (NpucError, UserError) as e:
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except BrokenPipeError:  # `npuc ... | head` closed the pipe: not an error, and nothing more to say

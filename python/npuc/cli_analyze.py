@@ -15,12 +15,13 @@ import io
 import os
 from typing import Any, Dict
 
+from npuc.cli_common import EXIT_OK, UserError, parse_floats
+
 __all__ = ["add_command", "cmd_analyze"]
 
 
 def add_command(sub: Any, add_model_args: Any) -> None:
     """Adds ``analyze`` to the ``npuc`` sub-command parser."""
-    from npuc.cli_compile import _parse_floats
 
     p = sub.add_parser(
         "analyze", help="per-layer accuracy of the quantized model vs FP32 (accuracy_analysis)",
@@ -38,8 +39,8 @@ def add_command(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--fp16", action="store_true", help="analyse the FP16 build instead of INT8")
     p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
     p.add_argument("--method", choices=["channel", "layer"])
-    p.add_argument("--mean", type=_parse_floats, metavar="M,M,M", help="per-channel mean of the input")
-    p.add_argument("--std", type=_parse_floats, metavar="S,S,S", help="per-channel std of the input")
+    p.add_argument("--mean", type=parse_floats, metavar="M,M,M", help="per-channel mean of the input")
+    p.add_argument("--std", type=parse_floats, metavar="S,S,S", help="per-channel std of the input")
     p.add_argument("--auto-hybrid", action="store_true",
                    help="move layers whose single cosine is below --cos-thresh to FP16 first")
     p.add_argument("--cos-thresh", type=float, metavar="COS", help="auto hybrid threshold (default 0.98)")
@@ -64,7 +65,6 @@ def _config(args: argparse.Namespace) -> Dict[str, Any]:
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Runs ``npuc analyze``; user errors raise (``main`` turns them into exit code 1)."""
     import npuc
-    from npuc.cli import EXIT_OK, UserError
 
     if not os.path.isfile(args.model):
         raise UserError(f"model file '{args.model}' does not exist")

@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
+
 __all__ = ["ConvertJob", "add_commands", "run_convert"]
-
-
-class ConfigFileError(Exception):
-    """A problem in a YAML config file, reported as a user error."""
 
 
 @dataclass
@@ -76,13 +74,6 @@ def _print_summary(summary: Dict[str, Any]) -> None:
         print(f"  CPU: {n['node']} ({n['op_type']}): {n['reason']}: {n['detail']}")
     print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
     print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
-
-
-def _parse_floats(text: str) -> List[float]:
-    try:
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid list '{text}': expected comma-separated numbers like 0,0,0")
 
 
 def _parse_op_target(items: Sequence[str]) -> Dict[str, str]:
@@ -250,8 +241,8 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--dataset", metavar="TXT", help="dataset.txt: one calibration sample per line")
     p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
     p.add_argument("--method", choices=["channel", "layer"])
-    p.add_argument("--mean", type=_parse_floats, metavar="M,M,M", help="per-channel mean of the input")
-    p.add_argument("--std", type=_parse_floats, metavar="S,S,S", help="per-channel std of the input")
+    p.add_argument("--mean", type=parse_floats, metavar="M,M,M", help="per-channel mean of the input")
+    p.add_argument("--std", type=parse_floats, metavar="S,S,S", help="per-channel std of the input")
     p.add_argument("--op-target", action="append", default=[], metavar="NAME=cpu|npu",
                    help="force a node (by name or op type) onto the CPU or the NPU; repeatable")
     p.add_argument("--optimization-level", type=int, choices=[0, 1, 2, 3])
@@ -280,6 +271,5 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
 
 
 def _shape(text: str) -> List[int]:
-    from npuc.cli import _parse_shape
 
-    return _parse_shape(text)
+    return parse_shape(text)

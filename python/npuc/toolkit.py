@@ -24,6 +24,7 @@ from npuc._npuc import Model, Runtime, optimize
 from npuc.config_check import check_config_values, known_target_platforms
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
 from npuc.preprocess import InputPreprocessor
+from npuc.session import Stage, require
 from npuc.verify import verify_optimization
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,6 +92,8 @@ class Toolkit:
             verbose_file: also (or only, when ``verbose`` is False) log to this file.
         """
         self._log = _make_logger(self, verbose, verbose_file)
+        #: What the session holds (npuc.session): decides which calls are accepted.
+        self._stage = Stage.EMPTY
         self._config: Dict[str, Any] = {"quant_img_RGB2BGR": False}
         self._model: Optional[Model] = None
         self._runtime: Optional[Runtime] = None
@@ -207,6 +210,7 @@ class Toolkit:
                 raise ModelLoadError(f"cannot open model '{path}': no such file")
             loaded = Model.load(path, names, sizes, outs)
         self._model, self._runtime, self._float_model = loaded, None, None
+        self._stage = Stage.LOADED
         self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
@@ -273,8 +277,7 @@ class Toolkit:
             NpucError: no model loaded; VerificationError when ``verify`` finds a mismatch.
             ConfigError: an invalid option (unknown pass name, bad optimization level, ...).
         """
-        if self._model is None:
-            raise NpucError("no model loaded: call load_onnx() before build()")
+        require("build", self._stage)
         if rknn_batch_size not in (None, 1):
             raise ConfigError(f"rknn_batch_size={rknn_batch_size!r}: only batch size 1 is supported")
         level = self._config.get("optimization_level")
@@ -290,6 +293,7 @@ class Toolkit:
             verify_optimization(source, optimized, self._emit)
         self._float_model = source
         self._model, self._runtime = optimized, None
+        self._stage = Stage.BUILT
         self._report_partition()
         self._built_float = not do_quantization
         if do_quantization:
@@ -394,6 +398,7 @@ class Toolkit:
         model, quantized = hybrid.step2(os.fspath(model_input), os.fspath(data_input),
                                         os.fspath(model_quantization_cfg), self._config)
         self._model, self._runtime, self._float_model = model, None, model
+        self._stage = Stage.BUILT
         self._built_float = False
         self._report_partition()
         self._quantized = (model, quantized)
@@ -427,6 +432,7 @@ class Toolkit:
         """
         from npuc import accuracy
 
+        require("accuracy_analysis", self._stage)
         if target is not None or device_id is not None:
             raise ConfigError(f"accuracy_analysis(target={target!r}): only the host simulator (target=None) is supported")
         simulator = self._simulator()
@@ -482,6 +488,7 @@ class Toolkit:
         compiled = load_compiled(os.fspath(path), expected_soc)  # the file is read and checked once
         model, meta, options = compiled.model, compiled.meta, compiled.options
         self._model, self._runtime, self._float_model = model, None, model
+        self._stage = Stage.BLOB_LOADED
         # The simulator runs the blob's compiled program over its planned activation arena when the
         # blob carries them (TASK + MPLN sections; `.runtime == "program"`): INT8 kernels for a
         # quantized build, the NPU's FP16 for a float one.
@@ -542,8 +549,7 @@ class Toolkit:
         """
         from npuc._npuc import compile_model, soc_profile
 
-        if self._model is None or self._float_model is None:
-            raise NpucError(f"{caller} needs a built model: call load_onnx() and build() (or load_blob()) first")
+        require(caller, self._stage)
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError(f"{caller} needs config(target_platform=...), e.g. 'rk3588'")
@@ -571,6 +577,7 @@ class Toolkit:
         Returns:
             0 on success.
         """
+        require("init_runtime", self._stage)
         if target is not None:
             raise ConfigError(f"init_runtime(target={target!r}): only the host runtime (target=None) is supported")
         # After build() or load_blob inference runs on the NPU simulator, prepared there; the FP32
@@ -606,6 +613,7 @@ class Toolkit:
             InputError: wrong number of inputs, or an input of the wrong shape or dtype (named).
             NpucError: no model loaded.
         """
+        require("inference", self._stage)
         runtime = self._simulator() or self._ensure_runtime()  # the NPU simulator once built
         expected = runtime.inputs
         arrays = _as_input_list(inputs, len(expected))
@@ -652,13 +660,12 @@ class Toolkit:
         """
         from npuc.perf import PerfReport, eval_perf
 
-        if self._model is None:
-            raise NpucError("no model loaded: call load_onnx() first")
+        require("eval_perf", self._stage)
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError("eval_perf needs config(target_platform=...), e.g. 'rk3588'")
         cache = os.fspath(tuning_cache) if tuning_cache is not None else ""
-        if self._float_model is not None:  # built or loaded: cost the compiled program's own tasks
+        if self._stage != Stage.LOADED:  # built or loaded: cost the compiled program's own tasks
             report = PerfReport(self._compiled("eval_perf").eval_perf(cache))
         else:  # only loaded: what a default build would compile to
             report = eval_perf(self._model, soc, op_target=self._config.get("op_target"),
@@ -700,6 +707,7 @@ class Toolkit:
         self._model = None
         self._runtime = None
         self._float_model = None
+        self._stage = Stage.EMPTY
 
     def export_onnx(self, export_path: Union[str, os.PathLike]) -> int:
         """Writes the model as ONNX: the quantized model as QDQ after a quantizing ``build()``.
@@ -721,9 +729,8 @@ class Toolkit:
             NpucError: no model loaded. UnsupportedOpError: an op without a standard ONNX form
             in a quantized model (named).
         """
-        if self._model is None:
-            raise NpucError("no model loaded: call load_onnx() first")
-        quantized = None if getattr(self, "_built_float", True) else self._simulator()
+        require("export_onnx", self._stage)
+        quantized = None if self._built_float else self._simulator()
         if quantized is not None and quantized.mode == "int8":
             quantized.export_onnx(os.fspath(export_path))
         else:

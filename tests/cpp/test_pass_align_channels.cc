@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "pass_test_util.h"
 #include "passes/align_channels.h"
+#include "passes/optimize.h"
 
 namespace npuc {
 namespace {
@@ -318,13 +319,48 @@ TEST(PassAlignChannels, DtypeWithoutNpuCounterpartIsAConfigError) {
   EXPECT_THROW(alignChannels(b.graph(), socProfile("rk3588"), DType::Float64), ConfigError);
 }
 
-TEST(PassAlignChannels, RegisteredPassDefaultsToRk3588Int8) {
+// The registered pass reads the target from the PassContext: without one it changes nothing.
+TEST(PassAlignChannels, RegisteredPassWithoutATargetChangesNothing) {
   GraphBuilder b;
   Value* y = b.op("Relu", {conv(b, b.input("x", {1, 3, 5, 5}), 17, 1)});
   b.output(conv(b, y, 8, 3));
   auto r = passtest::runPassChecked(b.graph(), "align_channels", 1e-5);
-  EXPECT_GT(r.changes, 0u);
-  EXPECT_EQ(y->shape()[1], 32);
+  EXPECT_EQ(r.changes, 0u);
+  EXPECT_EQ(y->shape()[1], 17);
+}
+
+// optimize() with a target runs the target stage for every SoC profile and every NPU dtype it
+// computes in: the 17-channel tensor between two Convs is padded to that table's alignment and the
+// results stay within 1e-5 of the original.
+TEST(PassAlignChannels, TargetStageAlignsForEverySocAndDtype) {
+  int checked = 0;
+  for (const std::string& soc_name : socNames()) {
+    const SocProfile& soc = socProfile(soc_name);
+    for (NpuDType dtype : {NpuDType::Int8, NpuDType::Float16, NpuDType::Int16}) {
+      if (!soc.supportsDtype(dtype)) continue;
+      SCOPED_TRACE(soc_name + " " + npuDTypeName(dtype));
+      GraphBuilder b;
+      Value* y = b.op("Relu", {conv(b, b.input("x", {1, 3, 5, 5}), 17, 1)});
+      b.output(conv(b, y, 8, 3));
+      std::unique_ptr<Graph> original = b.graph().clone();
+      OptimizeOptions options;
+      options.target = PassTarget{&soc, dtype, {}};
+      const OptimizationReport report = optimize(b.graph(), options);
+      passtest::expectSameResults(*original, b.graph(), 1e-5);
+      const int64_t align = std::lcm(soc.alignment(dtype, AlignmentRole::ConvOutput),
+                                     soc.alignment(dtype, AlignmentRole::ConvInput));
+      int64_t widest = 0;  // the padded middle tensor (the Relu may have fused into the Conv)
+      for (const Node* n : b.graph().nodes())
+        if (n->output()->rank() == 4) widest = std::max(widest, n->output()->shape()[1]);
+      if (17 % align == 0) continue;
+      EXPECT_EQ(widest % align, 0) << "widest " << widest << ", alignment " << align;
+      bool fired = false;
+      for (const PassFiring& f : report.fired) fired |= f.pass == "align_channels";
+      EXPECT_TRUE(fired);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 5);  // every profile pads 17 channels for int8 at least
 }
 
 }  // namespace

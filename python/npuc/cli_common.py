@@ -1,0 +1,44 @@
+"""What the ``npuc`` sub-command modules share: exit codes, the user-error types, argument parsers.
+
+``cli`` (the entry point) imports ``cli_compile`` and ``cli_analyze``; all three import this module
+and none imports another back, so the command modules form no import cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import List
+
+__all__ = ["EXIT_OK", "EXIT_USER_ERROR", "EXIT_INTERNAL_ERROR", "UserError", "ConfigFileError",
+           "parse_shape", "parse_floats"]
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 2
+
+
+class UserError(Exception):
+    """A problem with what the user asked for, reported without a traceback."""
+
+
+class ConfigFileError(UserError):
+    """A problem in a YAML config file or a conversion option, reported as a user error."""
+
+
+def parse_shape(text: str) -> List[int]:
+    """``1,3,224,224`` (or ``1x3x224x224``) as a list of non-negative integers (argparse type)."""
+    try:
+        dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected comma-separated integers like 1,3,224,224")
+    if not dims or any(d < 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected non-negative integers like 1,3,224,224")
+    return dims
+
+
+def parse_floats(text: str) -> List[float]:
+    """``0,0,0`` as a list of floats (argparse type)."""
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid list '{text}': expected comma-separated numbers like 0,0,0")

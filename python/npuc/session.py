@@ -62,8 +62,10 @@ def require(call: str, stage: Stage) -> None:
     if accepted is None or stage in accepted:
         return
     ordered = sorted(accepted, key=list(Stage).index)
-    if stage == Stage.EMPTY:
+    if stage == Stage.EMPTY and Stage.LOADED in accepted:
         hint = "call load_onnx() (or load_pytorch(), load_blob()) first"
+    elif stage == Stage.EMPTY:
+        hint = "call load_onnx() and build() (or load_blob()) first"
     else:
         hint = "call " + " or ".join(_HOW_TO_REACH[s] for s in ordered if s != stage) + " first"
     raise NpucError(f"{call}() needs {' or '.join(s.value for s in ordered)}; the toolkit holds {stage.value}: {hint}")

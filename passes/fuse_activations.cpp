@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "opset/registry.h"
+#include "opset/gelu.h"
 #include "passes/core/ir_helpers.h"
 #include "passes/core/matcher.h"
 #include "passes/core/pattern_pass.h"
@@ -31,9 +32,8 @@ namespace {
 using fusion::producerIs;
 
 constexpr double kConstantTolerance = 1e-4;
-constexpr double kSqrt2 = 1.41421356237309504880;
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi), GELU tanh form
-constexpr double kGeluCubic = 0.044715;                  // GELU tanh form's cubic coefficient
+constexpr double kSqrt2 = kGeluSqrt2;
+constexpr double kSqrt2OverPi = kGeluSqrt2OverPi;  // opset/gelu.h
 constexpr int kMaxProductDepth = 3;                      // nested Muls opened up below the root
 
 bool near(double got, double want) {

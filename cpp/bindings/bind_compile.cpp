@@ -150,6 +150,26 @@ void bindCompile(py::module_& m) {
       .def_property_readonly("program", [](const PyCompiledModel& c) { return programDict(c.get()); },
                              "Counts of the lowered program (None for an old blob without one).")
       .def_property_readonly(
+          "tasks",
+          [](const PyCompiledModel& c) {
+            py::list out;
+            const CompiledModel& m = c.get();
+            if (!m.program) return out;
+            for (const lower::Task& t : m.program->tasks) {
+              py::dict d;
+              d["kind"] = lower::taskKindName(t.kind);
+              d["pattern"] = t.pattern;
+              d["compute"] = lower::elemTypeName(t.compute);
+              py::list names;
+              for (uint32_t i : t.nodes) names.append(m.placement.nodes.at(i).label);
+              d["nodes"] = names;
+              out.append(d);
+            }
+            return out;
+          },
+          "The program's tasks in execution order: {'kind': 'npu'|'cpu'|'convert', 'pattern', 'compute', "
+          "'nodes': node labels}.")
+      .def_property_readonly(
           "meta",
           [](const PyCompiledModel& c) -> py::object { return c.get().origin ? py::object(metaDict(c.get())) : py::none(); },
           "For a loaded blob: format_version, producer, soc, options (as recorded), compile_options, "

@@ -73,6 +73,19 @@ void bindModel(py::module_& m) {
           "outputs", [](const Model& mo) { return valueInfoList(mo.graph().outputs()); },
           "Graph outputs: list of {'name', 'dtype', 'shape'} dicts.")
       .def_property_readonly(
+          "nodes",
+          [](const Model& mo) {
+            py::list out;
+            for (const Node* n : mo.graph().nodes()) {
+              py::dict d;
+              d["name"] = n->name();
+              d["op_type"] = n->opType();
+              out.append(d);
+            }
+            return out;
+          },
+          "Nodes in graph order: list of {'name', 'op_type'} dicts.")
+      .def_property_readonly(
           "num_nodes", [](const Model& mo) { return mo.graph().numNodes(); }, "Number of nodes.")
       .def_property_readonly(
           "op_histogram", [](const Model& mo) { return mo.stats().op_histogram; }, "Op type -> node count.")

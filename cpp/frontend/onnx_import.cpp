@@ -2,12 +2,10 @@
 
 #include <filesystem>
 
-#include "frontend/import_options.h"
+#include "frontend/import_tail.h"
 #include "frontend/legacy_upgrade.h"
 #include "frontend/onnx_graph_builder.h"
 #include "frontend/onnx_parse.h"
-#include "frontend/shape_inference.h"
-#include "frontend/weight_value_check.h"
 
 namespace npuc {
 
@@ -37,31 +35,12 @@ namespace {
   }
 }
 
-// Shape inference failing on a model with dynamic inputs is almost always the missing
-// input_size_list; say so next to the op's own message.
-void inferWithHint(Graph& g, const ImportOptions& opts) {
-  try {
-    inferShapesAndFold(g, opts.fold_limit_bytes);
-  } catch (const ShapeError& e) {
-    throw ShapeError(e.what() + dynamicInputHint(g));
-  }
-}
-
 std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions& opts,
                                    const std::string& base_dir) {
   std::unique_ptr<Graph> g = buildGraphFromOnnx(model, ExternalDataPolicy{base_dir});
   model.Clear();  // everything needed now lives in the IR
-  checkWeightValues(*g);  // NaN weights, Inf in Conv/Gemm/MatMul/BN parameters
-  applyInputSizes(*g, opts);
-  upgradeLegacyForms(*g, g->opsetVersion(""));
-  g->topoSort();
-  if (!opts.output_names.empty()) cutAtOutputs(*g, opts.output_names);
-  g->verify();
-  if (opts.infer_shapes) {
-    inferWithHint(*g, opts);
-    requireStaticShapes(*g);
-    checkOpsSupported(*g);
-  }
+  upgradeLegacyForms(*g, g->opsetVersion(""));  // ONNX's own canonicalization: older opset forms
+  finishImport(*g, opts);  // the tail every frontend shares (frontend/import_tail.h)
   return g;
 }
 

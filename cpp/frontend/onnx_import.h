@@ -1,31 +1,17 @@
-// ONNX -> npuc IR. Importing runs the whole load stage of the flow:
-//   parse (file or bytes, external data) -> IR (legacy opset forms upgraded to the canonical
-//   forms described in opset/registry.h) -> fix input shapes (input_size_list) -> cut at the
-//   requested outputs -> topological sort + verify -> shape inference with constant folding
-//   (Shape/Gather/Concat/... sub-graphs disappear) -> every op checked against the registry.
+// ONNX -> npuc IR: parse (file or bytes, external data) -> IR -> legacy opset forms upgraded to the
+// canonical forms of opset/registry.h; then the generic tail every frontend shares
+// (frontend/import_tail.h: input_size_list, cut at outputs, verify, shape inference with constant
+// folding so Shape/Gather/Concat sub-graphs disappear, every op checked against the registry).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "frontend/import_tail.h"
 #include "ir/graph.h"
 
 namespace npuc {
-
-struct ImportOptions {
-  // Names of the graph inputs that `input_sizes` refers to; empty means "all graph inputs in
-  // order" (initializers that are also listed as inputs are not counted, as in ONNX Runtime).
-  std::vector<std::string> input_names;
-  // RKNN's input_size_list: one full shape per input, fixing dynamic dims.
-  std::vector<Shape> input_sizes;
-  // Cut the graph so these tensors are its outputs (empty keeps the model's outputs).
-  std::vector<std::string> output_names;
-  // Constant folding never creates a tensor larger than this; the op is kept instead.
-  int64_t fold_limit_bytes = int64_t{256} << 20;
-  // Run shape inference + folding + op support checks (off only for tests of the raw import).
-  bool infer_shapes = true;
-};
 
 // Reads `path` (external data files are resolved relative to its folder).
 // Throws ModelLoadError (unreadable / not ONNX / truncated / bad initializer),

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ir/graph.h"
+#include "opset/fold_limit.h"
 
 namespace npuc {
 
@@ -16,7 +17,7 @@ struct FoldStats {
 // Infers every node's output types in topological order, folding nodes whose inputs are all
 // constant (or, for Shape/Size, whose input shape is static) when the result fits in
 // `fold_limit_bytes`. Dead nodes left behind are removed. Throws ShapeError naming the node.
-FoldStats inferShapesAndFold(Graph& graph, int64_t fold_limit_bytes = int64_t{256} << 20);
+FoldStats inferShapesAndFold(Graph& graph, int64_t fold_limit_bytes = kDefaultFoldLimitBytes);
 
 // Throws UnsupportedOpError for the first node whose op (or input dtype) has no kernel.
 void checkOpsSupported(const Graph& graph);

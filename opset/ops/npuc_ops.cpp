@@ -11,6 +11,7 @@
 #include <string>
 
 #include "opset/ops/ew_axis.h"
+#include "opset/gelu.h"
 #include "opset/ops/ew_math.h"
 #include "opset/ops/ew_unary.h"
 
@@ -22,14 +23,14 @@ namespace {
 
 struct GeluErfFn {
   float operator()(float x) const {
-    constexpr float kInvSqrt2 = 0.70710678118654752f;
+    constexpr float kInvSqrt2 = static_cast<float>(kGeluInvSqrt2);
     return 0.5f * x * fastOnePlusErf(x * kInvSqrt2);
   }
 };
 struct GeluTanhFn {
   float operator()(float x) const {
-    constexpr float kSqrt2OverPi = 0.79788456080286536f;
-    constexpr float kCubic = 0.044715f;  // from the GELU paper's tanh approximation
+    constexpr float kSqrt2OverPi = static_cast<float>(kGeluSqrt2OverPi);
+    constexpr float kCubic = static_cast<float>(kGeluCubic);
     return 0.5f * x * (1.0f + fastTanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
   }
 };

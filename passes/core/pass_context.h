@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "opset/fold_limit.h"
 #include "target/partition.h"
 #include "target/soc_profile.h"
 
@@ -22,8 +23,6 @@ struct MatchFailure {
   std::string reason;
 };
 
-// The fold cap the importer uses too: folding never materializes a tensor larger than this.
-constexpr int64_t kDefaultFoldLimitBytes = int64_t{256} << 20;
 
 // The hardware a graph is being compiled for. Passes that depend on it (align_channels) read it
 // here; none assumes a SoC of its own.

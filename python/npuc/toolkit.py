@@ -122,6 +122,12 @@ class Toolkit:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+        _close_logger(self._log)
+
+    def __del__(self) -> None:
+        log = getattr(self, "_log", None)
+        if log is not None:
+            _close_logger(log)
 
     # ------------------------------------------------------------------ workflow
 
@@ -768,7 +774,9 @@ class Toolkit:
 
 
 def _make_logger(owner: object, verbose: bool, verbose_file: Optional[str]) -> logging.Logger:
-    log = logging.getLogger(f"npuc.toolkit.{id(owner):x}")
+    # Not through logging.getLogger: its registry keeps every logger forever, and a later Toolkit
+    # with a recycled id() would inherit this one's handlers (doubled lines, an old verbose_file).
+    log = logging.Logger(f"npuc.toolkit.{id(owner):x}")
     log.propagate = False
     log.setLevel(logging.INFO if (verbose or verbose_file) else logging.WARNING)
     fmt = logging.Formatter("npuc: %(message)s")
@@ -781,6 +789,13 @@ def _make_logger(owner: object, verbose: bool, verbose_file: Optional[str]) -> l
         handler.setFormatter(fmt)
         log.addHandler(handler)
     return log
+
+
+def _close_logger(log: logging.Logger) -> None:
+    """Closes and detaches the logger's handlers (the verbose_file is flushed and released)."""
+    for handler in list(log.handlers):
+        handler.close()
+        log.removeHandler(handler)
 
 
 def _float_lists(values: Sequence[Any]) -> List[List[float]]:

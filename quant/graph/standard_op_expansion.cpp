@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "opset/eval.h"
+#include "opset/gelu.h"
 #include "opset/registry.h"
 
 namespace npuc::quant {
@@ -12,9 +13,9 @@ namespace npuc::quant {
 namespace {
 
 // Constants of the formulas in opset/ops/npuc_ops.cpp (the kernels this expansion replaces).
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kSqrt2OverPi = 0.79788456080286536f;
-constexpr float kGeluCubic = 0.044715f;  // the GELU paper's tanh approximation
+constexpr float kInvSqrt2 = static_cast<float>(kGeluInvSqrt2);
+constexpr float kSqrt2OverPi = static_cast<float>(::npuc::kGeluSqrt2OverPi);
+constexpr float kCubic = static_cast<float>(::npuc::kGeluCubic);
 
 bool isNpuc(const Node& n, const char* op) {
   return n.domain() == kNpucDomain && n.opType() == op;
@@ -71,7 +72,7 @@ Value* gelu(Expansion& e, Value* x, const std::string& approximate) {
   Value* gate = nullptr;
   if (approximate == "tanh") {
     Value* cube = e.op("Mul", {e.op("Mul", {x, x}), x});
-    Value* inner = e.op("Add", {x, e.op("Mul", {cube, e.scalar(kGeluCubic)})});
+    Value* inner = e.op("Add", {x, e.op("Mul", {cube, e.scalar(kCubic)})});
     gate = e.op("Tanh", {e.op("Mul", {inner, e.scalar(kSqrt2OverPi)})});
   } else {
     gate = e.op("Erf", {e.op("Mul", {x, e.scalar(kInvSqrt2)})});

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "opset/eval.h"
+#include "opset/gelu.h"
 #include "quant/binary_requant.h"
 #include "quant/graph/op_quant_class.h"
 #include "quant/int_limits.h"
@@ -309,8 +310,7 @@ class GlobalAveragePoolStep : public SimStep {
 
 // GELU's tanh approximation (Gelu with approximate="tanh"), which lut.h does not name.
 double tanhGelu(double x) {
-  const double kSqrt2OverPi = std::sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1.0 + std::tanh(kGeluSqrt2OverPi * (x + kGeluCubic * x * x * x)));
 }
 
 class LutStep : public SimStep {

@@ -65,3 +65,14 @@ def test_a_loaded_blob_is_not_built_again(conv_relu_path: Path, tmp_path: Path) 
     with pytest.raises(npuc.NpucError, match=r"build\(\) needs .*holds a model loaded from a blob"):
         rt.build(do_quantization=False)
     assert _quiet(rt.eval_memory)["total_bytes"] > 0  # compiled calls are accepted
+
+
+def test_each_toolkit_logs_only_to_its_own_file_and_leaves_no_logger_behind(tmp_path: Path) -> None:
+    import logging
+
+    for i in range(3):
+        with npuc.Toolkit(verbose_file=str(tmp_path / f"log{i}.txt")) as tk:
+            tk.config(target_platform="rk3588")
+    for i in range(3):
+        assert (tmp_path / f"log{i}.txt").read_text().count("config:") == 1, i
+    assert not [name for name in logging.root.manager.loggerDict if name.startswith("npuc.toolkit.")]

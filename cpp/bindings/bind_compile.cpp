@@ -196,8 +196,7 @@ void bindCompile(py::module_& m) {
           "eval_perf",
           [](const PyCompiledModel& c, const std::string& tuning_cache) {
             const CompiledModel& cm = c.get();
-            perf::CostModel model(*cm.soc, cm.quant_plan ? NpuDType::Int8 : NpuDType::Float16,
-                                  cm.options.single_core_mode ? 1 : cm.soc->npu.cores);
+            perf::CostModel model(*cm.soc, compiledDType(cm), cm.options.single_core_mode ? 1 : cm.soc->npu.cores);
             perf::TilingCache cache;
             perf::PerfReport report;
             {

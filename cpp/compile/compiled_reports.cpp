@@ -18,6 +18,12 @@ NpuDType floatTaskDType(const SocProfile& soc) {
   return NpuDType::Float16;
 }
 
+}  // namespace
+
+NpuDType compiledDType(const CompiledModel& m) { return m.quant_plan ? NpuDType::Int8 : floatTaskDType(*m.soc); }
+
+namespace {
+
 std::vector<perf::CostedTask> programTasks(const CompiledModel& m) {
   const std::vector<Node*> nodes = m.graph->nodeList();
   std::vector<perf::CostedTask> out;
@@ -42,7 +48,7 @@ perf::PerfReport compiledPerf(const CompiledModel& m, perf::TilingCache* cache) 
   perf::PerfOptions options;
   options.op_target = m.options.op_target;
   options.single_core_mode = m.options.single_core_mode;
-  options.dtype = m.options.quantized ? NpuDType::Int8 : NpuDType::Float16;
+  options.dtype = compiledDType(m);
   if (!m.program) return perf::evaluatePerf(*m.graph, *m.soc, options, cache);
   return perf::evaluateTasks(*m.graph, *m.soc, m.placement, programTasks(m), options, cache);
 }

@@ -9,6 +9,10 @@
 
 namespace npuc {
 
+// The dtype the model computes in, as eval_perf's header names it: INT8 for a quantized build, else
+// the SoC's 16-bit float format (FP16, or INT16 on a profile without FP16, as the lowering does).
+NpuDType compiledDType(const CompiledModel& model);
+
 // `cache` may be null. A model without a program (an old blob) is costed as it would compile now.
 perf::PerfReport compiledPerf(const CompiledModel& model, perf::TilingCache* cache = nullptr);
 

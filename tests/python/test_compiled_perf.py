@@ -76,3 +76,16 @@ def test_hybrid_build_perf_rows_are_the_programs_tasks(soc: str, tmp_path: Path)
     assert {"INT8", fp16_name, "FP32"} <= dtypes, dtypes  # the hybrid layer, the rest, the CPU op
     assert any(hybrid in name.split("+") and d == fp16_name for name, d, _ in program)
     assert any(on_cpu == name and t == "CPU" for name, _, t in program)
+
+
+def test_float_build_on_a_soc_without_fp16_is_costed_as_it_runs() -> None:
+    """rv1106 has no FP16: a float build's program computes in INT16, and eval_perf says so (it
+    used to refuse the build with "does not compute in fp16")."""
+    model = _model()
+    with npuc.Toolkit() as tk, contextlib.redirect_stdout(io.StringIO()):
+        tk.config(target_platform="rv1106")
+        tk.load_onnx(model=str(model))
+        tk.build(do_quantization=False)
+        report = tk.eval_perf(is_print=False)
+    assert report.summary["dtype"] == "int16"
+    assert {r["DataType"] for r in report.rows if r["Target"] == "NPU"} == {"INT16"}

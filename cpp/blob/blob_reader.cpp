@@ -1,6 +1,8 @@
 // Verifies a .npub file before anything in it is used: magic, version, sizes, checksum, section
 // table, META, then GRAPH + WEIGHTS (graph_decode.cpp). Checks run in the order that gives the most
 // useful message: a future-version blob is reported as such, not as a checksum mismatch.
+#include <fmt/format.h>
+
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -42,7 +44,7 @@ AlignedBuffer allocateAligned(size_t size) {
 }
 
 [[noreturn]] void fail(const std::string& origin, const std::string& msg) {
-  throw BlobError("cannot load blob '" + origin + "': " + msg);
+  throw BlobError(fmt::format("cannot load blob '{}': {}", origin, msg));
 }
 
 uint64_t le(const uint8_t* p, int n) {
@@ -55,24 +57,21 @@ void checkHeader(const uint8_t* f, size_t size, const std::string& origin, BlobM
   if (size < sizeof kMagic || std::memcmp(f + kOffMagic, kMagic, sizeof kMagic) != 0)
     fail(origin, "not an npuc blob (the file does not start with \"NPUB\")");
   if (size < kOffChecksum)
-    fail(origin, "truncated: " + std::to_string(size) + " bytes, less than the " +
-                     std::to_string(kHeaderSize) + "-byte header");
+    fail(origin, fmt::format("truncated: {} bytes, less than the {}-byte header", size, kHeaderSize));
   meta.format_major = static_cast<uint16_t>(le(f + kOffMajor, 2));
   meta.format_minor = static_cast<uint16_t>(le(f + kOffMinor, 2));
-  const std::string version = std::to_string(meta.format_major) + "." + std::to_string(meta.format_minor);
   if (meta.format_major > kFormatMajor)
-    fail(origin, "blob format " + version + " is newer than this npuc (" + std::to_string(kFormatMajor) +
-                     ".x); upgrade npuc");
+    fail(origin, fmt::format("blob format {}.{} is newer than this npuc ({}.x); upgrade npuc",
+                             meta.format_major, meta.format_minor, kFormatMajor));
   if (meta.format_major < kFormatMajor)
-    fail(origin, "blob format " + version + " is older than this npuc supports (" +
-                     std::to_string(kFormatMajor) + ".x); recompile the model");
+    fail(origin, fmt::format("blob format {}.{} is older than this npuc supports ({}.x); recompile the model",
+                             meta.format_major, meta.format_minor, kFormatMajor));
   if (size < kHeaderSize)
-    fail(origin, "truncated: " + std::to_string(size) + " bytes, less than the " +
-                     std::to_string(kHeaderSize) + "-byte header");
+    fail(origin, fmt::format("truncated: {} bytes, less than the {}-byte header", size, kHeaderSize));
   const uint64_t file_size = le(f + kOffFileSize, 8);
   if (file_size != size)
-    fail(origin, (file_size > size ? "truncated: the header says " : "size mismatch: the header says ") +
-                     std::to_string(file_size) + " bytes, the file has " + std::to_string(size));
+    fail(origin, fmt::format("{}: the header says {} bytes, the file has {}",
+                             file_size > size ? "truncated" : "size mismatch", file_size, size));
   const Digest stored = [&] {
     Digest d{};
     std::memcpy(d.data(), f + kOffChecksum, d.size());
@@ -80,13 +79,13 @@ void checkHeader(const uint8_t* f, size_t size, const std::string& origin, BlobM
   }();
   const Digest actual = blobChecksum(f, size);
   if (stored != actual)
-    fail(origin, "checksum mismatch (stored " + digestHex(stored) + ", computed " + digestHex(actual) +
-                     "): the file is corrupt");
+    fail(origin, fmt::format("checksum mismatch (stored {}, computed {}): the file is corrupt",
+                             digestHex(stored), digestHex(actual)));
   // Past the checksum the bytes are as written; the checks below guard against a buggy or hostile
   // writer, which the checksum cannot.
   if (le(f + kOffHeaderSize, 4) < kHeaderSize) fail(origin, "header size field at offset 32 is too small");
   for (size_t i = kOffReserved; i < kHeaderSize; ++i)
-    if (f[i]) fail(origin, "reserved header byte at offset " + std::to_string(i) + " is not zero");
+    if (f[i]) fail(origin, fmt::format("reserved header byte at offset {} is not zero", i));
   const char* producer = reinterpret_cast<const char*>(f + kOffProducer);
   const size_t len = strnlen(producer, kProducerSize);
   if (len == kProducerSize) fail(origin, "producer string at offset 48 is not NUL-terminated");
@@ -97,18 +96,18 @@ std::vector<Section> readSectionTable(const uint8_t* f, size_t size, const std::
   const uint64_t header_size = le(f + kOffHeaderSize, 4);
   const uint64_t count = le(f + kOffSectionCount, 4);
   const uint64_t table = le(f + kOffSectionTable, 8);
-  if (count > kMaxSections)
-    fail(origin, "section count " + std::to_string(count) + " at offset 36 is implausible");
+  if (count > kMaxSections) fail(origin, fmt::format("section count {} at offset 36 is implausible", count));
   if (table < header_size || table > size || count * kSectionEntrySize > size - table)
-    fail(origin, "section table at offset " + std::to_string(table) + " (" + std::to_string(count) +
-                     " entries) lies outside the file or overlaps the header");
+    fail(origin,
+         fmt::format("section table at offset {} ({} entries) lies outside the file or overlaps the header",
+                     table, count));
   std::vector<Section> sections;
   uint64_t prev_end = table + count * kSectionEntrySize;
   std::set<uint32_t> kinds;
   for (uint64_t i = 0; i < count; ++i) {
     const uint8_t* e = f + table + i * kSectionEntrySize;
-    const std::string where = "section table entry " + std::to_string(i) + " at offset " +
-                              std::to_string(table + i * kSectionEntrySize);
+    const std::string where =
+        fmt::format("section table entry {} at offset {}", i, table + i * kSectionEntrySize);
     Section s{static_cast<uint32_t>(le(e, 4)), static_cast<uint32_t>(le(e + 4, 4)), le(e + 8, 8),
               le(e + 16, 8)};
     const std::string name = "'" + fourccName(s.kind) + "'";
@@ -116,12 +115,12 @@ std::vector<Section> readSectionTable(const uint8_t* f, size_t size, const std::
     if (s.flags & ~kKnownSectionFlags) fail(origin, where + ": section " + name + " has unknown flags");
     if (!kinds.insert(s.kind).second) fail(origin, where + ": section " + name + " appears twice");
     if (s.offset % kBlobAlignment)
-      fail(origin, where + ": section " + name + " offset " + std::to_string(s.offset) + " is not " +
-                       std::to_string(kBlobAlignment) + "-byte aligned");
+      fail(origin, fmt::format("{}: section {} offset {} is not {}-byte aligned", where, name, s.offset,
+                               kBlobAlignment));
     if (s.offset < prev_end || s.offset > size || s.size > size - s.offset)
-      fail(origin, where + ": section " + name + " [" + std::to_string(s.offset) + ", +" +
-                       std::to_string(s.size) + ") overlaps the previous one or lies outside the " +
-                       std::to_string(size) + "-byte file");
+      fail(origin,
+           fmt::format("{}: section {} [{}, +{}) overlaps the previous one or lies outside the {}-byte file",
+                       where, name, s.offset, s.size, size));
     prev_end = s.offset + s.size;
     sections.push_back(s);
   }
@@ -174,10 +173,11 @@ LoadedBlob decodeBlob(const AlignedBuffer& buf, const std::optional<std::string>
     // QUNT, which the quantization layer decodes (quant/graph/quant_plan_codec.h) from
     // extra_sections; callers that run the graph must apply it (Toolkit.load_blob does).
     if ((s.flags & kSectionRequired) && s.kind != kSectionQuant)
-      fail(origin, "section '" + fourccName(s.kind) + "' at offset " + std::to_string(s.offset) +
-                       " is required but " + (isReserved(s.kind) ? "not yet supported by" : "unknown to") +
-                       " this npuc (format " + std::to_string(kFormatMajor) + "." +
-                       std::to_string(kFormatMinor) + "); upgrade npuc");
+      fail(origin,
+           fmt::format("section '{}' at offset {} is required but {} this npuc (format {}.{}); upgrade npuc",
+                       fourccName(s.kind), s.offset,
+                       isReserved(s.kind) ? "not yet supported by" : "unknown to", kFormatMajor,
+                       kFormatMinor));
     out.extra_sections.push_back({s.kind, (s.flags & kSectionRequired) != 0,
                                   std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});
   }

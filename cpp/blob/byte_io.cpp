@@ -1,5 +1,7 @@
 #include "blob/byte_io.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <limits>
 
@@ -19,7 +21,7 @@ void ByteWriter::f32(float v) {
 
 void ByteWriter::count(size_t n, const char* what) {
   if (n > std::numeric_limits<uint32_t>::max())
-    throw BlobError(std::string("cannot write blob: too many ") + what + " (" + std::to_string(n) + ")");
+    throw BlobError(fmt::format("cannot write blob: too many {} ({})", what, n));
   u32(static_cast<uint32_t>(n));
 }
 
@@ -38,13 +40,11 @@ void ByteWriter::padTo(uint64_t alignment) {
 }
 
 void ByteReader::fail(const std::string& message) const {
-  throw BlobError("corrupt blob: " + context_ + " at offset " + std::to_string(absolute()) + ": " + message);
+  throw BlobError(fmt::format("corrupt blob: {} at offset {}: {}", context_, absolute(), message));
 }
 
 const uint8_t* ByteReader::need(size_t n, const char* what) {
-  if (n > remaining())
-    fail(std::string("truncated ") + what + " (needs " + std::to_string(n) + " bytes, " +
-         std::to_string(remaining()) + " remain)");
+  if (n > remaining()) fail(fmt::format("truncated {} (needs {} bytes, {} remain)", what, n, remaining()));
   const uint8_t* p = data_ + pos_;
   pos_ += n;
   return p;
@@ -78,9 +78,7 @@ float ByteReader::f32(const char* what) {
 
 std::string ByteReader::str(const char* what, size_t max_len) {
   const uint32_t len = u32(what);
-  if (len > max_len)
-    fail(std::string(what) + " is " + std::to_string(len) + " bytes long, more than the limit of " +
-         std::to_string(max_len));
+  if (len > max_len) fail(fmt::format("{} is {} bytes long, more than the limit of {}", what, len, max_len));
   const uint8_t* p = need(len, what);
   return std::string(reinterpret_cast<const char*>(p), len);
 }
@@ -88,13 +86,12 @@ std::string ByteReader::str(const char* what, size_t max_len) {
 uint32_t ByteReader::count(const char* what, size_t min_elem_bytes) {
   const uint32_t n = u32(what);
   if (min_elem_bytes && n > remaining() / min_elem_bytes)
-    fail(std::string(what) + " = " + std::to_string(n) + " cannot fit in the " + std::to_string(remaining()) +
-         " bytes that remain");
+    fail(fmt::format("{} = {} cannot fit in the {} bytes that remain", what, n, remaining()));
   return n;
 }
 
 void ByteReader::expectEnd() const {
-  if (remaining()) fail(std::to_string(remaining()) + " unexpected trailing bytes");
+  if (remaining()) fail(fmt::format("{} unexpected trailing bytes", remaining()));
 }
 
 }  // namespace npuc::blob

@@ -2,6 +2,8 @@
 // field against the bytes that remain and against the format's ranges, then check the records
 // against each other (indices, roles, topological order, weight extents) and only then build the
 // IR. Nothing is allocated from a length that was not first bounded by the remaining bytes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -91,7 +93,7 @@ class GraphDecoder {
 };
 
 void GraphDecoder::failAt(uint64_t offset, const std::string& msg) const {
-  throw BlobError("corrupt blob: GRAPH section at offset " + std::to_string(offset) + ": " + msg);
+  throw BlobError(fmt::format("corrupt blob: GRAPH section at offset {}: {}", offset, msg));
 }
 
 // Reads `count` key/value pairs whose keys must be strictly ascending (the writer's map order), so
@@ -102,8 +104,7 @@ void readSortedMap(ByteReader& r, const char* what, size_t min_entry_bytes, Read
   std::string prev;
   for (uint32_t i = 0; i < n; ++i) {
     std::string key = r.str("key", kMaxNameBytes);
-    if (i > 0 && !(prev < key))
-      r.fail(std::string(what) + ": key '" + key + "' is duplicated or out of order");
+    if (i > 0 && !(prev < key)) r.fail(fmt::format("{}: key '{}' is duplicated or out of order", what, key));
     read_value(key);
     prev = std::move(key);
   }
@@ -113,7 +114,7 @@ void GraphDecoder::parseHeader() {
   name_ = r_.str("graph name", kMaxNameBytes);
   readSortedMap(r_, "opset imports", 4 + 8, [&](const std::string& domain) {
     const int64_t v = r_.i64("opset version");
-    if (v < 1) r_.fail("opset version " + std::to_string(v) + " for domain '" + domain + "' is not positive");
+    if (v < 1) r_.fail(fmt::format("opset version {} for domain '{}' is not positive", v, domain));
     opsets_[domain] = v;
   });
   readSortedMap(r_, "metadata entries", 4 + 4,
@@ -125,19 +126,17 @@ DType GraphDecoder::readDType(const char* what, bool storable) {
   const DType t = static_cast<DType>(code);
   const bool known = code == 0 || dtypeFromOnnx(code) != DType::Undefined;
   if (!known || (storable && !isStorable(t)))
-    r_.fail(std::string(what) + " " + std::to_string(code) + " is not a " + (storable ? "storable " : "") +
-            "npuc dtype");
+    r_.fail(fmt::format("{} {} is not a {}npuc dtype", what, code, storable ? "storable " : ""));
   return t;
 }
 
 Shape GraphDecoder::readShape(bool known_dims_only) {
   const uint32_t rank = r_.count("rank", 8);
-  if (rank > kMaxRank) r_.fail("rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
+  if (rank > kMaxRank) r_.fail(fmt::format("rank {} exceeds {}", rank, kMaxRank));
   Shape s(rank);
   for (uint32_t i = 0; i < rank; ++i) {
     s[i] = r_.i64("dim");
-    if (s[i] < (known_dims_only ? 0 : kUnknownDim))
-      r_.fail("dim " + std::to_string(i) + " is " + std::to_string(s[i]));
+    if (s[i] < (known_dims_only ? 0 : kUnknownDim)) r_.fail(fmt::format("dim {} is {}", i, s[i]));
   }
   return s;
 }
@@ -153,19 +152,17 @@ TensorRef GraphDecoder::readTensorRef(const char* what) {
   uint64_t bytes = dtypeSize(t.dtype);
   for (int64_t d : t.shape) {
     if (d != 0 && bytes > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d))
-      failAt(at, std::string(what) + " " + shapeStr(t.shape) + " overflows");
+      failAt(at, fmt::format("{} {} overflows", what, shapeStr(t.shape)));
     bytes *= static_cast<uint64_t>(d);
   }
   if (bytes != t.size)
-    failAt(at, std::string(what) + " " + dtypeName(t.dtype) + shapeStr(t.shape) + " needs " +
-                   std::to_string(bytes) + " bytes but its weight record says " + std::to_string(t.size));
+    failAt(at, fmt::format("{} {}{} needs {} bytes but its weight record says {}", what, dtypeName(t.dtype),
+                           shapeStr(t.shape), bytes, t.size));
   if (t.offset % kBlobAlignment)
-    failAt(at, std::string(what) + " weight offset " + std::to_string(t.offset) + " is not " +
-                   std::to_string(kBlobAlignment) + "-byte aligned");
+    failAt(at, fmt::format("{} weight offset {} is not {}-byte aligned", what, t.offset, kBlobAlignment));
   if (t.offset > weights_size_ || t.size > weights_size_ - t.offset)
-    failAt(at, std::string(what) + " weight bytes [" + std::to_string(t.offset) + ", +" +
-                   std::to_string(t.size) + ") lie outside the " + std::to_string(weights_size_) +
-                   "-byte WEIGHTS section at offset " + std::to_string(weights_offset_));
+    failAt(at, fmt::format("{} weight bytes [{}, +{}) lie outside the {}-byte WEIGHTS section at offset {}",
+                           what, t.offset, t.size, weights_size_, weights_offset_));
   if (static_cast<int64_t>(t.size) > kMaxTensorBytes)
     failAt(at, std::string(what) + " exceeds the tensor size limit");
   return t;
@@ -182,15 +179,15 @@ QuantParams GraphDecoder::readQuant(const RawValue& v) {
   const uint32_t n = r_.count("quantization scale count", 8);
   if (n == 0) r_.fail("value '" + v.name + "' has quantization parameters with no scales");
   if (q.axis < -1 || (v.flags & kValueHasShape && q.axis >= static_cast<int64_t>(v.shape.size())))
-    r_.fail("value '" + v.name + "': quantization axis " + std::to_string(q.axis) + " out of range");
+    r_.fail(fmt::format("value '{}': quantization axis {} out of range", v.name, q.axis));
   if (q.axis == -1 && n != 1)
-    r_.fail("value '" + v.name + "': per-tensor quantization with " + std::to_string(n) + " scales");
+    r_.fail(fmt::format("value '{}': per-tensor quantization with {} scales", v.name, n));
   q.scales.resize(n);
   q.zero_points.resize(n);
   for (float& s : q.scales) {
     s = r_.f32("scale");
     if (!std::isfinite(s) || s <= 0)
-      r_.fail("value '" + v.name + "': quantization scale " + std::to_string(s));
+      r_.fail(fmt::format("value '{}': quantization scale {:f}", v.name, s));  // "%f", as std::to_string
   }
   for (int32_t& z : q.zero_points) z = r_.i32("zero point");
   return q;
@@ -201,11 +198,9 @@ RawValue GraphDecoder::readValue() {
   v.record_offset = r_.absolute();
   v.name = r_.str("value name", kMaxNameBytes);
   v.flags = r_.u8("value flags");
-  if (v.flags & ~kKnownValueFlags)
-    r_.fail("value '" + v.name + "' has unknown flags " + std::to_string(v.flags));
+  if (v.flags & ~kKnownValueFlags) r_.fail(fmt::format("value '{}' has unknown flags {}", v.name, v.flags));
   const uint8_t layout = r_.u8("layout tag");
-  if (layout > kMaxLayoutTag)
-    r_.fail("value '" + v.name + "' has unknown layout tag " + std::to_string(layout));
+  if (layout > kMaxLayoutTag) r_.fail(fmt::format("value '{}' has unknown layout tag {}", v.name, layout));
   const bool constant = v.flags & kValueConstant;
   if (constant) {
     if (!(v.flags & kValueHasShape)) r_.fail("constant '" + v.name + "' without a shape");
@@ -228,8 +223,7 @@ std::vector<uint32_t> GraphDecoder::readIndices(const char* what, bool allow_mis
   for (uint32_t& i : out) {
     i = r_.u32("value index");
     if (i >= values_.size() && !(allow_missing && i == kNoValue))
-      r_.fail(std::string(what) + ": value index " + std::to_string(i) + " out of range (" +
-              std::to_string(values_.size()) + " values)");
+      r_.fail(fmt::format("{}: value index {} out of range ({} values)", what, i, values_.size()));
   }
   return out;
 }
@@ -256,7 +250,7 @@ AttrValue GraphDecoder::readAttr(uint8_t kind) {
     }
     case AttrKind::Tensor: return wrapTensor(readTensorRef("tensor attribute"));
   }
-  r_.fail("unknown attribute kind " + std::to_string(kind));
+  r_.fail(fmt::format("unknown attribute kind {}", kind));
 }
 
 RawNode GraphDecoder::readNode() {

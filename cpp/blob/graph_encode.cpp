@@ -1,4 +1,6 @@
 // GRAPH + WEIGHTS encoding (layout in docs/blob_format.md, "GRAPH section").
+#include <fmt/format.h>
+
 #include <map>
 #include <variant>
 
@@ -46,9 +48,9 @@ void writeTensor(ByteWriter& w, WeightsWriter& weights, const Tensor& t, const s
 
 void writeQuant(ByteWriter& w, const QuantParams& q, const std::string& value) {
   if (q.scales.size() != q.zero_points.size() || q.scales.empty())
-    throw BlobError("cannot write blob: quantization parameters of '" + value + "' have " +
-                    std::to_string(q.scales.size()) + " scales and " + std::to_string(q.zero_points.size()) +
-                    " zero points");
+    throw BlobError(
+        fmt::format("cannot write blob: quantization parameters of '{}' have {} scales and {} zero points",
+                    value, q.scales.size(), q.zero_points.size()));
   w.i32(q.axis);
   w.count(q.scales.size(), "quantization scales");
   for (float s : q.scales) w.f32(s);

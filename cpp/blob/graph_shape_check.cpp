@@ -1,5 +1,7 @@
 #include "blob/graph_shape_check.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
@@ -54,10 +56,11 @@ void checkRecordedShapes(const Graph& graph) {
       Value* out = n->output(i);
       const Recorded& r = recorded[i];
       if (!agrees(*out, r.dtype, r.shape, r.has_shape))
-        throw BlobError("corrupt blob: GRAPH section: " + nodeErrorPrefix(*n) + "output " +
-                        std::to_string(i) + " '" + out->name() + "' is recorded as " +
-                        typeStr(r.dtype, r.shape, r.has_shape) + " but its inputs and attributes give " +
-                        typeStr(out->dtype(), out->shape(), out->hasShape()));
+        throw BlobError(
+            fmt::format("corrupt blob: GRAPH section: {}output {} '{}' is recorded as {} but its inputs and "
+                        "attributes give {}",
+                        nodeErrorPrefix(*n), i, out->name(), typeStr(r.dtype, r.shape, r.has_shape),
+                        typeStr(out->dtype(), out->shape(), out->hasShape())));
       // Later nodes are inferred from the recorded type, as the runtimes will use it.
       if (r.has_shape) {
         out->setType(r.dtype, r.shape);

@@ -1,6 +1,9 @@
 #include "ir/graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <iterator>
 #include <queue>
 #include <unordered_set>
 
@@ -411,25 +414,19 @@ std::string typeStr(const Value* v) {
 
 std::string attrStr(const AttrValue& a) {
   struct Visitor {
-    std::string operator()(int64_t v) const { return std::to_string(v); }
-    std::string operator()(float v) const {
-      std::string s = std::to_string(v);
-      return s;
-    }
-    std::string operator()(const std::string& v) const { return "\"" + v + "\""; }
+    std::string operator()(int64_t v) const { return fmt::format("{}", v); }
+    // Floats print as std::to_string did ("%f": fixed, 6 decimals), not fmt's shortest form.
+    std::string operator()(float v) const { return fmt::format("{:f}", v); }
+    std::string operator()(const std::string& v) const { return fmt::format("\"{}\"", v); }
     std::string operator()(const std::vector<int64_t>& v) const { return shapeStr(v); }
     std::string operator()(const std::vector<float>& v) const {
-      std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-      return s + "]";
+      return fmt::format("[{:f}]", fmt::join(v, ","));
     }
     std::string operator()(const std::vector<std::string>& v) const {
-      std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? ",\"" : "\"") + v[i] + "\"";
-      return s + "]";
+      return v.empty() ? "[]" : fmt::format("[\"{}\"]", fmt::join(v, "\",\""));
     }
     std::string operator()(const Tensor& t) const {
-      return std::string("tensor<") + dtypeName(t.dtype()) + shapeStr(t.shape()) + ">";
+      return fmt::format("tensor<{}{}>", dtypeName(t.dtype()), shapeStr(t.shape()));
     }
   };
   return std::visit(Visitor{}, a);
@@ -437,36 +434,32 @@ std::string attrStr(const AttrValue& a) {
 }  // namespace
 
 std::string Graph::dump() const {
-  std::string s = "graph " + (name.empty() ? std::string("<unnamed>") : name) + " (";
-  for (size_t i = 0; i < inputs_.size(); ++i) s += (i ? ", " : "") + inputs_[i]->name_ + ": " + typeStr(inputs_[i]);
-  s += ")\n";
+  fmt::memory_buffer s;
+  auto out = std::back_inserter(s);
+  auto typed = [](const Value* v) { return fmt::format("{}: {}", v->name_, typeStr(v)); };
+  std::vector<std::string> items;
+  for (const Value* v : inputs_) items.push_back(typed(v));
+  fmt::format_to(out, "graph {} ({})\n", name.empty() ? "<unnamed>" : name, fmt::join(items, ", "));
   for (auto& up : nodes_) {
     const Node* n = up.get();
-    s += "  ";
-    for (size_t i = 0; i < n->outputs_.size(); ++i) {
-      s += (i ? ", " : "") + n->outputs_[i]->name_ + ": " + typeStr(n->outputs_[i]);
-    }
-    s += " = " + (n->domain_.empty() ? "" : n->domain_ + ".") + n->op_type_ + "(";
-    for (size_t i = 0; i < n->inputs_.size(); ++i) {
-      const Value* in = n->inputs_[i];
-      s += (i ? ", " : "") + (in ? (in->constant_ ? "$" : "%") + in->name_ : std::string("_"));
-    }
-    s += ")";
+    items.clear();
+    for (const Value* v : n->outputs_) items.push_back(typed(v));
+    fmt::format_to(out, "  {} = {}{}{}(", fmt::join(items, ", "), n->domain_, n->domain_.empty() ? "" : ".",
+                   n->op_type_);
+    items.clear();
+    for (const Value* in : n->inputs_) items.push_back(in ? (in->constant_ ? "$" : "%") + in->name_ : "_");
+    fmt::format_to(out, "{})", fmt::join(items, ", "));
     if (!n->attrs_.empty()) {
-      s += " {";
-      bool first = true;
-      for (auto& [k, v] : n->attrs_.all()) {
-        s += (first ? "" : ", ") + k + "=" + attrStr(v);
-        first = false;
-      }
-      s += "}";
+      items.clear();
+      for (auto& [k, v] : n->attrs_.all()) items.push_back(fmt::format("{}={}", k, attrStr(v)));
+      fmt::format_to(out, " {{{}}}", fmt::join(items, ", "));
     }
-    s += "  # " + n->name_ + "\n";
+    fmt::format_to(out, "  # {}\n", n->name_);
   }
-  s += "  return ";
-  for (size_t i = 0; i < outputs_.size(); ++i) s += (i ? ", " : "") + outputs_[i]->name_;
-  s += "\n";
-  return s;
+  items.clear();
+  for (const Value* v : outputs_) items.push_back(v->name_);
+  fmt::format_to(out, "  return {}\n", fmt::join(items, ", "));
+  return fmt::to_string(s);
 }
 
 // ---------------------------------------------------------------- clone

@@ -1,5 +1,7 @@
 #include "lower/program_codec.h"
 
+#include <fmt/format.h>
+
 #include "blob/byte_io.h"
 #include "common/error.h"
 #include "lower/pipeline_dedup.h"
@@ -17,14 +19,13 @@ constexpr size_t kMaxParamsBytes = 1 << 24;
 void checkVersion(blob::ByteReader& r, const char* what) {
   const uint32_t v = r.u32(what);
   if (v != kProgramCodecVersion)
-    r.fail(std::string(what) + " " + std::to_string(v) + " is not supported (expected " +
-           std::to_string(kProgramCodecVersion) + ")");
+    r.fail(fmt::format("{} {} is not supported (expected {})", what, v, kProgramCodecVersion));
 }
 
 template <typename E>
 E enumField(blob::ByteReader& r, const char* what, uint8_t max_code) {
   const uint8_t code = r.u8(what);
-  if (code > max_code) r.fail(std::string(what) + " code " + std::to_string(code) + " is invalid");
+  if (code > max_code) r.fail(fmt::format("{} code {} is invalid", what, code));
   return static_cast<E>(code);
 }
 
@@ -38,7 +39,7 @@ std::vector<uint32_t> readIds(blob::ByteReader& r, const char* what, uint32_t li
   std::vector<uint32_t> ids(n);
   for (uint32_t& id : ids) {
     id = r.u32(what);
-    if (id >= limit) r.fail(std::string(what) + " index " + std::to_string(id) + " is out of range");
+    if (id >= limit) r.fail(fmt::format("{} index {} is out of range", what, id));
   }
   return ids;
 }
@@ -118,9 +119,9 @@ void decodePipelines(const std::string& bytes, LoweredProgram& p) {
     q.op_type = r.str("pipeline op type", kMaxNameBytes);
     q.params = r.str("pipeline params", kMaxParamsBytes);
     if (pipelineDigest(q.params) != q.digest)
-      r.fail("pipeline " + std::to_string(i) + " (" + q.op_type + "): digest does not match its params");
+      r.fail(fmt::format("pipeline {} ({}): digest does not match its params", i, q.op_type));
     for (const Pipeline& earlier : p.pipelines)
-      if (earlier.digest == q.digest) r.fail("pipeline " + std::to_string(i) + " is listed twice");
+      if (earlier.digest == q.digest) r.fail(fmt::format("pipeline {} is listed twice", i));
     p.pipelines.push_back(std::move(q));
   }
   r.expectEnd();
@@ -150,18 +151,18 @@ void decodeWeightRef(blob::ByteReader& r, const std::string& nwgt, PackedWeightR
   ref.c2 = r.u32("packed weight C2");
   for (int64_t& d : ref.dims) {
     d = r.i64("packed weight dim");
-    if (d < 0 || d > (int64_t{1} << 31)) r.fail("packed weight dim " + std::to_string(d) + " is invalid");
+    if (d < 0 || d > (int64_t{1} << 31)) r.fail(fmt::format("packed weight dim {} is invalid", d));
   }
   if (ref.layout != TensorLayout::Nc1hwc2 || ref.c2 == 0 || ref.elem == ElemType::Float32)
     r.fail("packed weights must be int8 or fp16 NC1HWC2 with C2 >= 1");
   if (ref.offset % blob::kBlobAlignment != 0)
-    r.fail("packed weight offset " + std::to_string(ref.offset) + " is not a multiple of 64");
+    r.fail(fmt::format("packed weight offset {} is not a multiple of 64", ref.offset));
   if (ref.offset > nwgt.size() || ref.size > nwgt.size() - ref.offset)
-    r.fail("packed weights [" + std::to_string(ref.offset) + ", +" + std::to_string(ref.size) +
-           ") lie outside the " + std::to_string(nwgt.size()) + "-byte NWGT section");
+    r.fail(fmt::format("packed weights [{}, +{}) lie outside the {}-byte NWGT section", ref.offset, ref.size,
+                       nwgt.size()));
   const size_t elem_bytes = ref.elem == ElemType::Int8 ? 1 : 2;
   if (packedBytes(ref.dims, ref.c2, elem_bytes) != ref.size)
-    r.fail("packed weight size " + std::to_string(ref.size) + " does not match its dims and C2");
+    r.fail(fmt::format("packed weight size {} does not match its dims and C2", ref.size));
 }
 
 void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgram& p) {
@@ -194,13 +195,13 @@ void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgr
     t.tile.spatial_outer = r.u8("tile loop order") != 0;
     t.tile.tiles = r.i64("tile count");
     if (t.tile.tiles < 1 || (t.tile.tiled && (t.tile.oc_block < 1 || t.tile.tile_rows < 1)))
-      r.fail("task " + std::to_string(i) + ": invalid tile configuration");
+      r.fail(fmt::format("task {}: invalid tile configuration", i));
     t.pipeline = r.u32("task pipeline");
     if (t.pipeline != kNoIndex && t.pipeline >= p.pipelines.size())
-      r.fail("task " + std::to_string(i) + ": pipeline " + std::to_string(t.pipeline) + " does not exist");
+      r.fail(fmt::format("task {}: pipeline {} does not exist", i, t.pipeline));
     t.cpu_op = r.u32("task CPU op");
     if (t.cpu_op != kNoIndex && t.cpu_op >= p.cpu_ops.size())
-      r.fail("task " + std::to_string(i) + ": CPU op " + std::to_string(t.cpu_op) + " does not exist");
+      r.fail(fmt::format("task {}: CPU op {} does not exist", i, t.cpu_op));
     t.inputs = readIds(r, "task input tensor", n_tensors);
     t.outputs = readIds(r, "task output tensor", n_tensors);
     t.convert.direction =
@@ -209,7 +210,7 @@ void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgr
     const bool npu = t.kind == TaskKind::Npu, cpu = t.kind == TaskKind::Cpu;
     if (npu != (t.pipeline != kNoIndex) || cpu != (t.cpu_op != kNoIndex) || (!npu && t.weights.present) ||
         (t.kind == TaskKind::Convert) != t.nodes.empty()) {
-      r.fail("task " + std::to_string(i) + " (" + taskKindName(t.kind) + "): fields contradict its kind");
+      r.fail(fmt::format("task {} ({}): fields contradict its kind", i, taskKindName(t.kind)));
     }
     p.tasks.push_back(std::move(t));
   }
@@ -250,8 +251,10 @@ bool findProgramSections(const std::vector<blob::ExtraSection>& extra, ProgramSe
   }
   if (found == 0 && !has_weights) return false;
   if (found != 3)
-    throw BlobError("the blob has only some of the TASK, PIPE and CPUO sections (" + std::to_string(found) +
-                    " of 3): the lowered program is incomplete");
+    throw BlobError(
+        fmt::format("the blob has only some of the TASK, PIPE and CPUO sections ({} of 3): the lowered "
+                    "program is incomplete",
+                    found));
   return true;
 }
 

@@ -1,4 +1,6 @@
 // verifyProgram (lower.h) and summarize / names (lowered_program.h).
+#include <fmt/format.h>
+
 #include <set>
 
 #include "common/error.h"
@@ -47,8 +49,8 @@ ProgramSummary summarize(const LoweredProgram& program) {
 namespace {
 
 [[noreturn]] void fail(const Task& t, const std::string& message) {
-  throw BlobError("lowered program, task " + std::to_string(t.id) + " (" + taskKindName(t.kind) + " " +
-                  t.pattern + "): " + message);
+  throw BlobError(
+      fmt::format("lowered program, task {} ({} {}): {}", t.id, taskKindName(t.kind), t.pattern, message));
 }
 
 }  // namespace
@@ -67,11 +69,10 @@ void verifyProgram(const LoweredProgram& program, const Graph& graph) {
   std::vector<int> covered(nodes.size(), 0);
   for (size_t i = 0; i < program.tasks.size(); ++i) {
     const Task& t = program.tasks[i];
-    if (t.id != i) fail(t, "its id is not its position " + std::to_string(i));
+    if (t.id != i) fail(t, fmt::format("its id is not its position {}", i));
     std::string pattern;
     for (uint32_t n : t.nodes) {
-      if (n >= nodes.size())
-        fail(t, "node index " + std::to_string(n) + " is past the graph's " + std::to_string(nodes.size()));
+      if (n >= nodes.size()) fail(t, fmt::format("node index {} is past the graph's {}", n, nodes.size()));
       ++covered[n];
       pattern += (pattern.empty() ? "" : "+") + nodes[n]->opType();
     }
@@ -94,8 +95,8 @@ void verifyProgram(const LoweredProgram& program, const Graph& graph) {
   }
   for (size_t n = 0; n < nodes.size(); ++n)
     if (covered[n] != 1)
-      throw BlobError("lowered program: node '" + nodes[n]->name() + "' (" + nodes[n]->opType() + ") is in " +
-                      std::to_string(covered[n]) + " tasks, expected exactly one");
+      throw BlobError(fmt::format("lowered program: node '{}' ({}) is in {} tasks, expected exactly one",
+                                  nodes[n]->name(), nodes[n]->opType(), covered[n]));
   for (const Value* v : graph.outputs()) {
     if (v->isConstant()) continue;
     bool on_host = false;
@@ -117,7 +118,7 @@ void verifyProgramPlacement(const LoweredProgram& program, const Graph& graph,
     if (t.kind == TaskKind::Convert) continue;
     const Device device = t.kind == TaskKind::Npu ? Device::Npu : Device::Cpu;
     for (uint32_t n : t.nodes) {
-      if (n >= nodes.size()) fail(t, "node index " + std::to_string(n) + " is past the graph");
+      if (n >= nodes.size()) fail(t, fmt::format("node index {} is past the graph", n));
       // partitionGraph lists nodes in graph order; deviceOf (a scan) only if this one is not.
       const bool in_order = n < placement.nodes.size() && placement.nodes[n].node == nodes[n];
       if ((in_order ? placement.nodes[n].device : placement.deviceOf(nodes[n])) != device) {

@@ -1,5 +1,7 @@
 #include "lower/weight_packing.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "common/error.h"
@@ -9,9 +11,9 @@ namespace npuc::lower {
 namespace {
 
 void checkDims(const Nchw& dims, int64_t c2) {
-  if (c2 < 1) throw ShapeError("NC1HWC2 packing needs a channel block >= 1, got " + std::to_string(c2));
+  if (c2 < 1) throw ShapeError(fmt::format("NC1HWC2 packing needs a channel block >= 1, got {}", c2));
   for (int64_t d : dims)
-    if (d < 0) throw ShapeError("NC1HWC2 packing of a tensor with a negative dim " + std::to_string(d));
+    if (d < 0) throw ShapeError(fmt::format("NC1HWC2 packing of a tensor with a negative dim {}", d));
 }
 
 // Calls f(src_element_index, dst_element_index) for every real (unpadded) element.
@@ -50,10 +52,8 @@ std::string packNc1hwc2(const void* src, const Nchw& dims, int64_t c2, size_t el
 std::string unpackNc1hwc2(const std::string& packed, const Nchw& dims, int64_t c2, size_t elem_bytes) {
   const size_t expected = packedBytes(dims, c2, elem_bytes);
   if (packed.size() != expected) {
-    throw BlobError("packed NC1HWC2 weights hold " + std::to_string(packed.size()) + " bytes, expected " +
-                    std::to_string(expected) + " for [" + std::to_string(dims[0]) + "," +
-                    std::to_string(dims[1]) + "," + std::to_string(dims[2]) + "," + std::to_string(dims[3]) +
-                    "] with C2 = " + std::to_string(c2));
+    throw BlobError(fmt::format("packed NC1HWC2 weights hold {} bytes, expected {} for [{}] with C2 = {}",
+                                packed.size(), expected, fmt::join(dims, ","), c2));
   }
   std::string out(static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3]) * elem_bytes, '\0');
   forEachElement(dims, c2, [&](int64_t s, int64_t d) {

@@ -1,5 +1,7 @@
 #include "memory/memory_plan_codec.h"
 
+#include <fmt/format.h>
+
 #include "blob/blob_format.h"
 #include "blob/byte_io.h"
 #include "common/error.h"
@@ -47,13 +49,13 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
                      "MPLN section");
   const uint32_t version = r.u32("memory plan version");
   if (version != kMemoryPlanCodecVersion) {
-    r.fail("memory plan version " + std::to_string(version) + " is not supported (expected " +
-           std::to_string(kMemoryPlanCodecVersion) + ")");
+    r.fail(fmt::format("memory plan version {} is not supported (expected {})", version,
+                       kMemoryPlanCodecVersion));
   }
   NpuMemoryPlan plan;
   plan.alignment = r.u64("arena alignment");
   if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) || plan.alignment > kMaxAlignment)
-    r.fail("arena alignment " + std::to_string(plan.alignment) + " is not a power of two up to 1 MiB");
+    r.fail(fmt::format("arena alignment {} is not a power of two up to 1 MiB", plan.alignment));
   plan.arena_bytes = r.u64("arena bytes");
   plan.lower_bound_bytes = r.u64("arena lower bound");
   plan.strategy = r.str("placement strategy", kMaxNameBytes);
@@ -65,21 +67,20 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
     const std::string who = "buffer '" + b.value + "'";
     const uint8_t format = r.u8("buffer format");
     if (format > static_cast<uint8_t>(BufferFormat::Host))
-      r.fail(who + ": format code " + std::to_string(format) + " is invalid");
+      r.fail(fmt::format("{}: format code {} is invalid", who, format));
     b.format = static_cast<BufferFormat>(format);
     const uint8_t home = r.u8("buffer home");
     if (home > static_cast<uint8_t>(BufferHome::Output))
-      r.fail(who + ": home code " + std::to_string(home) + " is invalid");
+      r.fail(fmt::format("{}: home code {} is invalid", who, home));
     b.home = static_cast<BufferHome>(home);
     const int32_t dtype = r.i32("buffer dtype");
     b.dtype = dtypeFromOnnx(dtype);
-    if (!isStorable(b.dtype)) r.fail(who + ": dtype code " + std::to_string(dtype) + " is invalid");
+    if (!isStorable(b.dtype)) r.fail(fmt::format("{}: dtype code {} is invalid", who, dtype));
     const uint32_t rank = r.count("shape dims", 8);
-    if (rank > blob::kMaxRank)
-      r.fail(who + ": rank " + std::to_string(rank) + " is above " + std::to_string(blob::kMaxRank));
+    if (rank > blob::kMaxRank) r.fail(fmt::format("{}: rank {} is above {}", who, rank, blob::kMaxRank));
     for (uint32_t k = 0; k < rank; ++k) {
       const int64_t d = r.i64("shape dim");
-      if (d < 0) r.fail(who + ": dim " + std::to_string(d) + " is negative");
+      if (d < 0) r.fail(fmt::format("{}: dim {} is negative", who, d));
       b.shape.push_back(d);
     }
     b.bytes = r.u64("buffer bytes");
@@ -92,7 +93,7 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   // The plan is trusted by whoever allocates the arena: check its invariants before handing it out.
   const std::string violation = findPlanViolation(plan);
   if (!violation.empty())
-    throw BlobError("MPLN section at offset " + std::to_string(base_offset) + ": " + violation);
+    throw BlobError(fmt::format("MPLN section at offset {}: {}", base_offset, violation));
   return plan;
 }
 

@@ -1,9 +1,10 @@
 #include "memory/memory_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdio>
+#include <iterator>
 #include <set>
-#include <sstream>
 
 #include "blob/blob.h"
 #include "blob/blob_format.h"
@@ -68,15 +69,11 @@ int64_t packedElements(const Value& v, DType storage, const Node& reader, size_t
 }
 
 std::string mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
+  return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
 std::string shapeText(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
+  return fmt::format("[{}]", fmt::join(s, ","));
 }
 
 }  // namespace
@@ -145,40 +142,37 @@ MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan
 }
 
 std::string MemoryReport::toText(size_t max_tensor_rows) const {
-  std::ostringstream o;
+  fmt::memory_buffer o;
+  auto out = std::back_inserter(o);
   const std::string rule(62, '=');
-  char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "%.3fx", arenaRatio());
-  o << rule << "\n"
-    << "              Memory Profile Info Dump (" << soc << ", " << mode << ")\n"
-    << rule << "\n"
-    << "NPU model memory detail (bytes):\n"
-    << "    Total Weight Memory:          " << mib(weight_bytes) << " (" << weight_bytes << ", "
-    << weights.size() << " tensors, NPU-packed)\n"
-    << "    Total Internal Tensor Memory: " << mib(arena_bytes) << " (" << arena_bytes
-    << ", one arena; lower bound " << lower_bound_bytes << ", " << ratio << ")\n"
-    << "    Total I/O Memory:             " << mib(io_bytes) << " (" << io_bytes
-    << ", graph inputs and outputs)\n"
-    << "    Total Other Memory:           " << mib(other_bytes) << " (" << other_bytes
-    << ", graph, tasks, metadata in the blob)\n"
-    << "    Total Memory:                 " << mib(total_bytes) << " (" << total_bytes << ")\n";
+  fmt::format_to(out, "{}\n              Memory Profile Info Dump ({}, {})\n{}\n", rule, soc, mode, rule);
+  fmt::format_to(out, "NPU model memory detail (bytes):\n");
+  fmt::format_to(out, "    Total Weight Memory:          {} ({}, {} tensors, NPU-packed)\n",
+                 mib(weight_bytes), weight_bytes, weights.size());
+  fmt::format_to(out, "    Total Internal Tensor Memory: {} ({}, one arena; lower bound {}, {:.3f}x)\n",
+                 mib(arena_bytes), arena_bytes, lower_bound_bytes, arenaRatio());
+  fmt::format_to(out, "    Total I/O Memory:             {} ({}, graph inputs and outputs)\n", mib(io_bytes),
+                 io_bytes);
+  fmt::format_to(out, "    Total Other Memory:           {} ({}, graph, tasks, metadata in the blob)\n",
+                 mib(other_bytes), other_bytes);
+  fmt::format_to(out, "    Total Memory:                 {} ({})\n", mib(total_bytes), total_bytes);
   std::vector<const PlannedBuffer*> arena;
   for (const PlannedBuffer& b : plan.buffers)
     if (b.home == BufferHome::Arena) arena.push_back(&b);
   std::stable_sort(arena.begin(), arena.end(),
                    [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->bytes > b->bytes; });
   if (!arena.empty()) {
-    o << "Largest internal tensors (of " << arena.size() << ", plan "
-      << (plan_from_blob ? "from the blob" : "computed") << ", placement " << plan.strategy << "):\n";
+    fmt::format_to(out, "Largest internal tensors (of {}, plan {}, placement {}):\n", arena.size(),
+                   plan_from_blob ? "from the blob" : "computed", plan.strategy);
     for (size_t i = 0; i < arena.size() && i < max_tensor_rows; ++i) {
       const PlannedBuffer& b = *arena[i];
-      o << "    " << b.value << " " << dtypeName(b.dtype) << shapeText(b.shape) << " "
-        << bufferFormatName(b.format) << ": " << b.bytes << " bytes at offset " << b.offset << ", steps "
-        << b.first << ".." << b.last << "\n";
+      fmt::format_to(out, "    {} {}{} {}: {} bytes at offset {}, steps {}..{}\n", b.value,
+                     dtypeName(b.dtype), shapeText(b.shape), bufferFormatName(b.format), b.bytes, b.offset,
+                     b.first, b.last);
     }
   }
-  o << rule << "\n";
-  return o.str();
+  fmt::format_to(out, "{}\n", rule);
+  return fmt::to_string(o);
 }
 
 }  // namespace npuc::memory

@@ -1,5 +1,7 @@
 #include "memory/npu_memory_plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -177,9 +179,8 @@ bool isPowerOfTwo(uint64_t x) {
 }
 
 std::string describe(const PlannedBuffer& b) {
-  return "'" + b.value + "' (" + bufferFormatName(b.format) + ", " + std::to_string(b.bytes) + " bytes at " +
-         std::to_string(b.offset) + ", steps " + std::to_string(b.first) + ".." + std::to_string(b.last) +
-         ")";
+  return fmt::format("'{}' ({}, {} bytes at {}, steps {}..{})", b.value, bufferFormatName(b.format), b.bytes,
+                     b.offset, b.first, b.last);
 }
 
 }  // namespace
@@ -199,27 +200,25 @@ std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
                              const PartitionReport& placement) {
   std::vector<PlannedBuffer> expected = PlanBuilder(graph, quant_plan, soc, placement).unplacedBuffers();
   if (expected.size() != plan.buffers.size()) {
-    return "it has " + std::to_string(plan.buffers.size()) + " buffers, the partition needs " +
-           std::to_string(expected.size());
+    return fmt::format("it has {} buffers, the partition needs {}", plan.buffers.size(), expected.size());
   }
   for (size_t i = 0; i < expected.size(); ++i) {
     PlannedBuffer stored = plan.buffers[i];
     stored.offset = 0;  // any sound placement will do: findPlanViolation checks the offsets
     if (!(stored == expected[i])) {
       expected[i].offset = plan.buffers[i].offset;
-      return "buffer " + std::to_string(i) + " is " + describe(plan.buffers[i]) + ", the partition needs " +
-             describe(expected[i]);
+      return fmt::format("buffer {} is {}, the partition needs {}", i, describe(plan.buffers[i]),
+                         describe(expected[i]));
     }
   }
   return "";
 }
 
 std::string findPlanViolation(const NpuMemoryPlan& plan) {
-  if (!isPowerOfTwo(plan.alignment))
-    return "alignment " + std::to_string(plan.alignment) + " is not a power of two";
+  if (!isPowerOfTwo(plan.alignment)) return fmt::format("alignment {} is not a power of two", plan.alignment);
   if (plan.lower_bound_bytes > plan.arena_bytes) {
-    return "arena of " + std::to_string(plan.arena_bytes) + " bytes is below its lower bound " +
-           std::to_string(plan.lower_bound_bytes);
+    return fmt::format("arena of {} bytes is below its lower bound {}", plan.arena_bytes,
+                       plan.lower_bound_bytes);
   }
   std::vector<const PlannedBuffer*> arena;
   std::vector<BufferRequest> live;  // to recompute the lower bound the plan claims
@@ -233,15 +232,13 @@ std::string findPlanViolation(const NpuMemoryPlan& plan) {
       continue;
     }
     if (b.bytes > plan.arena_bytes || b.offset > plan.arena_bytes - b.bytes)
-      return "buffer " + describe(b) + " ends past the arena (" + std::to_string(plan.arena_bytes) +
-             " bytes)";
+      return fmt::format("buffer {} ends past the arena ({} bytes)", describe(b), plan.arena_bytes);
     arena.push_back(&b);
     live.push_back({b.bytes, b.first, b.last});
   }
   const size_t bound = liveBytesLowerBound(live, plan.alignment);
   if (bound != plan.lower_bound_bytes) {
-    return "lower bound " + std::to_string(plan.lower_bound_bytes) + " does not match its buffers (" +
-           std::to_string(bound) + ")";
+    return fmt::format("lower bound {} does not match its buffers ({})", plan.lower_bound_bytes, bound);
   }
   for (size_t i = 0; i < arena.size(); ++i) {
     for (size_t j = i + 1; j < arena.size(); ++j) {

@@ -1,9 +1,10 @@
 #include "perf/perf_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <iomanip>
+#include <iterator>
 #include <map>
-#include <sstream>
 
 namespace npuc::perf {
 
@@ -55,58 +56,54 @@ void PerfReport::finalize() {
 namespace {
 
 std::string shapeText(const Shape& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + ")";
+  return fmt::format("({})", fmt::join(s, ","));
 }
 
-std::string rule(size_t width) {
-  return std::string(width, '-') + "\n";
+void rule(fmt::memory_buffer& o, size_t width) {
+  fmt::format_to(std::back_inserter(o), "{:-<{}}\n", "", width);
 }
 
 }  // namespace
 
 std::string PerfReport::toText() const {
-  std::ostringstream o;
-  o << std::fixed;
+  fmt::memory_buffer o;
+  auto out = std::back_inserter(o);
   const size_t width = 170;
-  o << rule(width) << "Network Layer Information Table  (soc " << soc << ", " << dtype << ", " << cores
-    << (cores == 1 ? " NPU core" : " NPU cores") << " at " << std::setprecision(0) << clock_mhz << " MHz)\n"
-    << rule(width);
-  o << std::left << std::setw(5) << "ID" << std::setw(22) << "OpType" << std::setw(9) << "DataType"
-    << std::setw(7) << "Target" << std::setw(18) << "InputShape" << std::setw(18) << "OutputShape"
-    << std::right << std::setw(11) << "DDRCycles" << std::setw(11) << "NPUCycles" << std::setw(12)
-    << "TotalCycles" << std::setw(10) << "Time(us)" << std::setw(12) << "MacUsage(%)" << std::setw(10)
-    << "RW(KB)" << std::setw(11) << "TaskNumber"
-    << "  " << std::left << std::setw(11) << "Bottleneck"
-    << "FullName\n";
+  rule(o, width);
+  fmt::format_to(out, "Network Layer Information Table  (soc {}, {}, {} {} at {:.0f} MHz)\n", soc, dtype,
+                 cores, cores == 1 ? "NPU core" : "NPU cores", clock_mhz);
+  rule(o, width);
+  fmt::format_to(
+      out, "{:<5}{:<22}{:<9}{:<7}{:<18}{:<18}{:>11}{:>11}{:>12}{:>10}{:>12}{:>10}{:>11}  {:<11}FullName\n",
+      "ID", "OpType", "DataType", "Target", "InputShape", "OutputShape", "DDRCycles", "NPUCycles",
+      "TotalCycles", "Time(us)", "MacUsage(%)", "RW(KB)", "TaskNumber", "Bottleneck");
   for (const PerfRow& r : rows) {
-    o << std::left << std::setw(5) << r.id << std::setw(22) << r.op_type << std::setw(9) << r.data_type
-      << std::setw(7) << deviceName(r.target) << std::setw(18) << shapeText(r.input_shape) << std::setw(18)
-      << shapeText(r.output_shape) << std::right << std::setprecision(0) << std::setw(11) << r.ddr_cycles
-      << std::setw(11) << r.npu_cycles << std::setw(12) << r.total_cycles << std::setprecision(1)
-      << std::setw(10) << r.time_us << std::setprecision(2) << std::setw(12) << r.mac_usage_pct
-      << std::setprecision(1) << std::setw(10) << r.rw_kb << std::setw(11) << r.task_number << "  "
-      << std::left << std::setw(11) << r.bottleneck << r.full_name << "\n";
+    fmt::format_to(
+        out,
+        "{:<5}{:<22}{:<9}{:<7}{:<18}{:<18}{:>11.0f}{:>11.0f}{:>12.0f}{:>10.1f}{:>12.2f}{:>10.1f}{:>11}  "
+        "{:<11}{}\n",
+        r.id, r.op_type, r.data_type, deviceName(r.target), shapeText(r.input_shape),
+        shapeText(r.output_shape), r.ddr_cycles, r.npu_cycles, r.total_cycles, r.time_us, r.mac_usage_pct,
+        r.rw_kb, r.task_number, r.bottleneck, r.full_name);
   }
-  o << rule(width);
+  rule(o, width);
   const PerfSummary& s = summary;
-  o << std::setprecision(1) << "Total time (us): " << s.total_time_us << "   FPS: " << std::setprecision(2)
-    << s.fps << "\n"
-    << std::setprecision(1) << "DDR traffic per frame (KB): " << s.ddr_bytes_per_frame / 1024.0 << "\n"
-    << "NPU time (us): " << s.npu_time_us << " in " << s.npu_tasks
-    << " tasks   CPU time (us): " << s.cpu_time_us << " in " << s.cpu_ops
-    << " ops   hand-over (us): " << s.handover_time_us << " for " << s.handovers << " tensors\n"
-    << "Tiling cache: " << tiling_cache_hits << " hits, " << tiling_cache_misses << " misses\n";
-  o << rule(width) << "Operator Time Consuming Ranking Table\n" << rule(width);
-  o << std::left << std::setw(24) << "OpType" << std::right << std::setw(10) << "CallNumber" << std::setw(14)
-    << "Time(us)" << std::setw(12) << "Share(%)\n";
+  fmt::format_to(out, "Total time (us): {:.1f}   FPS: {:.2f}\n", s.total_time_us, s.fps);
+  fmt::format_to(out, "DDR traffic per frame (KB): {:.1f}\n", s.ddr_bytes_per_frame / 1024.0);
+  fmt::format_to(
+      out,
+      "NPU time (us): {:.1f} in {} tasks   CPU time (us): {:.1f} in {} ops   hand-over (us): {:.1f} for "
+      "{} tensors\n",
+      s.npu_time_us, s.npu_tasks, s.cpu_time_us, s.cpu_ops, s.handover_time_us, s.handovers);
+  fmt::format_to(out, "Tiling cache: {} hits, {} misses\n", tiling_cache_hits, tiling_cache_misses);
+  rule(o, width);
+  fmt::format_to(out, "Operator Time Consuming Ranking Table\n");
+  rule(o, width);
+  fmt::format_to(out, "{:<24}{:>10}{:>14}{:>11}\n", "OpType", "CallNumber", "Time(us)", "Share(%)");
   for (const OpTypeRank& k : ranking)
-    o << std::left << std::setw(24) << k.op_type << std::right << std::setw(10) << k.count
-      << std::setprecision(1) << std::setw(14) << k.time_us << std::setprecision(2) << std::setw(11)
-      << k.share_pct << "\n";
-  for (const std::string& w : warnings) o << "warning: " << w << "\n";
-  return o.str();
+    fmt::format_to(out, "{:<24}{:>10}{:>14.1f}{:>11.2f}\n", k.op_type, k.count, k.time_us, k.share_pct);
+  for (const std::string& w : warnings) fmt::format_to(out, "warning: {}\n", w);
+  return fmt::to_string(o);
 }
 
 }  // namespace npuc::perf

@@ -1,8 +1,9 @@
 #include "target/op_constraints.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "opset/op_traits.h"
 #include "target/op_geometry.h"
@@ -35,13 +36,11 @@ std::string joined(const std::vector<std::string>& items, const char* sep = ", "
 
 // "33x33" for a 2-D window, "33" for 1-D.
 std::string dimsText(const std::vector<int64_t>& dims) {
-  std::vector<std::string> parts;
-  for (int64_t d : dims) parts.push_back(std::to_string(d));
-  return joined(parts, "x");
+  return fmt::format("{}", fmt::join(dims, "x"));
 }
 
 std::string rangeText(const IntRange& r) {
-  return r.lo == r.hi ? std::to_string(r.lo) : std::to_string(r.lo) + ".." + std::to_string(r.hi);
+  return r.lo == r.hi ? fmt::format("{}", r.lo) : fmt::format("{}..{}", r.lo, r.hi);
 }
 
 // "in 1..31", or "equal to 2" for a one-value range.
@@ -49,10 +48,9 @@ std::string inRangeText(const IntRange& r) {
   return (r.lo == r.hi ? "equal to " : "in ") + rangeText(r);
 }
 
+// As a default std::ostream prints it (6 significant digits, %g).
 std::string numberText(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
+  return fmt::format("{:g}", v);
 }
 
 // "<what> 33x33 exceeds 31x31" / "<what> 0x0 is below 1x1" when any dim leaves the range.
@@ -91,7 +89,7 @@ LimitCheck spatialRankCheck() {
     size_t rank = windowGeometry(n).spatialRank();
     const IntRange& r = std::get<IntRange>(v);
     if (r.contains(static_cast<int64_t>(rank))) return std::nullopt;
-    return n.opType() + " with " + std::to_string(rank) + " spatial dims is outside " + rangeText(r);
+    return fmt::format("{} with {} spatial dims is outside {}", n.opType(), rank, rangeText(r));
   };
   return c;
 }
@@ -107,11 +105,9 @@ LimitCheck padCheck() {
     std::vector<int64_t> pads = windowGeometry(n).pads;
     auto [lo, hi] = std::minmax_element(pads.begin(), pads.end());
     if (pads.empty() || (*lo >= r.lo && *hi <= r.hi)) return std::nullopt;
-    std::vector<std::string> parts;
-    for (int64_t p : pads) parts.push_back(std::to_string(p));
     bool above = *hi > r.hi;
-    return n.opType() + " pad " + std::to_string(above ? *hi : *lo) + (above ? " exceeds " : " is below ") +
-           std::to_string(above ? r.hi : r.lo) + " (pads [" + joined(parts, ",") + "])";
+    return fmt::format("{} pad {} {} {} (pads [{}])", n.opType(), above ? *hi : *lo,
+                       above ? "exceeds" : "is below", above ? r.hi : r.lo, fmt::join(pads, ","));
   };
   return c;
 }
@@ -149,9 +145,8 @@ LimitCheck resizeScaleCheck() {
       bool integer = out[d] % in[d] == 0;
       if (integer && r.contains(out[d] / in[d])) continue;
       double scale = static_cast<double>(out[d]) / static_cast<double>(in[d]);
-      return "Resize scale " + numberText(scale) + " (dim " + std::to_string(d) + ": " +
-             std::to_string(in[d]) + " -> " + std::to_string(out[d]) + ") is not an integer in " +
-             rangeText(r);
+      return fmt::format("Resize scale {} (dim {}: {} -> {}) is not an integer in {}", numberText(scale), d,
+                         in[d], out[d], rangeText(r));
     }
     return std::nullopt;
   };
@@ -194,8 +189,8 @@ LimitCheck softmaxAxisCheck() {
       return std::find(allowed.begin(), allowed.end(), which) != allowed.end();
     };
     if ((allows("channel") && axis == 1) || (allows("last") && axis == rank - 1)) return std::nullopt;
-    return n.opType() + " axis " + std::to_string(axis) + " of a rank-" + std::to_string(rank) +
-           " input is not the " + joined(allowed, " or the ") + " axis";
+    return fmt::format("{} axis {} of a rank-{} input is not the {} axis", n.opType(), axis, rank,
+                       joined(allowed, " or the "));
   };
   return c;
 }
@@ -206,13 +201,13 @@ LimitCheck maxKCheck() {
   c.kind = LimitKind::Int;
   c.ops = kGemmOps;
   c.describe = [](const LimitValue& v) {
-    return "reduction length K at most " + std::to_string(std::get<int64_t>(v));
+    return fmt::format("reduction length K at most {}", std::get<int64_t>(v));
   };
   c.violation = [](const Node& n, const LimitValue& v) -> Message {
     int64_t k = gemmReductionLength(n);
     int64_t limit = std::get<int64_t>(v);
     if (k <= limit) return std::nullopt;
-    return n.opType() + " K=" + std::to_string(k) + " exceeds " + std::to_string(limit);
+    return fmt::format("{} K={} exceeds {}", n.opType(), k, limit);
   };
   return c;
 }
@@ -233,14 +228,14 @@ LimitCheck maxRankCheck() {
   c.name = "max_rank";
   c.kind = LimitKind::Int;
   c.describe = [](const LimitValue& v) {
-    return "tensor rank at most " + std::to_string(std::get<int64_t>(v));
+    return fmt::format("tensor rank at most {}", std::get<int64_t>(v));
   };
   c.violation = [](const Node& n, const LimitValue& v) {
     int64_t limit = std::get<int64_t>(v);
     return firstTensorViolation(n, [&](const Value& t) -> Message {
       if (t.rank() <= limit) return std::nullopt;
-      return n.opType() + " tensor '" + t.name() + "' " + shapeStr(t.shape()) + " has rank " +
-             std::to_string(t.rank()) + ", above " + std::to_string(limit);
+      return fmt::format("{} tensor '{}' {} has rank {}, above {}", n.opType(), t.name(), shapeStr(t.shape()),
+                         t.rank(), limit);
     });
   };
   return c;
@@ -250,16 +245,14 @@ LimitCheck maxDimCheck() {
   LimitCheck c;
   c.name = "max_dim";
   c.kind = LimitKind::Int;
-  c.describe = [](const LimitValue& v) {
-    return "every dim at most " + std::to_string(std::get<int64_t>(v));
-  };
+  c.describe = [](const LimitValue& v) { return fmt::format("every dim at most {}", std::get<int64_t>(v)); };
   c.violation = [](const Node& n, const LimitValue& v) {
     int64_t limit = std::get<int64_t>(v);
     return firstTensorViolation(n, [&](const Value& t) -> Message {
       for (int64_t d : t.shape())
         if (d > limit)
-          return n.opType() + " tensor '" + t.name() + "' " + shapeStr(t.shape()) + " has dim " +
-                 std::to_string(d) + ", above " + std::to_string(limit);
+          return fmt::format("{} tensor '{}' {} has dim {}, above {}", n.opType(), t.name(),
+                             shapeStr(t.shape()), d, limit);
       return std::nullopt;
     });
   };

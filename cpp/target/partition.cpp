@@ -1,10 +1,11 @@
 #include "target/partition.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <iomanip>
+#include <iterator>
 #include <numeric>
 #include <set>
-#include <sstream>
 
 #include "common/error.h"
 #include "opset/op_traits.h"
@@ -73,9 +74,9 @@ NodePlacement placeNode(const Node& n, size_t index, const SocProfile& soc, cons
     p.device = Device::Npu;
     p.reason = forced ? PlacementReason::ForcedNpu : PlacementReason::NpuSupported;
   } else if (forced == Device::Npu) {
-    throw ConfigError("op_target['" + entry->first + "'] = npu: node '" + p.label + "' (" + n.opType() +
-                      ") cannot run on the " + soc.name + " NPU: check " + violations.front().check +
-                      " fails: " + violationsText(violations));
+    throw ConfigError(fmt::format(
+        "op_target['{}'] = npu: node '{}' ({}) cannot run on the {} NPU: check {} fails: {}", entry->first,
+        p.label, n.opType(), soc.name, violations.front().check, violationsText(violations)));
   } else {
     p.device = Device::Cpu;
     p.reason =
@@ -160,8 +161,7 @@ bool moveIfFewerHandovers(const std::vector<NodePlacement*>& group, Placement& p
   for (NodePlacement* p : group) {
     p->device = Device::Cpu;
     p->reason = PlacementReason::FewerHandovers;
-    p->detail = "data movement between CPU nodes (" + std::to_string(before) + " -> " +
-                std::to_string(after) + " hand-overs around it)";
+    p->detail = fmt::format("data movement between CPU nodes ({} -> {} hand-overs around it)", before, after);
   }
   return true;
 }
@@ -206,10 +206,11 @@ void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& 
   for (NodePlacement& p : report.nodes) {
     if (p.device != Device::Cpu || soc.cpu.supportsOp(p.node->opType())) continue;
     p.cpu_runtime_lacks = true;
-    report.warnings.push_back("node '" + p.label + "' (" + p.node->opType() +
-                              ") falls back to the CPU, but the " + soc.name +
-                              " CPU runtime does not implement " + p.node->opType() +
-                              " either: the model cannot run on this SoC as is");
+    report.warnings.push_back(
+        fmt::format("node '{}' ({}) falls back to the CPU, but the {} CPU runtime does not implement {} "
+                    "either: the model "
+                    "cannot run on this SoC as is",
+                    p.label, p.node->opType(), soc.name, p.node->opType()));
   }
   for (const auto& entry : op_target) {
     // A named reference, not a structured binding: lambdas may capture those only from C++20
@@ -219,23 +220,15 @@ void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& 
       return p.node->name() == key || p.node->opType() == key;
     });
     if (!used)
-      report.warnings.push_back("op_target['" + key + "'] matches no node name or op type of graph '" +
-                                graph.name + "'");
+      report.warnings.push_back(
+          fmt::format("op_target['{}'] matches no node name or op type of graph '{}'", key, graph.name));
   }
 }
 
 std::string macsText(int64_t macs) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(2);
-  if (macs >= 1000000000) {
-    s << static_cast<double>(macs) / 1e9 << " GMAC";
-  } else if (macs >= 1000000) {
-    s << static_cast<double>(macs) / 1e6 << " MMAC";
-  } else {
-    s.unsetf(std::ios::floatfield);
-    s << macs << " MAC";
-  }
-  return s.str();
+  if (macs >= 1000000000) return fmt::format("{:.2f} GMAC", static_cast<double>(macs) / 1e9);
+  if (macs >= 1000000) return fmt::format("{:.2f} MMAC", static_cast<double>(macs) / 1e6);
+  return fmt::format("{} MAC", macs);
 }
 
 }  // namespace
@@ -291,24 +284,27 @@ Device PartitionReport::deviceOf(const Node* node) const {
 }
 
 std::string PartitionReport::toText() const {
-  std::ostringstream s;
-  s << "Partition for " << soc << ": " << nodes.size() << " nodes, " << count(Device::Npu) << " on NPU, "
-    << count(Device::Cpu) << " on CPU; " << handovers << " NPU<->CPU hand-overs; " << npu_segments
-    << " NPU segment(s), " << cpu_segments << " CPU segment(s)\n";
-  s << "MACs on NPU: " << std::fixed << std::setprecision(1) << npuMacShare() * 100 << "% ("
-    << macsText(npu_macs) << " of " << macsText(total_macs) << ")\n";
+  fmt::memory_buffer s;
+  auto out = std::back_inserter(s);
+  fmt::format_to(
+      out,
+      "Partition for {}: {} nodes, {} on NPU, {} on CPU; {} NPU<->CPU hand-overs; {} NPU segment(s), {} "
+      "CPU segment(s)\n",
+      soc, nodes.size(), count(Device::Npu), count(Device::Cpu), handovers, npu_segments, cpu_segments);
+  fmt::format_to(out, "MACs on NPU: {:.1f}% ({} of {})\n", npuMacShare() * 100, macsText(npu_macs),
+                 macsText(total_macs));
   if (count(Device::Cpu) > 0) {
-    s << "CPU nodes:\n";
+    fmt::format_to(out, "CPU nodes:\n");
     for (const NodePlacement& p : nodes)
       if (p.device == Device::Cpu)
-        s << "  " << p.label << " (" << p.node->opType() << "): " << placementReasonName(p.reason) << ": "
-          << p.detail << (p.cpu_runtime_lacks ? " [not in the CPU runtime either]" : "") << "\n";
+        fmt::format_to(out, "  {} ({}): {}: {}{}\n", p.label, p.node->opType(), placementReasonName(p.reason),
+                       p.detail, p.cpu_runtime_lacks ? " [not in the CPU runtime either]" : "");
   }
   if (!warnings.empty()) {
-    s << "Warnings:\n";
-    for (const std::string& w : warnings) s << "  " << w << "\n";
+    fmt::format_to(out, "Warnings:\n");
+    for (const std::string& w : warnings) fmt::format_to(out, "  {}\n", w);
   }
-  return s.str();
+  return fmt::to_string(s);
 }
 
 }  // namespace npuc

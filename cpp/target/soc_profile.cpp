@@ -1,5 +1,7 @@
 #include "target/soc_profile.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -81,12 +83,14 @@ bool SocProfile::supportsDtype(NpuDType t) const {
 int64_t SocProfile::alignment(NpuDType t, AlignmentRole role) const {
   auto it = channel_alignment.find(t);
   if (it == channel_alignment.end())
-    throw ConfigError("SoC " + name + " does not compute in " + npuDTypeName(t) + " (no channel alignment)");
+    throw ConfigError(
+        fmt::format("SoC {} does not compute in {} (no channel alignment)", name, npuDTypeName(t)));
   return it->second[role];
 }
 
 int64_t SocProfile::macsPerCycle(NpuDType t) const {
-  if (!supportsDtype(t)) throw ConfigError("SoC " + name + " does not compute in " + npuDTypeName(t));
+  if (!supportsDtype(t))
+    throw ConfigError(fmt::format("SoC {} does not compute in {}", name, npuDTypeName(t)));
   switch (t) {
     case NpuDType::Int8: return npu.int8_macs_per_cycle_per_core;
     case NpuDType::TFloat32: return npu.tf32_macs_per_cycle_per_core;
@@ -234,8 +238,8 @@ OpSupport parseOpSupport(const std::string& op_type, const YamlField& f) {
       value.fail("unknown op limit (known: " + joined(known) + ", assumed)");
     }
     if (!check->appliesTo(op_type))
-      value.fail("limit '" + key + "' does not apply to " + op_type + " (it applies to " +
-                 joined(check->ops) + ")");
+      value.fail(fmt::format("limit '{}' does not apply to {} (it applies to {})", key, op_type,
+                             joined(check->ops)));
     op.limits.push_back(OpLimit{key, parseLimitValue(*check, value), false});
   }
   if (f.has("assumed")) parseAssumedMarks(f.at("assumed"), op);
@@ -360,11 +364,12 @@ void checkPeakAgainstPublished(const SocProfile& p, const YamlField& npu) {
   double published = *p.npu.published_int8_tops;
   double peak = p.peakTops(NpuDType::Int8);
   if (std::abs(peak - published) > kPeakTolerance * published) {
-    std::ostringstream msg;
-    msg << "2 * " << p.npu.int8_macs_per_cycle_per_core << " MACs/cycle * " << p.npu.cores << " cores * "
-        << p.npu.clock_mhz << " MHz = " << peak << " TOPS, more than " << kPeakTolerance * 100
-        << "% off published_int8_tops " << published;
-    npu.at("int8_macs_per_cycle_per_core").fail(msg.str());
+    // {:g}: the doubles as a default std::ostream printed them (6 significant digits).
+    npu.at("int8_macs_per_cycle_per_core")
+        .fail(fmt::format(
+            "2 * {} MACs/cycle * {} cores * {} MHz = {:g} TOPS, more than {:g}% off published_int8_tops {:g}",
+            p.npu.int8_macs_per_cycle_per_core, p.npu.cores, p.npu.clock_mhz, peak, kPeakTolerance * 100,
+            published));
   }
 }
 
@@ -408,8 +413,8 @@ void SocCatalog::add(SocProfile p) {
   for (const std::string& k : keys) {
     auto it = index_.find(k);
     if (it != index_.end())
-      throw ConfigError(p.file + ": SoC name '" + k + "' is already defined by " +
-                        profiles_[it->second].file);
+      throw ConfigError(
+          fmt::format("{}: SoC name '{}' is already defined by {}", p.file, k, profiles_[it->second].file));
   }
   for (const std::string& k : keys) index_[k] = profiles_.size();
   profiles_.push_back(std::move(p));
@@ -441,7 +446,7 @@ const SocProfile& SocCatalog::get(const std::string& name) const {
   if (it == index_.end()) {
     std::vector<std::string> valid;
     for (const auto& kv : index_) valid.push_back(kv.first);
-    throw ConfigError("unknown target platform '" + name + "' (valid: " + joined(valid) + ")");
+    throw ConfigError(fmt::format("unknown target platform '{}' (valid: {})", name, joined(valid)));
   }
   return profiles_[it->second];
 }

@@ -1,6 +1,8 @@
 #include "passes/core/report.h"
 
-#include <sstream>
+#include <fmt/format.h>
+
+#include <iterator>
 
 namespace npuc {
 
@@ -22,37 +24,30 @@ void OptimizationReport::addFiring(const std::string& pass, size_t changes) {
   fired.push_back({pass, changes});
 }
 
-namespace {
-std::string joined(const std::vector<std::string>& items) {
-  std::string s;
-  for (const std::string& i : items) s += (s.empty() ? "" : ", ") + i;
-  return s;
-}
-}  // namespace
-
 std::string OptimizationReport::toText(size_t max_failures) const {
-  std::ostringstream os;
-  os << "graph optimization (level " << optimization_level << "): " << nodes_before << " -> " << nodes_after
-     << " nodes in " << rounds << " round" << (rounds == 1 ? "" : "s") << "\n";
-  if (fired.empty()) os << "  no pass changed the graph\n";
-  for (const PassFiring& f : fired) os << "  " << f.pass << ": " << f.changes << " change(s)\n";
-  if (!disabled.empty()) os << "  disabled: " << joined(disabled) << "\n";
+  fmt::memory_buffer os;
+  auto out = std::back_inserter(os);
+  fmt::format_to(out, "graph optimization (level {}): {} -> {} nodes in {} round{}\n", optimization_level,
+                 nodes_before, nodes_after, rounds, rounds == 1 ? "" : "s");
+  if (fired.empty()) fmt::format_to(out, "  no pass changed the graph\n");
+  for (const PassFiring& f : fired) fmt::format_to(out, "  {}: {} change(s)\n", f.pass, f.changes);
+  if (!disabled.empty()) fmt::format_to(out, "  disabled: {}\n", fmt::join(disabled, ", "));
   if (!skipped_for_level.empty()) {
-    os << "  not run at level " << optimization_level << ": " << joined(skipped_for_level) << "\n";
+    fmt::format_to(out, "  not run at level {}: {}\n", optimization_level,
+                   fmt::join(skipped_for_level, ", "));
   }
-  for (const std::string& w : warnings) os << "  warning: " << w << "\n";
+  for (const std::string& w : warnings) fmt::format_to(out, "  warning: {}\n", w);
   if (!match_failures.empty()) {
-    os << "  rewrites that did not apply (" << match_failures.size() << "):\n";
+    fmt::format_to(out, "  rewrites that did not apply ({}):\n", match_failures.size());
     for (size_t i = 0; i < match_failures.size() && i < max_failures; ++i) {
       const MatchFailure& f = match_failures[i];
-      os << "    " << f.pass << "/" << f.pattern << " at '" << f.node << "' (" << f.op_type
-         << "): " << f.reason << "\n";
+      fmt::format_to(out, "    {}/{} at '{}' ({}): {}\n", f.pass, f.pattern, f.node, f.op_type, f.reason);
     }
     if (match_failures.size() > max_failures) {
-      os << "    ... and " << match_failures.size() - max_failures << " more\n";
+      fmt::format_to(out, "    ... and {} more\n", match_failures.size() - max_failures);
     }
   }
-  return os.str();
+  return fmt::to_string(os);
 }
 
 }  // namespace npuc

@@ -1,5 +1,7 @@
 #include "quant/graph/qdq_export.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -120,9 +122,9 @@ class QdqBuilder {
     } else {
       const TensorQuant& planned = plan_.at(w->name());
       if (planned.isPerTensor() || planned.scales.size() != qw.scales.size()) {
-        throw ConfigError("QDQ export: weight '" + w->name() + "' of " + nodeLabel(n) +
-                          " has a plan entry that is not per channel with " +
-                          std::to_string(qw.scales.size()) + " scales");
+        throw ConfigError(fmt::format(
+            "QDQ export: weight '{}' of {} has a plan entry that is not per channel with {} scales",
+            w->name(), nodeLabel(n), qw.scales.size()));
       }
       qc.axis = planned.axis;
       qc.scale = Tensor::fromVector(qw.scales, {static_cast<int64_t>(qw.scales.size())});

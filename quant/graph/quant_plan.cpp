@@ -1,6 +1,8 @@
 #include "quant/graph/quant_plan.h"
 
-#include <sstream>
+#include <fmt/format.h>
+
+#include <iterator>
 
 #include "common/error.h"
 
@@ -28,8 +30,8 @@ TensorQuant TensorQuant::perTensor(QuantParams p) {
 
 QuantParams TensorQuant::params(const std::string& what) const {
   if (!isPerTensor() || scales.size() != 1 || zero_points.size() != 1) {
-    throw ConfigError("quantization of '" + what + "' is per channel (axis " + std::to_string(axis) +
-                      "), a per-tensor scale was expected");
+    throw ConfigError(fmt::format(
+        "quantization of '{}' is per channel (axis {}), a per-tensor scale was expected", what, axis));
   }
   return QuantParams{scales[0], zero_points[0]};
 }
@@ -46,18 +48,20 @@ NodePrecision QuantPlan::precisionOf(const std::string& node) const {
 }
 
 std::string QuantPlan::summary() const {
-  std::ostringstream os;
-  for (const auto& [name, p] : nodes) os << "node " << name << ": " << nodePrecisionName(p) << "\n";
+  fmt::memory_buffer os;
+  auto out = std::back_inserter(os);
+  for (const auto& [name, p] : nodes) fmt::format_to(out, "node {}: {}\n", name, nodePrecisionName(p));
   for (const auto& [name, t] : tensors) {
-    os << "value " << name << ": " << quantDTypeName(t.dtype);
+    fmt::format_to(out, "value {}: {}", name, quantDTypeName(t.dtype));
     if (t.isPerTensor() && !t.scales.empty()) {
-      os << " scale=" << t.scales[0] << " zp=" << t.zero_points[0];
+      // {:g} of the double: the scale as a default std::ostream printed it.
+      fmt::format_to(out, " scale={:g} zp={}", static_cast<double>(t.scales[0]), t.zero_points[0]);
     } else {
-      os << " axis=" << t.axis << " channels=" << t.scales.size();
+      fmt::format_to(out, " axis={} channels={}", t.axis, t.scales.size());
     }
-    os << "\n";
+    fmt::format_to(out, "\n");
   }
-  return os.str();
+  return fmt::to_string(os);
 }
 
 }  // namespace npuc::quant

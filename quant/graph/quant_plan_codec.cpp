@@ -1,5 +1,7 @@
 #include "quant/graph/quant_plan_codec.h"
 
+#include <fmt/format.h>
+
 #include "blob/byte_io.h"
 
 namespace npuc::quant {
@@ -15,7 +17,7 @@ uint8_t dtypeCode(QuantDType t) {
 
 QuantDType dtypeFromCode(uint8_t code, const blob::ByteReader& r) {
   if (code > static_cast<uint8_t>(QuantDType::Float16))
-    r.fail("unknown quantized dtype code " + std::to_string(code));
+    r.fail(fmt::format("unknown quantized dtype code {}", code));
   return static_cast<QuantDType>(code);
 }
 
@@ -48,12 +50,12 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
                      "QUNT section");
   const uint32_t version = r.u32("quantization plan version");
   if (version != kQuantPlanCodecVersion) {
-    r.fail("quantization plan version " + std::to_string(version) + " is not supported (expected " +
-           std::to_string(kQuantPlanCodecVersion) + ")");
+    r.fail(fmt::format("quantization plan version {} is not supported (expected {})", version,
+                       kQuantPlanCodecVersion));
   }
   QuantPlan plan;
   const uint8_t granularity = r.u8("weight granularity");
-  if (granularity > 1) r.fail("weight granularity code " + std::to_string(granularity) + " is invalid");
+  if (granularity > 1) r.fail(fmt::format("weight granularity code {} is invalid", granularity));
   plan.weight_granularity = granularity ? WeightGranularity::PerChannel : WeightGranularity::PerTensor;
   // Each tensor entry takes at least: name length (4) + dtype (1) + axis (8) + two counts (8).
   const uint32_t n_tensors = r.count("quantized tensors", 21);
@@ -62,7 +64,7 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
     TensorQuant q;
     q.dtype = dtypeFromCode(r.u8("tensor dtype"), r);
     q.axis = r.i64("quantization axis");
-    if (q.axis < -1) r.fail("tensor '" + name + "': axis " + std::to_string(q.axis) + " is invalid");
+    if (q.axis < -1) r.fail(fmt::format("tensor '{}': axis {} is invalid", name, q.axis));
     const uint32_t n_scales = r.count("scales", 4);
     for (uint32_t k = 0; k < n_scales; ++k) {
       const float s = r.f32("scale");
@@ -72,9 +74,8 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
     const uint32_t n_zps = r.count("zero points", 4);
     for (uint32_t k = 0; k < n_zps; ++k) q.zero_points.push_back(r.i32("zero point"));
     if (q.scales.empty() || q.scales.size() != q.zero_points.size() || (q.axis < 0 && q.scales.size() != 1)) {
-      r.fail("tensor '" + name + "': " + std::to_string(q.scales.size()) + " scales and " +
-             std::to_string(q.zero_points.size()) + " zero points do not describe axis " +
-             std::to_string(q.axis));
+      r.fail(fmt::format("tensor '{}': {} scales and {} zero points do not describe axis {}", name,
+                         q.scales.size(), q.zero_points.size(), q.axis));
     }
     if (!plan.tensors.emplace(std::move(name), std::move(q)).second) r.fail("a tensor is listed twice");
   }
@@ -82,7 +83,7 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
   for (uint32_t i = 0; i < n_nodes; ++i) {
     std::string name = r.str("node name", kMaxNameBytes);
     const uint8_t code = r.u8("node precision");
-    if (code > 1) r.fail("node '" + name + "': precision code " + std::to_string(code) + " is invalid");
+    if (code > 1) r.fail(fmt::format("node '{}': precision code {} is invalid", name, code));
     if (!plan.nodes.emplace(std::move(name), code == 0 ? NodePrecision::Int8 : NodePrecision::Float16)
              .second) {
       r.fail("a node is listed twice");

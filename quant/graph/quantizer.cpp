@@ -1,5 +1,7 @@
 #include "quant/graph/quantizer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -164,17 +166,17 @@ class PlanBuilder {
     WeightOutlierRow row =
         measureWeightOutliers(w->name(), w->constant().data<float>(), w->constant().numel());
     if (row.flagged) {
-      plan_.warnings.push_back("weight '" + w->name() + "' of node '" + n.name() +
-                               "' has outliers (max|w| / " + "robust range = " + std::to_string(row.ratio) +
-                               "): " + row.suggestion);
+      plan_.warnings.push_back(
+          fmt::format("weight '{}' of node '{}' has outliers (max|w| / robust range = {:f}): {}", w->name(),
+                      n.name(), row.ratio, row.suggestion));
     }
     plan_.weight_outliers.push_back(std::move(row));
 
     if (!b) return;
     QuantizedBias qb = quantizeBias(b->constant().data<float>(), b->constant().numel(), s_in, qw.scales, b->name());
     if (!qb.saturated_channels.empty()) {
-      plan_.warnings.push_back("bias '" + b->name() + "' of node '" + n.name() + "': " +
-                               std::to_string(qb.saturated_channels.size()) + " channel(s) saturated int32");
+      plan_.warnings.push_back(fmt::format("bias '{}' of node '{}': {} channel(s) saturated int32", b->name(),
+                                           n.name(), qb.saturated_channels.size()));
     }
     TensorQuant bq;
     for (float s : qw.scales) bq.scales.push_back(static_cast<float>(static_cast<double>(s_in) * s));
@@ -201,9 +203,11 @@ class PlanBuilder {
 
   static std::string channelList(const std::vector<int64_t>& channels) {
     constexpr size_t kShown = 8;
-    std::string s = std::to_string(channels.size()) + " channel(s) (";
-    for (size_t i = 0; i < channels.size() && i < kShown; ++i) s += (i ? ", " : "") + std::to_string(channels[i]);
-    return s + (channels.size() > kShown ? ", ...)" : ")");
+    const size_t shown = std::min(channels.size(), kShown);
+    return fmt::format(
+        "{} channel(s) ({}{})", channels.size(),
+        fmt::join(channels.begin(), channels.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+        channels.size() > kShown ? ", ..." : "");
   }
 
   const Graph& graph_;

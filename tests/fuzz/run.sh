@@ -61,7 +61,7 @@ build_target() {
   clang++ -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
     -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$REPO/cpp" -I"$REPO" \
     "$src" "$BUILD/libnpuc_core.a" \
-    -lonnx_proto -lprotobuf -ldnnl -lyaml-cpp -lxxhash -lpthread -o "$out"  # as npuc_core in CMakeLists.txt
+    -lonnx_proto -lprotobuf -ldnnl -lyaml-cpp -lxxhash -lfmt -lpthread -o "$out"  # as npuc_core in CMakeLists.txt
 }
 
 # Seeds: generated valid and broken models plus the small real models (tests/fuzz/make_seeds.py).

@@ -16,6 +16,11 @@ std::string opTraitNames(OpTrait traits) {
       {OpTrait::FiniteUnary, "FiniteUnary"},
       {OpTrait::ChannelwiseBinary, "ChannelwiseBinary"},
       {OpTrait::HostFusableActivation, "HostFusableActivation"},
+      {OpTrait::MacGeometry, "MacGeometry"},
+      {OpTrait::WeightLinear, "WeightLinear"},
+      {OpTrait::LearnedParameters, "LearnedParameters"},
+      {OpTrait::ShapeOnly, "ShapeOnly"},
+      {OpTrait::AxesReduction, "AxesReduction"},
   };
   std::string out;
   for (const auto& [flag, name] : kNames)

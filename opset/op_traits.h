@@ -42,6 +42,24 @@ enum class OpTrait : uint32_t {
   ChannelwiseBinary = 1u << 10,
   // Activation the host runtime fuses into a preceding Conv (oneDNN post-op).
   HostFusableActivation = 1u << 11,
+  // Dense multiply-accumulates the cost model describes with Conv or Gemm geometry
+  // (perf/mac_shape.cpp: Conv, Gemm, MatMul). ConvTranspose multiplies and accumulates too, but
+  // scatters each input into a window of outputs, which neither geometry expresses; it has no flag
+  // and the cost model counts its MACs on their own.
+  MacGeometry = 1u << 12,
+  // Linear in its weights (input 1), one weight slice per output channel, plus an optional bias
+  // (input 2): a per-channel scale and shift after it fold into the weights and bias
+  // (fold_batchnorm: Conv, ConvTranspose, Gemm, MatMul).
+  WeightLinear = 1u << 13,
+  // Its constant operands are learned parameters (weights, biases, normalization statistics): an
+  // Inf there is a broken export, not a mask (frontend/weight_value_check.cpp).
+  LearnedParameters = 1u << 14,
+  // Output is input 0's elements in the same order under another shape, which depends on the input
+  // shape alone (Reshape, Flatten, Squeeze, Unsqueeze): a chain of them is one Reshape.
+  ShapeOnly = 1u << 15,
+  // Reduces input 0 over the axes of its optional int64 input 1 (ONNX Reduce*, opset 18 form):
+  // no axes means all, or none with noop_with_empty_axes=1.
+  AxesReduction = 1u << 16,
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {

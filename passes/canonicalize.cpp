@@ -105,10 +105,7 @@ class DivByConstantToMul : public RewritePattern {
 
 class NormalizeReduceAxes : public RewritePattern {
  public:
-  NormalizeReduceAxes()
-      : RewritePattern("normalize_reduce_axes",
-                       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                        "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {}
+  NormalizeReduceAxes() : RewritePattern("normalize_reduce_axes", opTypesWith(OpTrait::AxesReduction)) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     Value* data = root.input(0);

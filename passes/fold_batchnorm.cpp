@@ -177,8 +177,6 @@ void applyAffine(const LinearOp& lin, const ChannelAffine& a, Node& root, Rewrit
   rw.replaceOp(&root, {result});
 }
 
-const std::vector<std::string> kLinearOps = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
-
 class FoldBatchNorm : public RewritePattern {
  public:
   FoldBatchNorm() : RewritePattern("fold_batchnorm_into_linear", {"BatchNormalization"}) {}
@@ -186,7 +184,7 @@ class FoldBatchNorm : public RewritePattern {
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     Node* producer = nullptr;
     Value *gamma = nullptr, *beta = nullptr, *mean = nullptr, *var = nullptr;
-    auto pat = m::op("BatchNormalization", m::oneOf(kLinearOps).bind(&producer).allowExtraInputs(),
+    auto pat = m::op("BatchNormalization", m::trait(OpTrait::WeightLinear).bind(&producer).allowExtraInputs(),
                      m::constant(&gamma), m::constant(&beta), m::constant(&mean), m::constant(&var));
     if (m::matchRoot(root, pat, rw).failed()) return failure();
     if (root.attrs().i("training_mode", 0) != 0)
@@ -230,7 +228,8 @@ class FoldChannelMulAdd : public RewritePattern {
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     Node* producer = nullptr;
     Value* c = nullptr;
-    auto pat = m::op(root.opType(), m::oneOf(kLinearOps).bind(&producer).allowExtraInputs(), m::constant(&c));
+    auto pat = m::op(root.opType(), m::trait(OpTrait::WeightLinear).bind(&producer).allowExtraInputs(),
+                     m::constant(&c));
     if (m::matchRoot(root, pat, rw).failed()) return failure();
     const bool is_mul = root.opType() == "Mul";
     if (!is_mul && producer->opType() == "MatMul")

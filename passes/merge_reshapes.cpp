@@ -11,15 +11,14 @@
 namespace npuc {
 namespace {
 
-const std::vector<std::string> kShapeOps = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"};
-
 class MergeShapeChain : public RewritePattern {
  public:
-  MergeShapeChain() : RewritePattern("merge_shape_chain", kShapeOps) {}
+  MergeShapeChain() : RewritePattern("merge_shape_chain", opTypesWith(OpTrait::ShapeOnly)) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     Value* x = nullptr;
-    auto pat = m::oneOf(kShapeOps, m::oneOf(kShapeOps, m::any(&x)).allowExtraInputs()).allowExtraInputs();
+    auto pat = m::trait(OpTrait::ShapeOnly, m::trait(OpTrait::ShapeOnly, m::any(&x)).allowExtraInputs())
+                   .allowExtraInputs();
     if (m::matchRoot(root, pat, rw).failed()) return failure();
     Value* out = root.output();
     if (!x->shapeIsStatic() || !out->shapeIsStatic()) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "opset/op_traits.h"
 
 namespace npuc {
 
@@ -15,9 +16,7 @@ enum class NonFinite { None, NaN, Inf };
 // Ops whose constant operands are weights / biases / normalization parameters: an Inf there makes
 // every output it touches Inf or NaN, so it is a broken export, not a mask.
 bool takesWeights(const Node& n) {
-  const std::string& op = n.opType();
-  return n.domain().empty() && (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" ||
-                                op == "BatchNormalization");
+  return opTraits(n).has(OpTrait::LearnedParameters);
 }
 
 NonFinite classify(double v) {

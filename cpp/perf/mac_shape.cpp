@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "opset/op_traits.h"
 #include "target/op_geometry.h"
 
 namespace npuc::perf {
@@ -73,8 +74,7 @@ std::string MacOpShape::signature() const {
 }
 
 bool isMacOp(const Node& node) {
-  const std::string& op = node.opType();
-  return op == "Conv" || op == "Gemm" || op == "MatMul";
+  return opTraits(node).has(OpTrait::MacGeometry);
 }
 
 MacOpShape macOpShape(const Node& node) {

@@ -31,7 +31,7 @@ struct MacOpShape {
 // scatters its kernel into Cout/group channels), 0 for the rest.
 int64_t usefulMacs(const Node& node);
 
-// True for the ops macOpShape() understands.
+// True for the ops macOpShape() understands (OpTrait::MacGeometry: Conv, Gemm, MatMul).
 bool isMacOp(const Node& node);
 // Throws ShapeError naming the node when a shape is not static or the rank is unsupported.
 MacOpShape macOpShape(const Node& node);

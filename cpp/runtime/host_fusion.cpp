@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "opset/op_traits.h"
+#include "passes/core/chain_matcher.h"
 
 namespace npuc {
 
@@ -24,106 +25,98 @@ struct Activation {
   float beta = 0.0f;
 };
 
-bool isOnnxOp(const Node* n, const char* op) {
-  return n && n->domain().empty() && n->opType() == op;
-}
-
-// The value has exactly one consumer and is not a graph output, so folding its producer into the
-// consumer removes it without anybody noticing.
-bool isPrivateIntermediate(const Value* v) {
-  return v->uses().size() == 1 && !v->isGraphOutput();
-}
-
-Node* soleUser(const Value* v) {
-  return isPrivateIntermediate(v) ? v->uses()[0].user : nullptr;
-}
-
 // A float scalar constant input (or `def` if the optional input is absent); nullopt if the input
 // exists but is not a constant scalar.
-std::optional<float> scalarConstInput(const Node* n, size_t i, float def) {
-  const Value* v = n->input(i);
+std::optional<float> scalarConstInput(const Node& n, size_t i, float def) {
+  const Value* v = n.input(i);
   if (!v) return def;
   if (!v->isConstant() || v->constant().numel() != 1 || !isFloating(v->constant().dtype()))
     return std::nullopt;
   return static_cast<float>(v->constant().doubleAt(0));
 }
 
-// Describes `n` as a fusable activation (OpTrait::HostFusableActivation), or nullopt if it is
-// not one. LeakyRelu and Clip carry their parameters; the others have none.
-std::optional<Activation> asActivation(const Node* n) {
-  if (!n || !n->domain().empty() || !opTraits(*n).has(OpTrait::HostFusableActivation)) return std::nullopt;
-  const std::string& op = n->opType();
-  if (op == "LeakyRelu") return Activation{op, n->attrs().f("alpha", 0.01f)};
-  if (op == "Clip") {
-    // Absent bounds are the widest finite floats (oneDNN's clip takes finite bounds).
-    auto lo = scalarConstInput(n, 1, std::numeric_limits<float>::lowest());
-    auto hi = scalarConstInput(n, 2, std::numeric_limits<float>::max());
-    if (!lo || !hi) return std::nullopt;
-    return Activation{op, *lo, *hi};
-  }
+// Absent bounds are the widest finite floats (oneDNN's clip takes finite bounds).
+std::optional<float> clipLow(const Node& n) {
+  return scalarConstInput(n, 1, std::numeric_limits<float>::lowest());
+}
+std::optional<float> clipHigh(const Node& n) {
+  return scalarConstInput(n, 2, std::numeric_limits<float>::max());
+}
+
+// oneDNN's eltwise post-op takes its parameters as numbers, so Clip's bounds must be constants.
+bool hasConstantParameters(const Node& n) {
+  return n.opType() != "Clip" || (clipLow(n) && clipHigh(n));
+}
+
+// The parameters of a matched activation: LeakyRelu and Clip carry theirs, the others have none.
+Activation describeActivation(const Node& n) {
+  const std::string& op = n.opType();
+  if (op == "LeakyRelu") return Activation{op, n.attrs().f("alpha", 0.01f)};
+  if (op == "Clip") return Activation{op, *clipLow(n), *clipHigh(n)};
   return Activation{op};
 }
 
-bool sameType(const Value* a, const Value* b) {
-  return a->dtype() == b->dtype() && a->hasShape() && b->hasShape() && a->shape() == b->shape();
+// The Conv a ConvAct replaces: the host kernel is an FP32 oneDNN convolution with one output.
+const m::OpPattern& convAnchor() {
+  static const m::OpPattern pattern =
+      m::op("Conv")
+          .where([](const Node& n) { return n.numOutputs() == 1; }, "one output")
+          .where([](const Node& n) { return n.output()->dtype() == DType::Float32; }, "an FP32 output");
+  return pattern;
 }
 
-// The matched chain: conv -> [add] -> [act]. `last` is the node whose output the fused node takes.
+// oneDNN applies the sum post-op before the eltwise one: Conv -> [Add] -> [activation]. The sum
+// neither broadcasts nor converts, so the residual must be the conv output's exact type.
+const ChainSpec& hostChain() {
+  static const ChainSpec spec = [] {
+    auto is_onnx = [](const Node& n) { return n.domain().empty(); };
+    ChainSpec s(m::trait(OpTrait::HostFusableActivation)
+                    .where(is_onnx, "the ONNX domain")
+                    .where(hasConstantParameters, "constant scalar float parameters"));
+    s.steps = {ChainStep::ResidualAdd, ChainStep::Activation};
+    s.residual_same_dtype = true;
+    return s;
+  }();
+  return spec;
+}
+
+// The matched chain and the activation's parameters for ConvAct's attributes.
 struct ConvChain {
-  Node* conv = nullptr;
-  Node* add = nullptr;
-  Value* sum = nullptr;  // the Add operand that is not the conv output
-  Node* act = nullptr;
+  FusionChain nodes;
   Activation activation;
-  Node* last() const { return act ? act : add ? add : conv; }
 };
 
-std::optional<ConvChain> matchChain(Node* conv) {
-  if (!isOnnxOp(conv, "Conv") || conv->numOutputs() != 1 || conv->output()->dtype() != DType::Float32) {
-    return std::nullopt;
-  }
-  ConvChain chain;
-  chain.conv = conv;
-  Value* cur = conv->output();
-  Node* next = soleUser(cur);
-  if (isOnnxOp(next, "Add") && next->numInputs() == 2) {
-    Value* other = next->input(0) == cur ? next->input(1) : next->input(0);
-    // Same shape only: the post-op sum adds elementwise without broadcasting.
-    if (other && other != cur && sameType(other, cur) && sameType(next->output(), cur)) {
-      chain.add = next;
-      chain.sum = other;
-      cur = next->output();
-      next = soleUser(cur);
-    }
-  }
-  if (auto act = asActivation(next)) {
-    chain.act = next;
-    chain.activation = *act;
-  }
-  if (!chain.add && !chain.act) return std::nullopt;
+std::optional<ConvChain> matchChain(Node& conv) {
+  m::MatchState st;
+  if (!convAnchor().matchNode(conv, st)) return std::nullopt;
+  ConvChain chain{matchFusionChain(conv, hostChain()), Activation{}};
+  if (!chain.nodes.fusesAnything()) return std::nullopt;
+  if (chain.nodes.activation) chain.activation = describeActivation(*chain.nodes.activation);
   return chain;
 }
 
-void rewriteChain(Graph& graph, const ConvChain& c) {
-  Node* last = c.last();
-  Node* fused = graph.insertNodeBefore(last, kConvActOp, {c.conv->input(0), c.conv->input(1)}, 1,
-                                       c.conv->name().empty() ? "" : c.conv->name() + "_act");
+void rewriteChain(Graph& graph, const ConvChain& chain) {
+  const FusionChain& c = chain.nodes;
+  Node* last = c.tail;
+  Node* fused = graph.insertNodeBefore(last, kConvActOp, {c.anchor->input(0), c.anchor->input(1)}, 1,
+                                       c.anchor->name().empty() ? "" : c.anchor->name() + "_act");
   fused->setDomain(kNpucDomain);
-  if (c.conv->hasInput(kConvActBiasSlot)) fused->setInput(kConvActBiasSlot, c.conv->input(kConvActBiasSlot));
-  if (c.sum) fused->setInput(kConvActSumSlot, c.sum);
-  fused->attrs() = c.conv->attrs();
-  fused->attrs().set("activation", c.activation.name);
-  fused->attrs().set("act_alpha", c.activation.alpha);
-  fused->attrs().set("act_beta", c.activation.beta);
+  if (c.anchor->hasInput(kConvActBiasSlot))
+    fused->setInput(kConvActBiasSlot, c.anchor->input(kConvActBiasSlot));
+  if (c.residual) fused->setInput(kConvActSumSlot, c.residual);
+  fused->attrs() = c.anchor->attrs();
+  fused->attrs().set("activation", chain.activation.name);
+  fused->attrs().set("act_alpha", chain.activation.alpha);
+  fused->attrs().set("act_beta", chain.activation.beta);
   Value* out = last->output();
   // The fused output takes the name of the chain's output, which users and dumps know.
   const std::string name = out->name();
   fused->output()->setType(out->dtype(), out->shape());
   out->replaceAllUsesWith(fused->output());
   // Erase from the end of the chain so each erased node's outputs are unused by then.
-  if (c.act) graph.eraseNode(c.act);
+  if (c.activation) graph.eraseNode(c.activation);
   if (c.add) graph.eraseNode(c.add);
-  graph.eraseNode(c.conv);
+  graph.eraseNode(c.anchor);
   if (fused->output()->name() != name) fused->output()->setName(name);
 }
 
@@ -145,9 +138,9 @@ size_t fuseConvActivations(Graph& graph, const OpRegistry& registry) {
   size_t fused = 0;
   for (Node* n : graph.nodeList()) {
     if (erased.count(n)) continue;
-    auto chain = matchChain(n);
+    auto chain = matchChain(*n);
     if (!chain) continue;
-    for (const Node* gone : {chain->conv, chain->add, chain->act}) {
+    for (const Node* gone : {chain->nodes.anchor, chain->nodes.add, chain->nodes.activation}) {
       if (gone) erased.insert(gone);
     }
     rewriteChain(graph, *chain);

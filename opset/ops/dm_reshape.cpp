@@ -154,7 +154,7 @@ class DropoutKernel : public Kernel {
 void registerDmReshapeOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Reshape")
-      .traits(OpTrait::DataMovement)
+      .traits(OpTrait::DataMovement | OpTrait::ShapeOnly)
       .quantClass(QuantClass::DataMovement)
       .inputs(2)
       .infer(dm::namedInfer(inferReshape))
@@ -162,7 +162,7 @@ void registerDmReshapeOps(OpRegistry& reg) {
       .types(any)
       .doc("reinterprets the shape (0 copies a dim unless allowzero=1, -1 is inferred)");
   reg.add("Flatten")
-      .traits(OpTrait::DataMovement)
+      .traits(OpTrait::DataMovement | OpTrait::ShapeOnly)
       .quantClass(QuantClass::DataMovement)
       .inputs(1)
       .infer(dm::namedInfer(inferFlatten))
@@ -170,7 +170,7 @@ void registerDmReshapeOps(OpRegistry& reg) {
       .types(any)
       .doc("reshapes to 2-D [prod(dims[:axis]), prod(dims[axis:])]");
   reg.add("Squeeze")
-      .traits(OpTrait::DataMovement)
+      .traits(OpTrait::DataMovement | OpTrait::ShapeOnly)
       .quantClass(QuantClass::DataMovement)
       .inputs(1, 2)
       .infer(dm::namedInfer(inferSqueeze))
@@ -178,7 +178,7 @@ void registerDmReshapeOps(OpRegistry& reg) {
       .types(any)
       .doc("removes size-1 dims (the listed axes, or all)");
   reg.add("Unsqueeze")
-      .traits(OpTrait::DataMovement)
+      .traits(OpTrait::DataMovement | OpTrait::ShapeOnly)
       .quantClass(QuantClass::DataMovement)
       .inputs(2)
       .infer(dm::namedInfer(inferUnsqueeze))

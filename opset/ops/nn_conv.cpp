@@ -91,7 +91,8 @@ std::unique_ptr<Kernel> makeConv(const KernelContext& ctx) {
 
 void registerConvOps(OpRegistry& reg) {
   reg.add("Conv")
-      .traits(OpTrait::SlidingWindow)
+      .traits(OpTrait::SlidingWindow | OpTrait::MacGeometry | OpTrait::WeightLinear |
+              OpTrait::LearnedParameters)
       .quantClass(QuantClass::Mac)
       .inputs(2, 3)
       .infer(inferConv)

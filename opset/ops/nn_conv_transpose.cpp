@@ -198,7 +198,7 @@ std::unique_ptr<Kernel> makeConvTranspose(const KernelContext& ctx) {
 
 void registerConvTransposeOps(OpRegistry& reg) {
   reg.add("ConvTranspose")
-      .traits(OpTrait::SlidingWindow)
+      .traits(OpTrait::SlidingWindow | OpTrait::WeightLinear | OpTrait::LearnedParameters)
       .quantClass(QuantClass::Float)
       .inputs(2, 3)
       .infer(inferConvTranspose)

@@ -231,6 +231,7 @@ std::unique_ptr<Kernel> makeMatMul(const KernelContext& ctx) {
 
 void registerMatmulOps(OpRegistry& reg) {
   reg.add("Gemm")
+      .traits(OpTrait::MacGeometry | OpTrait::WeightLinear | OpTrait::LearnedParameters)
       .quantClass(QuantClass::Mac)
       .inputs(2, 3)
       .infer(inferGemm)
@@ -238,6 +239,7 @@ void registerMatmulOps(OpRegistry& reg) {
       .types({DType::Float32})
       .doc("alpha * op(A) * op(B) + beta * C, C broadcast to [M, N]");
   reg.add("MatMul")
+      .traits(OpTrait::MacGeometry | OpTrait::WeightLinear | OpTrait::LearnedParameters)
       .quantClass(QuantClass::Mac)
       .inputs(2)
       .infer(inferMatMul)

@@ -310,6 +310,7 @@ std::unique_ptr<Kernel> makeLp(const KernelContext& ctx) {
 
 void registerNormOps(OpRegistry& reg) {
   reg.add("BatchNormalization")
+      .traits(OpTrait::LearnedParameters)
       .quantClass(QuantClass::Float)
       .inputs(5)
       .outputs(1, 3)  // training form has running mean/var outputs; refused with a clear message

@@ -340,6 +340,7 @@ void registerReduceOps(OpRegistry& reg) {
   auto reduce = [&](const char* op, ReduceKind kind, const std::vector<DType>& types,
                     const std::string& formula) {
     return reg.add(op)
+        .traits(OpTrait::AxesReduction)
         .inputs(1, 2)
         .infer(inferReduce)
         .kernel([kind](const KernelContext& c) { return std::make_unique<ReduceKernel>(c, kind); })

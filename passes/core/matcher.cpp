@@ -115,6 +115,7 @@ struct OpPattern::Spec {
   std::vector<std::string> op_types;
   OpTrait trait = OpTrait::None;  // when set, matches by trait instead of op_types
   std::string domain;
+  bool any_domain = false;
   std::vector<ValuePattern> operands;
   std::vector<std::pair<NodePredicate, std::string>> predicates;
   Node** bind_slot = nullptr;
@@ -200,6 +201,11 @@ OpPattern& OpPattern::domain(std::string d) {
   return *this;
 }
 
+OpPattern& OpPattern::anyDomain() {
+  spec_->any_domain = true;
+  return *this;
+}
+
 OpPattern& OpPattern::allowMultipleUses() {
   spec_->multi_use = true;
   return *this;
@@ -219,7 +225,8 @@ bool OpPattern::matchNode(Node& node, MatchState& st) const {
   const Spec& s = *spec_;
   // Built only on failure: the no-match path should not allocate.
   auto at = [&node] { return "node '" + node.name() + "' (" + node.opType() + ")"; };
-  if (!acceptsType(node) || (s.trait == OpTrait::None && !sameDomain(node.domain(), s.domain))) {
+  const bool domain_ok = s.trait != OpTrait::None || s.any_domain || sameDomain(node.domain(), s.domain);
+  if (!acceptsType(node) || !domain_ok) {
     return st.fail(at() + " is not a " + s.typeNames());
   }
   st.noteOpMatched();

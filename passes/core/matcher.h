@@ -97,6 +97,9 @@ class OpPattern {
   OpPattern& attrEq(const std::string& name, AttrValue value);
   // Op in a non-default domain (kNpucDomain for npuc's own ops).
   OpPattern& domain(std::string d);
+  // Matches the op type in whatever domain the node has: for op-type lists written by name
+  // without a domain (an SoC profile lists ONNX's Relu and npuc's SiLU side by side).
+  OpPattern& anyDomain();
   // Lets this op's output have other consumers when it is matched as an interior operand.
   OpPattern& allowMultipleUses();
   // Matches operands only in the written order even for a commutative op.

@@ -52,6 +52,18 @@ const TraitCase kCases[] = {
     {OpTrait::HostFusableActivation,
      {"Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu", "Clip"},
      {"Elu", "Exp", "Add", "Gelu"}},
+    // ConvTranspose has no Conv/Gemm geometry for the cost model, but folds a following BatchNorm.
+    {OpTrait::MacGeometry, {"Conv", "Gemm", "MatMul"}, {"ConvTranspose", "ConvAct", "Add", "MaxPool"}},
+    {OpTrait::WeightLinear, {"Conv", "ConvTranspose", "Gemm", "MatMul"}, {"ConvAct", "Mul", "Add"}},
+    {OpTrait::LearnedParameters,
+     {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization"},
+     {"Add", "Mul", "Reshape", "ConvAct"}},
+    {OpTrait::ShapeOnly,
+     {"Reshape", "Flatten", "Squeeze", "Unsqueeze"},
+     {"Identity", "Transpose", "Expand", "DepthToSpace"}},
+    {OpTrait::AxesReduction,
+     {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare"},
+     {"ArgMax", "Softmax", "GlobalAveragePool"}},
 };
 
 TEST(OpTraits, KnownOpsHaveTheirTraits) {

@@ -66,6 +66,10 @@ SchemaBuilder& SchemaBuilder::notFoldable() {
   s_.foldable = false;
   return *this;
 }
+SchemaBuilder& SchemaBuilder::since(int opset) {
+  s_.since_opset = opset;
+  return *this;
+}
 SchemaBuilder& SchemaBuilder::doc(std::string d) {
   s_.doc = std::move(d);
   return *this;

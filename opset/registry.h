@@ -90,6 +90,9 @@ struct OpSchema {
   std::vector<DType> dtypes;
   // False for ops that must never be constant-folded (none today; kept for random ops).
   bool foldable = true;
+  // The first ONNX opset that defines the op in the form npuc holds (1: any). ONNX export writes
+  // at least this opset when the graph has the op.
+  int since_opset = 1;
   std::string doc;  // one line, used by generated docs
   // Facts the rest of the compiler asks about (opset/op_traits.h).
   OpTraits traits;
@@ -117,6 +120,7 @@ class SchemaBuilder {
   // Adds trait flags (several calls accumulate).
   SchemaBuilder& traits(OpTrait t);
   SchemaBuilder& quantClass(QuantClass c);
+  SchemaBuilder& since(int opset);
 
  private:
   OpRegistry& reg_;

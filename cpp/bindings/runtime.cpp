@@ -4,9 +4,12 @@
 // Runtime concurrently.
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "bindings/bindings.h"
 #include "bindings/model.h"
 #include "runtime/executor.h"
+#include "runtime/host_fusion.h"
 
 namespace npuc::bindings {
 
@@ -15,9 +18,9 @@ namespace {
 // Python-facing wrapper; the Executor is immutable after construction and thread-safe.
 class Runtime {
  public:
-  Runtime(const Model& model, bool host_fusion) {
+  Runtime(const Model& model, std::optional<bool> host_fusion) {
     ExecutorOptions opts;
-    opts.host_fusion = host_fusion;
+    opts.host_fusion = host_fusion ? *host_fusion : hostFusionEnabledByEnv();
     executor_ = std::make_unique<Executor>(model.graph(), opts);
   }
   const Executor& executor() const { return *executor_; }
@@ -107,8 +110,9 @@ py::dict memoryStatsDict(const Executor& ex) {
 
 void bindRuntime(py::module_& m) {
   py::class_<Runtime>(m, "Runtime", "A model compiled for the FP32 host executor (thread-safe).")
-      .def(py::init<const Model&, bool>(), py::arg("model"), py::arg("host_fusion") = true,
-           "Compiles the model: kernels, host fusion (unless disabled) and the static memory plan.")
+      .def(py::init<const Model&, std::optional<bool>>(), py::arg("model"), py::arg("host_fusion") = py::none(),
+           "Compiles the model: kernels, host fusion and the static memory plan. host_fusion=None follows "
+           "NPUC_HOST_FUSION (on unless '0', 'off' or 'false').")
       .def("run", &runRuntime, py::arg("inputs"),
            "Runs the model on a list of numpy arrays (one per input, in order) and returns the outputs.")
       .def_property_readonly(

@@ -2,7 +2,7 @@
 
 #include <fstream>
 #include <set>
-#include <unordered_map>
+#include <algorithm>
 
 #include "frontend/onnx_attribute.h"
 #include "frontend/onnx_tensor.h"
@@ -20,18 +20,13 @@ constexpr int64_t kBaseExportOpset = 13;
 constexpr int64_t kExportIrVersion = 8;
 constexpr int64_t kNpucDomainVersion = 1;
 
-// The first opset that defines an op npuc may hold, for ops newer than kBaseExportOpset.
+// The default-domain opset `n` needs: its op's (OpSchema::since_opset), or 14 for Reshape's
+// allowzero attribute, and never below kBaseExportOpset.
 int64_t opsetNeeded(const Node& n) {
-  static const std::unordered_map<std::string, int64_t> newer = {
-      {"HardSwish", 14},
-      {"Trilu", 14},
-      {"GridSample", 16},
-      {"LayerNormalization", 17},
-  };
   if (!n.domain().empty()) return 0;
   if (n.opType() == "Reshape" && n.attrs().has("allowzero")) return 14;
-  auto it = newer.find(n.opType());
-  return it == newer.end() ? kBaseExportOpset : it->second;
+  const OpSchema* schema = OpRegistry::instance().find(n.opType(), n.domain());
+  return std::max<int64_t>(kBaseExportOpset, schema ? schema->since_opset : 1);
 }
 
 bool isReduceWithAxesAttr(const Node& n) {

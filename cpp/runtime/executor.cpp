@@ -128,7 +128,7 @@ struct Executor::Impl {
 };
 
 Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.clone()) {
-  if (options.host_fusion && hostFusionEnabledByEnv()) fuseConvActivations(*graph, OpRegistry::instance());
+  if (options.host_fusion) fuseConvActivations(*graph, OpRegistry::instance());
   graph->renumber();
   for (Value* v : graph->inputs()) {
     requireStaticType(*v);

@@ -29,7 +29,8 @@ struct IoInfo {
 // Compile-time switches of the executor. The defaults are what users get.
 struct ExecutorOptions {
   // Rewrite Conv (+Add) (+activation) chains into ai.npuc ConvAct before planning (host speed
-  // only; results are unchanged). The environment variable NPUC_HOST_FUSION=0 also disables it.
+  // only; results are unchanged). Only this option decides: the NPUC_HOST_FUSION environment
+  // variable is read at the Python edge (npuc.Runtime), never inside the library.
   bool host_fusion = true;
 };
 

@@ -14,7 +14,8 @@
 
 namespace npuc {
 
-// Environment switch read by the executor: NPUC_HOST_FUSION=0 disables host fusion.
+// Environment switch read at the Python edge (npuc.Runtime with host_fusion=None), never by the
+// executor itself: NPUC_HOST_FUSION=0 disables host fusion.
 constexpr const char* kHostFusionEnvVar = "NPUC_HOST_FUSION";
 
 // True unless the environment variable above is set to "0", "off" or "false".

@@ -318,7 +318,8 @@ void registerUnaryMathOps(OpRegistry& reg) {
   unary("HardSwish", floatUnary<HardSwishFn>(), f32, "y = x * max(0, min(1, x / 6 + 0.5))")
       .traits(OpTrait::ElementwiseUnary | OpTrait::FiniteUnary | OpTrait::HostFusableActivation |
               OpTrait::Transcendental | OpTrait::SlowActivation)
-      .quantClass(QuantClass::Lut);
+      .quantClass(QuantClass::Lut)
+      .since(14);
   unary("LeakyRelu",
         floatUnary<LeakyReluFn>([](const KernelContext& c) { return LeakyReluFn{attrF(c, "alpha", 0.01f)}; }),
         f32, "y = x >= 0 ? x : alpha * x (alpha default 0.01)")

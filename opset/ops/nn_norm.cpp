@@ -327,6 +327,7 @@ void registerNormOps(OpRegistry& reg) {
       .doc("per-(N, C) plane normalization with per-channel scale and bias");
   reg.add("LayerNormalization")
       .quantClass(QuantClass::Float)
+      .since(17)
       .inputs(2, 3)
       .outputs(1, 3)
       .infer(inferLayerNorm)

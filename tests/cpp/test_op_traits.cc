@@ -164,5 +164,13 @@ TEST(OpTraits, OpTypesWithKeepsRegistrationOrder) {
   EXPECT_EQ(opTraitNames(OpTrait::None), "None");
 }
 
+// The first opset of each op's canonical form sits on its registration; ONNX export reads it.
+TEST(OpTraits, SinceOpsetIsOnTheRegistration) {
+  const OpRegistry& reg = OpRegistry::instance();
+  EXPECT_EQ(reg.find("HardSwish")->since_opset, 14);
+  EXPECT_EQ(reg.find("LayerNormalization")->since_opset, 17);
+  EXPECT_EQ(reg.find("Relu")->since_opset, 1);
+}
+
 }  // namespace
 }  // namespace npuc

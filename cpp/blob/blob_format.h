@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/tensor.h"
+
 namespace npuc::blob {
 
 // The blob stores tensor bytes in host order and maps them in place; npuc only targets
@@ -24,8 +26,8 @@ constexpr uint16_t kFormatMajor = 1;
 constexpr uint16_t kFormatMinor = 1;  // 1.1: one writer, one section order (docs/blob_format.md)
 
 // Sections and every weight inside WEIGHTS start at multiples of this, so a memory-mapped blob
-// hands out cache-line-aligned tensors (the same promise as kTensorAlignment in ir/tensor.h).
-constexpr uint64_t kBlobAlignment = 64;
+// hands out tensors aligned as npuc allocates them (kTensorAlignment, the one number in ir/tensor.h).
+constexpr uint64_t kBlobAlignment = kTensorAlignment;
 
 // ---- fixed header (offsets in bytes from the start of the file)
 constexpr size_t kHeaderSize = 128;

@@ -34,7 +34,7 @@ namespace npuc::memory {
 // (blob::kBlobAlignment) and host tensors (kTensorAlignment) already give, so a buffer can be
 // handed to either side without a copy. Every channel-padded int8 NPU tensor is a multiple of 16
 // bytes anyway, so rounding to 64 wastes little.
-constexpr uint64_t kArenaAlignment = 64;
+constexpr uint64_t kArenaAlignment = kTensorAlignment;
 
 // Where a planned buffer's bytes live.
 enum class BufferHome : uint8_t { Arena = 0, Input = 1, Output = 2 };

@@ -9,7 +9,8 @@ namespace npuc {
 const Shape& InferContext::inputShape(size_t i) const {
   Value* v = node_.input(i);
   if (!v) throw ShapeError("input " + std::to_string(i) + " is missing");
-  if (!v->hasShape()) throw ShapeError("input " + std::to_string(i) + " ('" + v->name() + "') has an unknown shape");
+  if (!v->hasShape())
+    throw ShapeError("input " + std::to_string(i) + " ('" + v->name() + "') has an unknown shape");
   return v->shape();
 }
 

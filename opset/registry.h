@@ -36,7 +36,9 @@ class InferContext {
   const Tensor* constInput(size_t i) const;
   // Like constInput but throws ShapeError ("<what> must be a constant") when it is not.
   const Tensor& requireConstInput(size_t i, const char* what) const;
-  void setOutput(size_t i, DType dtype, Shape shape) const { node_.output(i)->setType(dtype, std::move(shape)); }
+  void setOutput(size_t i, DType dtype, Shape shape) const {
+    node_.output(i)->setType(dtype, std::move(shape));
+  }
 
  private:
   Node& node_;
@@ -148,9 +150,9 @@ class OpRegistry {
 };
 
 // ---- Registration functions, one per family (opset/ops/*.cpp).
-void registerElementwiseOps(OpRegistry& reg);  // unary/binary math, comparisons, Where, Cast, Clip
-void registerReductionOps(OpRegistry& reg);    // Reduce*, ArgMax, Softmax, LogSoftmax, TopK
-void registerNnOps(OpRegistry& reg);           // Conv, ConvTranspose, Gemm, MatMul, pooling, norms
+void registerElementwiseOps(OpRegistry& reg);   // unary/binary math, comparisons, Where, Cast, Clip
+void registerReductionOps(OpRegistry& reg);     // Reduce*, ArgMax, Softmax, LogSoftmax, TopK
+void registerNnOps(OpRegistry& reg);            // Conv, ConvTranspose, Gemm, MatMul, pooling, norms
 void registerDataMovementOps(OpRegistry& reg);  // Reshape, Transpose, Concat, Slice, Gather, ...
 void registerNpucOps(OpRegistry& reg);          // ai.npuc ops produced by passes (Gelu, ...)
 

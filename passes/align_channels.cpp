@@ -500,8 +500,8 @@ std::unique_ptr<Pass> createAlignChannelsPass(const std::string& soc_name, DType
                                               AlignOptions options) {
   const std::optional<NpuDType> npu_dtype = npuDTypeOf(dtype);
   if (!npu_dtype)
-    throw ConfigError(std::string("align_channels: dtype ") + dtypeName(dtype) + " has no NPU counterpart on " +
-                      soc_name + " (use int8, int16 or float16)");
+    throw ConfigError(std::string("align_channels: dtype ") + dtypeName(dtype) +
+                      " has no NPU counterpart on " + soc_name + " (use int8, int16 or float16)");
   PassTarget target;
   target.soc = &socProfile(soc_name);
   target.dtype = *npu_dtype;
@@ -510,6 +510,8 @@ std::unique_ptr<Pass> createAlignChannelsPass(const std::string& soc_name, DType
 
 // The registry's factory (pass_registry.cpp): aligns for PassContext::target, and does nothing
 // without one.
-std::unique_ptr<Pass> createAlignChannelsPass() { return std::make_unique<AlignChannelsPass>(std::nullopt); }
+std::unique_ptr<Pass> createAlignChannelsPass() {
+  return std::make_unique<AlignChannelsPass>(std::nullopt);
+}
 
 }  // namespace npuc

@@ -19,8 +19,8 @@
 // The fused kernels evaluate the formula in another order: level 3 only.
 #include <cmath>
 
-#include "opset/registry.h"
 #include "opset/gelu.h"
+#include "opset/registry.h"
 #include "passes/core/ir_helpers.h"
 #include "passes/core/matcher.h"
 #include "passes/core/pattern_pass.h"
@@ -34,7 +34,7 @@ using fusion::producerIs;
 constexpr double kConstantTolerance = 1e-4;
 constexpr double kSqrt2 = kGeluSqrt2;
 constexpr double kSqrt2OverPi = kGeluSqrt2OverPi;  // opset/gelu.h
-constexpr int kMaxProductDepth = 3;                      // nested Muls opened up below the root
+constexpr int kMaxProductDepth = 3;                // nested Muls opened up below the root
 
 bool near(double got, double want) {
   return std::abs(got - want) <= kConstantTolerance * std::abs(want);

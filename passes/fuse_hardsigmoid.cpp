@@ -27,12 +27,13 @@ class FuseHardSigmoid : public RewritePattern {
   LogicalResult matchAndRewrite(Node& mul, Rewriter& rw) const override {
     Value *x = nullptr, *shift = nullptr, *low = nullptr, *high = nullptr, *scale = nullptr;
     auto pat = m::op("Mul",
-                     m::op("Clip", m::op("Add", m::any(&x), m::scalarConstant(&shift)), m::scalarConstant(&low),
-                           m::scalarConstant(&high)),
+                     m::op("Clip", m::op("Add", m::any(&x), m::scalarConstant(&shift)),
+                           m::scalarConstant(&low), m::scalarConstant(&high)),
                      m::scalarConstant(&scale));
     if (m::matchRoot(mul, pat, rw).failed()) return failure();
     if (x->dtype() != DType::Float32) return rw.notifyMatchFailure(mul, "input is not float32");
-    const double b = *scalarValue(shift), lo = *scalarValue(low), hi = *scalarValue(high), s = *scalarValue(scale);
+    const double b = *scalarValue(shift), lo = *scalarValue(low), hi = *scalarValue(high),
+                 s = *scalarValue(scale);
     if (lo != 0.0) return rw.notifyMatchFailure(mul, "Clip's lower bound is not 0");
     if (!(hi > 0.0) || std::abs(s * hi - 1.0) > kScaleTolerance)
       return rw.notifyMatchFailure(mul, "the scale is not 1 / (Clip's upper bound)");
@@ -61,6 +62,8 @@ class FuseHardSigmoidPass : public PatternPass {
 
 }  // namespace
 
-std::unique_ptr<Pass> createFuseHardSigmoidPass() { return std::make_unique<FuseHardSigmoidPass>(); }
+std::unique_ptr<Pass> createFuseHardSigmoidPass() {
+  return std::make_unique<FuseHardSigmoidPass>();
+}
 
 }  // namespace npuc

@@ -10,8 +10,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
        {"fold_batchnorm", "fuse_matmul_bias", "merge_reshapes", "compose_transposes", "merge_slices",
         "common_subexpression_elimination", "extract_common_factor", "canonicalize"}},
       {"fuse",
-       {"fuse_layernorm", "fuse_activations", "fuse_hardsigmoid", "fuse_glu", "transpose_reorder", "channel_shuffle_to_conv",
-        "fold_focus"}},
+       {"fuse_layernorm", "fuse_activations", "fuse_hardsigmoid", "fuse_glu", "transpose_reorder",
+        "channel_shuffle_to_conv", "fold_focus"}},
       {"cleanup", {"dead_code_elimination"}},
   };
   return kPipeline;

@@ -31,10 +31,10 @@ class PyCompiledModel {
 
   // The model on the NPU simulator (INT8 with the plan, else FP16); a loaded blob's program runs it.
   PyQuantizedModel simulator() {
-    if (!sim_) {
-      py::gil_scoped_release release;
-      sim_ = model_->quant_plan ? std::make_shared<const QuantizedExecutor>(*model_->graph, *model_->quant_plan)
-                                : std::make_shared<const QuantizedExecutor>(*model_->graph);
+    if (!sim_) {  // built under the GIL, so two threads asking at once cannot both build it
+      sim_ = model_->quant_plan
+                 ? std::make_shared<const QuantizedExecutor>(*model_->graph, *model_->quant_plan)
+                 : std::make_shared<const QuantizedExecutor>(*model_->graph);
     }
     PyQuantizedModel q(sim_, model_->quant_plan ? *model_->quant_plan : quant::QuantPlan{});
     if (model_->origin) {
@@ -51,7 +51,8 @@ class PyCompiledModel {
 };
 
 template <typename E>
-E enumFromName(const std::string& key, const std::string& name, std::optional<E> (*fromName)(const std::string&)) {
+E enumFromName(const std::string& key, const std::string& name,
+               std::optional<E> (*fromName)(const std::string&)) {
   if (std::optional<E> v = fromName(name)) return *v;
   throw ConfigError("CompileOptions." + key + " = '" + name + "' is not a known value");
 }
@@ -106,7 +107,8 @@ void bindOptions(py::module_& m) {
             o.quantized_dtype = enumFromName("quantized_dtype", v, quantDTypeFromName);
           })
       .def_property(
-          "quantized_algorithm", [](const CompileOptions& o) { return quantAlgorithmName(o.quantized_algorithm); },
+          "quantized_algorithm",
+          [](const CompileOptions& o) { return quantAlgorithmName(o.quantized_algorithm); },
           [](CompileOptions& o, const std::string& v) {
             o.quantized_algorithm = enumFromName("quantized_algorithm", v, quantAlgorithmFromName);
           })
@@ -122,7 +124,8 @@ void bindOptions(py::module_& m) {
       .def_readwrite("op_target", &CompileOptions::op_target)
       .def_readwrite("mean_values", &CompileOptions::mean_values)
       .def_readwrite("std_values", &CompileOptions::std_values)
-      .def("recorded", &encodeCompileOptions, "The options as the blob's META section records them (str -> str).")
+      .def("recorded", &encodeCompileOptions,
+           "The options as the blob's META section records them (str -> str).")
       .def("__eq__", [](const CompileOptions& a, const CompileOptions& b) { return a == b; })
       .def("__repr__", [](const CompileOptions& o) {
         std::string out = "CompileOptions(";
@@ -144,11 +147,14 @@ void bindCompile(py::module_& m) {
                               "memory plan. The blob is its serialization.")
       .def_property_readonly("soc", [](const PyCompiledModel& c) { return c.get().soc->name; })
       .def_property_readonly("options", [](const PyCompiledModel& c) { return c.get().options; })
-      .def_property_readonly("model", [](const PyCompiledModel& c) { return Model(c.get().graph); },
-                             "The compiled graph as a Model.")
-      .def_property_readonly("quantized", [](const PyCompiledModel& c) { return c.get().quant_plan.has_value(); })
-      .def_property_readonly("program", [](const PyCompiledModel& c) { return programDict(c.get()); },
-                             "Counts of the lowered program (None for an old blob without one).")
+      .def_property_readonly(
+          "model", [](const PyCompiledModel& c) { return Model(c.get().graph); },
+          "The compiled graph as a Model.")
+      .def_property_readonly("quantized",
+                             [](const PyCompiledModel& c) { return c.get().quant_plan.has_value(); })
+      .def_property_readonly(
+          "program", [](const PyCompiledModel& c) { return programDict(c.get()); },
+          "Counts of the lowered program (None for an old blob without one).")
       .def_property_readonly(
           "tasks",
           [](const PyCompiledModel& c) {
@@ -171,7 +177,9 @@ void bindCompile(py::module_& m) {
           "'nodes': node labels}.")
       .def_property_readonly(
           "meta",
-          [](const PyCompiledModel& c) -> py::object { return c.get().origin ? py::object(metaDict(c.get())) : py::none(); },
+          [](const PyCompiledModel& c) -> py::object {
+            return c.get().origin ? py::object(metaDict(c.get())) : py::none();
+          },
           "For a loaded blob: format_version, producer, soc, options (as recorded), compile_options, "
           "model_digest, extra_sections, program. None for a model compiled in memory.")
       .def_property_readonly(
@@ -196,7 +204,8 @@ void bindCompile(py::module_& m) {
           "eval_perf",
           [](const PyCompiledModel& c, const std::string& tuning_cache) {
             const CompiledModel& cm = c.get();
-            perf::CostModel model(*cm.soc, compiledDType(cm), cm.options.single_core_mode ? 1 : cm.soc->npu.cores);
+            perf::CostModel model(*cm.soc, compiledDType(cm),
+                                  cm.options.single_core_mode ? 1 : cm.soc->npu.cores);
             perf::TilingCache cache;
             perf::PerfReport report;
             {
@@ -264,7 +273,8 @@ void bindCompile(py::module_& m) {
       py::arg("path"), py::arg("expected_soc") = py::none(),
       "Verifies and loads a .npub blob; returns (Model, meta dict: format_version, producer, soc, options, "
       "compile_options, model_digest, extra_sections, program). BlobError as load_compiled.");
-  m.attr("BLOB_FORMAT_VERSION") = std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);
+  m.attr("BLOB_FORMAT_VERSION") =
+      std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);
 }
 
 }  // namespace npuc::bindings

@@ -110,7 +110,8 @@ py::dict memoryStatsDict(const Executor& ex) {
 
 void bindRuntime(py::module_& m) {
   py::class_<Runtime>(m, "Runtime", "A model compiled for the FP32 host executor (thread-safe).")
-      .def(py::init<const Model&, std::optional<bool>>(), py::arg("model"), py::arg("host_fusion") = py::none(),
+      .def(py::init<const Model&, std::optional<bool>>(), py::arg("model"),
+           py::arg("host_fusion") = py::none(),
            "Compiles the model: kernels, host fusion and the static memory plan. host_fusion=None follows "
            "NPUC_HOST_FUSION (on unless '0', 'off' or 'false').")
       .def("run", &runRuntime, py::arg("inputs"),

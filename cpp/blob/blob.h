@@ -64,7 +64,7 @@ struct LoadedBlob {
   // Sections this reader does not decode itself, verbatim (the reserved kinds, and unknown
   // optional kinds from newer minor versions), in file order.
   std::vector<ExtraSection> extra_sections;
-  uint64_t file_bytes = 0;                      // the whole blob
+  uint64_t file_bytes = 0;                     // the whole blob
   std::map<uint32_t, uint64_t> section_bytes;  // payload size of every section, by kind
 };
 

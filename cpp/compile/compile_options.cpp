@@ -32,14 +32,24 @@ const char* nameOf(const std::pair<const char*, E> (&table)[N], E value) {
 
 }  // namespace
 
-const char* quantDTypeName(QuantDType t) { return nameOf(kDTypes, t); }
-const char* quantAlgorithmName(QuantAlgorithm a) { return nameOf(kAlgorithms, a); }
-const char* quantMethodName(QuantMethod m) { return nameOf(kMethods, m); }
-std::optional<QuantDType> quantDTypeFromName(const std::string& name) { return fromName(kDTypes, name); }
+const char* quantDTypeName(QuantDType t) {
+  return nameOf(kDTypes, t);
+}
+const char* quantAlgorithmName(QuantAlgorithm a) {
+  return nameOf(kAlgorithms, a);
+}
+const char* quantMethodName(QuantMethod m) {
+  return nameOf(kMethods, m);
+}
+std::optional<QuantDType> quantDTypeFromName(const std::string& name) {
+  return fromName(kDTypes, name);
+}
 std::optional<QuantAlgorithm> quantAlgorithmFromName(const std::string& name) {
   return fromName(kAlgorithms, name);
 }
-std::optional<QuantMethod> quantMethodFromName(const std::string& name) { return fromName(kMethods, name); }
+std::optional<QuantMethod> quantMethodFromName(const std::string& name) {
+  return fromName(kMethods, name);
+}
 
 bool CompileOptions::operator==(const CompileOptions& o) const {
   return optimization_level == o.optimization_level && quantized == o.quantized &&

@@ -34,10 +34,10 @@ struct CompileOptions {
   QuantMethod quantized_method = QuantMethod::Channel;
   // Every task on one NPU core (RKNN's default core mask) instead of spread over all.
   bool single_core_mode = false;
-  std::string custom_string;                 // recorded verbatim (RKNN's custom_string)
-  std::vector<std::string> disable_passes;   // as given to the optimizer
-  std::vector<std::string> hybrid_layers;    // layers kept in FP16 by the user
-  OpTargetMap op_target;                     // node name -> "npu" / "cpu"
+  std::string custom_string;                     // recorded verbatim (RKNN's custom_string)
+  std::vector<std::string> disable_passes;       // as given to the optimizer
+  std::vector<std::string> hybrid_layers;        // layers kept in FP16 by the user
+  OpTargetMap op_target;                         // node name -> "npu" / "cpu"
   std::vector<std::vector<double>> mean_values;  // per input, per channel (empty: none)
   std::vector<std::vector<double>> std_values;
 

@@ -5,8 +5,8 @@
 
 namespace npuc {
 
-CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::QuantPlan* plan, const SocProfile& soc,
-                           CompileOptions options, perf::TilingCache* tiling_cache) {
+CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::QuantPlan* plan,
+                           const SocProfile& soc, CompileOptions options, perf::TilingCache* tiling_cache) {
   if (options.quantized != (plan != nullptr))
     throw ConfigError(std::string("compile: options say ") + (options.quantized ? "quantized" : "float") +
                       " but " + (plan ? "a quantization plan was given" : "no quantization plan was given"));

@@ -30,8 +30,8 @@ struct BlobOrigin {
   uint16_t format_minor = 0;
   std::string producer;
   std::map<std::string, std::string> recorded_options;  // META verbatim, for display
-  std::array<uint8_t, 16> model_digest{};                // META's digest of the graph
-  std::vector<uint32_t> extra_sections;                  // kinds past META/GRPH/WGHT, file order
+  std::array<uint8_t, 16> model_digest{};               // META's digest of the graph
+  std::vector<uint32_t> extra_sections;                 // kinds past META/GRPH/WGHT, file order
   uint64_t file_bytes = 0;
   uint64_t weight_section_bytes = 0;         // WGHT
   uint64_t packed_weight_section_bytes = 0;  // NWGT
@@ -57,7 +57,8 @@ struct CompiledModel {
 // placement. `plan`: the quantization plan of an INT8 build (must be for `graph`), null for a float
 // build. `options.quantized` must agree with `plan`. Throws what partitioning (ConfigError for a
 // bad op_target), lowering and planning throw.
-CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::QuantPlan* plan, const SocProfile& soc,
-                           CompileOptions options, perf::TilingCache* tiling_cache = nullptr);
+CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::QuantPlan* plan,
+                           const SocProfile& soc, CompileOptions options,
+                           perf::TilingCache* tiling_cache = nullptr);
 
 }  // namespace npuc

@@ -17,11 +17,14 @@ blob::BlobWriteOptions writeOptions(const CompiledModel& m) {
   blob::BlobWriteOptions opts;
   opts.soc = m.soc->name;
   opts.options = encodeCompileOptions(m.options);
-  if (m.quant_plan) opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(*m.quant_plan)});
+  if (m.quant_plan)
+    opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(*m.quant_plan)});
   if (m.program)
-    for (blob::ExtraSection& s : lower::programExtraSections(*m.program)) opts.extra_sections.push_back(std::move(s));
+    for (blob::ExtraSection& s : lower::programExtraSections(*m.program))
+      opts.extra_sections.push_back(std::move(s));
   if (m.memory_plan)  // optional: a reader without it plans afresh
-    opts.extra_sections.push_back({blob::kSectionMemoryPlan, false, memory::encodeMemoryPlan(*m.memory_plan)});
+    opts.extra_sections.push_back(
+        {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlan(*m.memory_plan)});
   return opts;
 }
 
@@ -38,7 +41,9 @@ PartitionReport recordedPlacement(const Graph& graph, const SocProfile& soc, con
 
 }  // namespace
 
-std::string serializeCompiledModel(const CompiledModel& m) { return blob::writeBlobBytes(*m.graph, writeOptions(m)); }
+std::string serializeCompiledModel(const CompiledModel& m) {
+  return blob::writeBlobBytes(*m.graph, writeOptions(m));
+}
 
 void writeCompiledModel(const CompiledModel& m, const std::string& path) {
   blob::writeBlob(*m.graph, path, writeOptions(m));
@@ -69,10 +74,12 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
     memory::NpuMemoryPlan plan = memory::decodeMemoryPlan(plan_section->bytes);
     for (const memory::PlannedBuffer& buf : plan.buffers)
       if (!b.graph->findValue(buf.value))
-        throw BlobError("blob '" + origin + "': MPLN section plans value '" + buf.value + "', which its graph lacks");
+        throw BlobError("blob '" + origin + "': MPLN section plans value '" + buf.value +
+                        "', which its graph lacks");
     const std::string mismatch = memory::findPlanMismatch(plan, *b.graph, m.quantPlan(), *m.soc, m.placement);
     if (!mismatch.empty())
-      throw BlobError("blob '" + origin + "': MPLN section is not the plan of its build's partition: " + mismatch);
+      throw BlobError("blob '" + origin +
+                      "': MPLN section is not the plan of its build's partition: " + mismatch);
     m.memory_plan = std::move(plan);
   }
   BlobOrigin o;

@@ -21,7 +21,8 @@ void writeCompiledModel(const CompiledModel& model, const std::string& path);
 
 // Verifies and loads a blob; with `expected_soc`, a blob for another SoC is refused. BlobError
 // naming the file for anything malformed or inconsistent.
-CompiledModel loadCompiledModel(const std::string& path, const std::optional<std::string>& expected_soc = std::nullopt);
+CompiledModel loadCompiledModel(const std::string& path,
+                                const std::optional<std::string>& expected_soc = std::nullopt);
 CompiledModel readCompiledModel(const std::string& bytes, const std::optional<std::string>& expected_soc,
                                 const std::string& origin);
 

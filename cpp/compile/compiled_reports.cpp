@@ -20,7 +20,9 @@ NpuDType floatTaskDType(const SocProfile& soc) {
 
 }  // namespace
 
-NpuDType compiledDType(const CompiledModel& m) { return m.quant_plan ? NpuDType::Int8 : floatTaskDType(*m.soc); }
+NpuDType compiledDType(const CompiledModel& m) {
+  return m.quant_plan ? NpuDType::Int8 : floatTaskDType(*m.soc);
+}
 
 namespace {
 
@@ -69,8 +71,8 @@ memory::MemoryReport compiledMemory(const CompiledModel& m) {
   }
   memory::NpuMemoryPlan plan =
       m.memory_plan ? *m.memory_plan : memory::planNpuMemory(*m.graph, m.quantPlan(), *m.soc, m.placement);
-  memory::MemoryReport r =
-      memory::memoryReport(*m.graph, m.quantPlan(), *m.soc, m.placement, std::move(plan), file, weights, packed);
+  memory::MemoryReport r = memory::memoryReport(*m.graph, m.quantPlan(), *m.soc, m.placement, std::move(plan),
+                                                file, weights, packed);
   r.plan_from_blob = m.origin.has_value() && m.memory_plan.has_value();
   return r;
 }

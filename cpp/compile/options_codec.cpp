@@ -42,13 +42,15 @@ E enumOf(const std::string& text, std::optional<E> (*fromName)(const std::string
 CompileOptions decodeCompileOptions(const RecordedOptions& recorded, const std::string& origin) {
   CompileOptions o;
   const std::map<std::string, std::function<void(const std::string&)>> readers = {
-      {"optimization_level", [&](const std::string& t) { o.optimization_level = static_cast<int>(pyliteral::readInt(t)); }},
+      {"optimization_level",
+       [&](const std::string& t) { o.optimization_level = static_cast<int>(pyliteral::readInt(t)); }},
       {"quantized", [&](const std::string& t) { o.quantized = pyliteral::readBool(t); }},
       {"single_core_mode", [&](const std::string& t) { o.single_core_mode = pyliteral::readBool(t); }},
       {"quantized_dtype", [&](const std::string& t) { o.quantized_dtype = enumOf(t, quantDTypeFromName); }},
       {"quantized_algorithm",
        [&](const std::string& t) { o.quantized_algorithm = enumOf(t, quantAlgorithmFromName); }},
-      {"quantized_method", [&](const std::string& t) { o.quantized_method = enumOf(t, quantMethodFromName); }},
+      {"quantized_method",
+       [&](const std::string& t) { o.quantized_method = enumOf(t, quantMethodFromName); }},
       {"custom_string", [&](const std::string& t) { o.custom_string = pyliteral::readString(t); }},
       {"disable_passes", [&](const std::string& t) { o.disable_passes = pyliteral::readStringList(t); }},
       {"hybrid_layers", [&](const std::string& t) { o.hybrid_layers = pyliteral::readStringList(t); }},

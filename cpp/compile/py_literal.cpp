@@ -7,9 +7,13 @@
 
 namespace npuc::pyliteral {
 
-std::string repr(bool v) { return v ? "True" : "False"; }
+std::string repr(bool v) {
+  return v ? "True" : "False";
+}
 
-std::string repr(long long v) { return std::to_string(v); }
+std::string repr(long long v) {
+  return std::to_string(v);
+}
 
 std::string repr(double v) {
   if (std::isnan(v)) return "nan";
@@ -166,7 +170,9 @@ class Reader {
       }
       if (++pos_ >= s_.size()) break;
       switch (s_[pos_]) {
-        case '\\': case '\'': case '"': out += s_[pos_]; break;
+        case '\\':
+        case '\'':
+        case '"': out += s_[pos_]; break;
         case 'n': out += '\n'; break;
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
@@ -225,7 +231,9 @@ class Reader {
 
 }  // namespace
 
-std::string repr(const std::vector<std::string>& v) { return listRepr(v); }
+std::string repr(const std::vector<std::string>& v) {
+  return listRepr(v);
+}
 
 std::string repr(const std::vector<std::vector<double>>& v) {
   std::string out = "[";

@@ -1,8 +1,8 @@
 #include "frontend/onnx_export.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
-#include <algorithm>
 
 #include "frontend/onnx_attribute.h"
 #include "frontend/onnx_tensor.h"

@@ -16,7 +16,9 @@ bool Value::shapeIsStatic() const {
   return std::all_of(shape_.begin(), shape_.end(), [](int64_t d) { return d >= 0; });
 }
 
-void Value::setName(const std::string& name) { graph_->renameValue(this, name); }
+void Value::setName(const std::string& name) {
+  graph_->renameValue(this, name);
+}
 
 const Tensor& Value::constant() const {
   if (!constant_) throw GraphError("value '" + name_ + "' is not a constant");
@@ -67,7 +69,9 @@ void Node::setInput(size_t i, Value* v) {
   if (v) v->uses_.push_back({this, i});
 }
 
-void Node::addInput(Value* v) { setInput(inputs_.size(), v); }
+void Node::addInput(Value* v) {
+  setInput(inputs_.size(), v);
+}
 
 void Node::removeInput(size_t i) {
   if (i >= inputs_.size()) return;
@@ -91,8 +95,8 @@ void Node::trimTrailingNullInputs() {
 }
 
 Value* Node::addOutput(const std::string& name) {
-  std::string base = name.empty() ? (name_.empty() ? op_type_ : name_) + "_out" + std::to_string(outputs_.size())
-                                  : name;
+  std::string base =
+      name.empty() ? (name_.empty() ? op_type_ : name_) + "_out" + std::to_string(outputs_.size()) : name;
   Value* v = graph_->newValue(graph_->uniqueName(base));
   v->producer_ = this;
   v->producer_index_ = outputs_.size();
@@ -150,7 +154,8 @@ void Graph::eraseValue(Value* v) {
 
 void Graph::renameValue(Value* v, const std::string& name) {
   if (name == v->name_) return;
-  if (by_name_.count(name)) throw GraphError("cannot rename '" + v->name_ + "': name '" + name + "' is taken");
+  if (by_name_.count(name))
+    throw GraphError("cannot rename '" + v->name_ + "': name '" + name + "' is taken");
   by_name_.erase(v->name_);
   v->name_ = name;
   by_name_[name] = v;
@@ -270,7 +275,8 @@ Node* Graph::insertNodeAfter(Node* pos, const std::string& op_type, const std::v
 void Graph::eraseNode(Node* n) {
   for (Value* out : n->outputs_) {
     if (out->hasUses() || out->is_graph_output_) {
-      throw GraphError("cannot erase node '" + n->name_ + "': its output '" + out->name() + "' is still used");
+      throw GraphError("cannot erase node '" + n->name_ + "': its output '" + out->name() +
+                       "' is still used");
     }
   }
   n->removeAllInputs();
@@ -279,8 +285,12 @@ void Graph::eraseNode(Node* n) {
   (n->in_graph_ ? nodes_ : detached_).erase(n->self_);
 }
 
-Node* Graph::firstNode() const { return nodes_.empty() ? nullptr : nodes_.front().get(); }
-Node* Graph::lastNode() const { return nodes_.empty() ? nullptr : nodes_.back().get(); }
+Node* Graph::firstNode() const {
+  return nodes_.empty() ? nullptr : nodes_.front().get();
+}
+Node* Graph::lastNode() const {
+  return nodes_.empty() ? nullptr : nodes_.back().get();
+}
 
 std::vector<Node*> Graph::nodeList() const {
   std::vector<Node*> out;
@@ -306,13 +316,15 @@ void Graph::topoSort() {
   // its order exactly.
   renumber();
   std::unordered_map<Node*, size_t> pending;
-  std::priority_queue<std::pair<int64_t, Node*>, std::vector<std::pair<int64_t, Node*>>, std::greater<>> ready;
+  std::priority_queue<std::pair<int64_t, Node*>, std::vector<std::pair<int64_t, Node*>>, std::greater<>>
+      ready;
   for (auto& up : nodes_) {
     Node* n = up.get();
     std::unordered_set<Node*> deps;
     for (Value* in : n->inputs_) {
       if (in && in->producer_ && in->producer_ != n) deps.insert(in->producer_);
-      if (in && in->producer_ == n) throw GraphError("graph has a cycle: node '" + n->name_ + "' consumes its own output");
+      if (in && in->producer_ == n)
+        throw GraphError("graph has a cycle: node '" + n->name_ + "' consumes its own output");
     }
     pending[n] = deps.size();
     if (deps.empty()) ready.push({n->order_, n});
@@ -358,16 +370,18 @@ void Graph::verify() const {
     }
     if (v->is_graph_input_ || v->constant_) defined.insert(v.get());
     for (const Use& u : v->uses_) {
-      if (!u.user->in_graph_) fail("value '" + v->name_ + "' is used by detached node '" + u.user->name_ + "'");
+      if (!u.user->in_graph_)
+        fail("value '" + v->name_ + "' is used by detached node '" + u.user->name_ + "'");
       if (u.user->input(u.index) != v.get()) {
-        fail("use list of '" + v->name_ + "' names input " + std::to_string(u.index) + " of '" + u.user->name_ +
-             "', which holds another value");
+        fail("use list of '" + v->name_ + "' names input " + std::to_string(u.index) + " of '" +
+             u.user->name_ + "', which holds another value");
       }
     }
   }
   if (by_name_.size() != values_.size()) fail("name index and value list disagree");
   for (const Value* in : inputs_) {
-    if (!owned.count(in) || !in->is_graph_input_) fail("graph input '" + in->name_ + "' is not a registered input");
+    if (!owned.count(in) || !in->is_graph_input_)
+      fail("graph input '" + in->name_ + "' is not a registered input");
   }
   std::unordered_set<const Node*> seen_nodes;
   for (auto& up : nodes_) {
@@ -376,7 +390,8 @@ void Graph::verify() const {
     for (size_t i = 0; i < n->inputs_.size(); ++i) {
       const Value* in = n->inputs_[i];
       if (!in) continue;
-      if (!owned.count(in)) fail("node '" + n->name_ + "' input " + std::to_string(i) + " is not owned by the graph");
+      if (!owned.count(in))
+        fail("node '" + n->name_ + "' input " + std::to_string(i) + " is not owned by the graph");
       if (!defined.count(in)) {
         if (in->producer_ && !in->producer_->in_graph_) {
           fail("node '" + n->name_ + "' reads '" + in->name_ + "', produced by a detached node");
@@ -385,7 +400,8 @@ void Graph::verify() const {
              "' before it is defined (dangling input or nodes out of topological order)");
       }
       if (std::find(in->uses_.begin(), in->uses_.end(), Use{const_cast<Node*>(n), i}) == in->uses_.end()) {
-        fail("value '" + in->name_ + "' lacks the use by input " + std::to_string(i) + " of '" + n->name_ + "'");
+        fail("value '" + in->name_ + "' lacks the use by input " + std::to_string(i) + " of '" + n->name_ +
+             "'");
       }
     }
     for (size_t i = 0; i < n->outputs_.size(); ++i) {

@@ -206,8 +206,7 @@ class Lowerer {
     ref.present = true;
     std::string logical;  // row-major weight bytes in the NPU element type, in `s` order
     if (task.compute == ElemType::Int8) {
-      const quant::QuantizedWeights qw =
-          quant::quantizeNodeWeights(anchor, *options_.plan);
+      const quant::QuantizedWeights qw = quant::quantizeNodeWeights(anchor, *options_.plan);
       logical.assign(static_cast<const char*>(qw.values.raw()), qw.values.nbytes());
       ref.elem = ElemType::Int8;
     } else {

@@ -226,7 +226,8 @@ PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOpt
 }
 
 PerfReport evaluateTasks(const Graph& graph, const SocProfile& soc, const PartitionReport& placement,
-                         const std::vector<CostedTask>& tasks, const PerfOptions& options, TilingCache* cache) {
+                         const std::vector<CostedTask>& tasks, const PerfOptions& options,
+                         TilingCache* cache) {
   return Evaluator(graph, soc, options, cache).run(placement, tasks);
 }
 

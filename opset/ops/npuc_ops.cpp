@@ -10,8 +10,8 @@
 #include <cmath>
 #include <string>
 
-#include "opset/ops/ew_axis.h"
 #include "opset/gelu.h"
+#include "opset/ops/ew_axis.h"
 #include "opset/ops/ew_math.h"
 #include "opset/ops/ew_unary.h"
 

@@ -23,7 +23,6 @@ struct MatchFailure {
   std::string reason;
 };
 
-
 // The hardware a graph is being compiled for. Passes that depend on it (align_channels) read it
 // here; none assumes a SoC of its own.
 struct PassTarget {

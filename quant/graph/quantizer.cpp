@@ -154,8 +154,8 @@ class PlanBuilder {
     const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
     BiasFit fit;
     if (b) fit = BiasFit{b->constant().data<float>(), b->constant().numel(), s_in};
-    const QuantizedWeights qw =
-        quantizeWeights(w->constant(), weightLayoutOf(n), options_.granularity, w->name(), b ? &fit : nullptr);
+    const QuantizedWeights qw = quantizeWeights(w->constant(), weightLayoutOf(n), options_.granularity,
+                                                w->name(), b ? &fit : nullptr);
     TensorQuant wq;
     wq.scales = qw.scales;
     wq.zero_points.assign(qw.scales.size(), 0);
@@ -173,7 +173,8 @@ class PlanBuilder {
     plan_.weight_outliers.push_back(std::move(row));
 
     if (!b) return;
-    QuantizedBias qb = quantizeBias(b->constant().data<float>(), b->constant().numel(), s_in, qw.scales, b->name());
+    QuantizedBias qb =
+        quantizeBias(b->constant().data<float>(), b->constant().numel(), s_in, qw.scales, b->name());
     if (!qb.saturated_channels.empty()) {
       plan_.warnings.push_back(fmt::format("bias '{}' of node '{}': {} channel(s) saturated int32", b->name(),
                                            n.name(), qb.saturated_channels.size()));
@@ -195,8 +196,8 @@ class PlanBuilder {
                                "' fits the accumulator (weights negligible next to the bias)");
     }
     if (!qw.borrowed_channels.empty()) {
-      plan_.warnings.push_back("weight '" + w + "' of node '" + n.name() + "': " +
-                               channelList(qw.borrowed_channels) +
+      plan_.warnings.push_back("weight '" + w + "' of node '" + n.name() +
+                               "': " + channelList(qw.borrowed_channels) +
                                " all zero or below 1e-36: quantized to 0 at the tensor's scale");
     }
   }

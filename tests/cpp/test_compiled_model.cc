@@ -101,7 +101,9 @@ TEST(PyLiteral, StringsQuoteAndEscapeAsCPythonDoes) {
   EXPECT_EQ(repr(std::map<std::string, std::string>{{"b", "npu"}, {"a", "cpu"}}), "{'a': 'cpu', 'b': 'npu'}");
   for (const std::string s : {"", "it's \"q\"", "a\\b\n\t\x01\x7f", "caf\xc3\xa9"})
     EXPECT_EQ(pyliteral::readString(repr(s)), s);
-  EXPECT_EQ(pyliteral::readString("'\\u00e9\\U0001F600\\x41'"), "\xc3\xa9\xf0\x9f\x98\x80" "A");
+  EXPECT_EQ(pyliteral::readString("'\\u00e9\\U0001F600\\x41'"),
+            "\xc3\xa9\xf0\x9f\x98\x80"
+            "A");
   EXPECT_THROW(pyliteral::readString("'abc"), std::invalid_argument);
   EXPECT_THROW(pyliteral::readStringDict("{'a': 'cpu'"), std::invalid_argument);
   EXPECT_THROW(pyliteral::readStringList("['a'] x"), std::invalid_argument);
@@ -115,9 +117,9 @@ TEST(OptionsCodec, DefaultsAreRecordedAsTheToolkitRecordedThem) {
   EXPECT_EQ(encodeCompileOptions(CompileOptions{}), want);
   CompileOptions fp;
   fp.quantized = false;  // a float build records no quantization settings
-  EXPECT_EQ(encodeCompileOptions(fp), (RecordedOptions{{"optimization_level", "3"},
-                                                       {"quantized", "False"},
-                                                       {"single_core_mode", "False"}}));
+  EXPECT_EQ(
+      encodeCompileOptions(fp),
+      (RecordedOptions{{"optimization_level", "3"}, {"quantized", "False"}, {"single_core_mode", "False"}}));
 }
 
 TEST(OptionsCodec, EveryFieldRoundTripsAndOldSpellingsRead) {
@@ -134,29 +136,29 @@ TEST(OptionsCodec, EveryFieldRoundTripsAndOldSpellingsRead) {
   o.std_values = {{58.395, 57.12, 57.375}};
   EXPECT_EQ(decodeCompileOptions(encodeCompileOptions(o), "<t>"), o);
   // What earlier Toolkits wrote: insertion-ordered dicts, RKNN's dtype alias, ints in the means.
-  const CompileOptions old = decodeCompileOptions(
-      {{"op_target", "{'r2': 'cpu', \"it's\": 'npu'}"},
-       {"quantized_dtype", "'asymmetric_quantized-8'"},
-       {"mean_values", "[[0, 0.5, 1e-05]]"},
-       {"some_future_key", "{'x': 1}"}},
-      "<t>");
+  const CompileOptions old = decodeCompileOptions({{"op_target", "{'r2': 'cpu', \"it's\": 'npu'}"},
+                                                   {"quantized_dtype", "'asymmetric_quantized-8'"},
+                                                   {"mean_values", "[[0, 0.5, 1e-05]]"},
+                                                   {"some_future_key", "{'x': 1}"}},
+                                                  "<t>");
   EXPECT_EQ(old.op_target, (OpTargetMap{{"it's", "npu"}, {"r2", "cpu"}}));
   EXPECT_EQ(old.quantized_dtype, QuantDType::W8A8);
   EXPECT_EQ(old.mean_values, (std::vector<std::vector<double>>{{0, 0.5, 1e-05}}));
 }
 
 TEST(OptionsCodec, MalformedRecordsAreBlobErrorsNamingTheOption) {
-  for (const RecordedOptions& bad : {RecordedOptions{{"op_target", "{'r2': 'cpu'"}},
-                                     RecordedOptions{{"op_target", "{'r2': 'gpu'}"}},
-                                     RecordedOptions{{"quantized_method", "'diagonal'"}},
-                                     RecordedOptions{{"single_core_mode", "'yes'"}}}) {
+  for (const RecordedOptions& bad :
+       {RecordedOptions{{"op_target", "{'r2': 'cpu'"}}, RecordedOptions{{"op_target", "{'r2': 'gpu'}"}},
+        RecordedOptions{{"quantized_method", "'diagonal'"}},
+        RecordedOptions{{"single_core_mode", "'yes'"}}}) {
     try {
       decodeCompileOptions(bad, "m.npub");
       FAIL() << bad.begin()->second;
     } catch (const BlobError& e) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find("m.npub"), std::string::npos) << msg;
-      EXPECT_NE(msg.find(bad.begin()->first == "op_target" ? "r2" : bad.begin()->first), std::string::npos) << msg;
+      EXPECT_NE(msg.find(bad.begin()->first == "op_target" ? "r2" : bad.begin()->first), std::string::npos)
+          << msg;
     }
   }
 }
@@ -178,13 +180,15 @@ TEST(CompiledModel, OpTargetModelCarriesItsPlacementThroughTheBlob) {
     EXPECT_EQ(*b.memory_plan, *built.memory_plan) << what;
     EXPECT_EQ(b.options, built.options) << what;
     std::vector<std::string> cpu_ops;
-    for (const lower::CpuOp& op : b.program->cpu_ops) cpu_ops.push_back(b.graph->nodeList().at(op.node)->name());
+    for (const lower::CpuOp& op : b.program->cpu_ops)
+      cpu_ops.push_back(b.graph->nodeList().at(op.node)->name());
     EXPECT_EQ(cpu_ops, std::vector<std::string>{"r2"}) << what;
     bool r2_on_host = false;
     for (const memory::PlannedBuffer& buf : b.memory_plan->buffers)
       r2_on_host |= buf.value == c.node("r2")->output()->name() && buf.format == memory::BufferFormat::Host;
     EXPECT_TRUE(r2_on_host) << what;
-    EXPECT_EQ(serializeCompiledModel(b), serializeCompiledModel(built)) << what << ": load + write changed bytes";
+    EXPECT_EQ(serializeCompiledModel(b), serializeCompiledModel(built))
+        << what << ": load + write changed bytes";
 
     auto sim = qp ? std::make_shared<const quant::QuantizedExecutor>(*b.graph, *qp)
                   : std::make_shared<const quant::QuantizedExecutor>(*b.graph);
@@ -239,16 +243,20 @@ TEST(CompiledModel, PerfRowsCarryEachTasksDtypeAndTarget) {
   quant::QuantizerOptions qo;
   qo.hybrid_layers = {"c2"};
   const quant::QuantPlan plan = quant::buildQuantPlan(*c.g, calibrator.ranges({}), qo);
-  const CompiledModel m = roundTrip(compileModel(c.g, &plan, socProfile(kSoc), optionsFor(&plan, {{"c3", "cpu"}})));
+  const CompiledModel m =
+      roundTrip(compileModel(c.g, &plan, socProfile(kSoc), optionsFor(&plan, {{"c3", "cpu"}})));
   const perf::PerfReport report = compiledPerf(m);
   std::vector<std::pair<std::string, std::string>> rows, tasks;
-  for (const perf::PerfRow& r : report.rows) rows.push_back({r.full_name, r.data_type + "@" + deviceName(r.target)});
+  for (const perf::PerfRow& r : report.rows)
+    rows.push_back({r.full_name, r.data_type + "@" + deviceName(r.target)});
   const std::vector<Node*> nodes = m.graph->nodeList();
   for (const lower::Task& t : m.program->tasks) {
     if (t.kind == lower::TaskKind::Convert) continue;
     std::string name;
     for (uint32_t i : t.nodes) name += (name.empty() ? "" : "+") + nodes.at(i)->name();
-    const std::string dtype = t.kind == lower::TaskKind::Cpu ? "FP32" : t.compute == lower::ElemType::Int8 ? "INT8" : "FP16";
+    const std::string dtype = t.kind == lower::TaskKind::Cpu       ? "FP32"
+                              : t.compute == lower::ElemType::Int8 ? "INT8"
+                                                                   : "FP16";
     tasks.push_back({name, dtype + "@" + (t.kind == lower::TaskKind::Cpu ? "CPU" : "NPU")});
   }
   EXPECT_EQ(rows, tasks);

@@ -9,11 +9,11 @@
 #include "blob/blob.h"
 #include "blob_test_util.h"
 #include "common/error.h"
+#include "compile/compiled_model.h"
+#include "compile/compiled_model_io.h"
 #include "lower/lower.h"
 #include "lower/pipeline_dedup.h"
 #include "lower/program_codec.h"
-#include "compile/compiled_model.h"
-#include "compile/compiled_model_io.h"
 #include "lower/weight_packing.h"
 #include "perf_test_util.h"
 #include "quant/graph/calibrator.h"
@@ -356,7 +356,9 @@ CompiledModel compiledFloat(const Graph& g, OpTargetMap op_target = {}) {
   return compileModel(borrowed(g), nullptr, socProfile("rk3588"), o);
 }
 
-CompiledModel read(const std::string& bytes) { return readCompiledModel(bytes, std::nullopt, "<test>"); }
+CompiledModel read(const std::string& bytes) {
+  return readCompiledModel(bytes, std::nullopt, "<test>");
+}
 
 TEST(ProgramSections, BlobRoundTripVerifiesTheProgram) {
   MixedGraph m;

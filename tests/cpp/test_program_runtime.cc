@@ -12,10 +12,10 @@
 #include "blob/blob.h"
 #include "blob/blob_format.h"
 #include "common/error.h"
-#include "frontend/onnx_import.h"
-#include "lower/lower.h"
 #include "compile/compiled_model.h"
 #include "compile/compiled_model_io.h"
+#include "frontend/onnx_import.h"
+#include "lower/lower.h"
 #include "memory/memory_report.h"
 #include "memory/npu_memory_plan.h"
 #include "onnx_test_util.h"
@@ -230,9 +230,8 @@ TEST(ProgramRuntimeLoader, UsesTheProgramOnlyWhenTheBlobCarriesIt) {
   // Compiled (program + memory plan), and the bare container an old npuc wrote.
   CompileOptions o;
   o.quantized = false;
-  const std::string with =
-      serializeCompiledModel(compileModel(std::shared_ptr<const Graph>(&p.g, [](const Graph*) {}), nullptr,
-                                          socProfile("rk3588"), o));
+  const std::string with = serializeCompiledModel(compileModel(
+      std::shared_ptr<const Graph>(&p.g, [](const Graph*) {}), nullptr, socProfile("rk3588"), o));
   blob::BlobWriteOptions plain;
   plain.soc = "rk3588";
   const std::string without = blob::writeBlobBytes(p.g, plain);

@@ -1,6 +1,10 @@
 // Assembles the .npub file: header, section table, META / GRAPH / WEIGHTS and any extra sections.
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -147,10 +151,30 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options) 
 
 void writeBlob(const Graph& graph, const std::string& path, const BlobWriteOptions& options) {
   const std::string bytes = writeBlobBytes(graph, options);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw BlobError("cannot write blob file '" + path + "'");
+  // Written next to the destination and renamed into place, so a failure (full disk, a killed
+  // process) never leaves a half-written blob, nor a destroyed earlier file, at `path`.
+  namespace fs = std::filesystem;
+  static std::atomic<uint64_t> counter{0};
+  const fs::path target(path);
+  fs::path tmp = target;
+  tmp += ".npuc-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw BlobError("cannot write blob file '" + path + "'");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw BlobError("cannot write blob file '" + path + "': " + ec.message());
+  }
 }
 
 }  // namespace npuc::blob

@@ -2,6 +2,8 @@
 // versioning, SoC checks and the extension-section rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "blob_test_util.h"
@@ -182,6 +184,28 @@ TEST(BlobFile, WriteAndLoadFromDisk) {
   } catch (const BlobError& e) {
     EXPECT_NE(std::string(e.what()).find("not an npuc blob"), std::string::npos) << e.what();
   }
+}
+
+// Blobs are written next to the destination and renamed into place: an existing file is replaced
+// whole, a failed write leaves what was there (and no temporary file) behind.
+TEST(BlobFile, WriteReplacesWholeAndAFailedWriteLeavesNothingBehind) {
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "m.npub").string();
+  auto g = blobtest::smallConvModel();
+  blob::writeBlob(*g, path, options());
+  blob::BlobWriteOptions other = options();
+  other.soc = "rk3566";
+  blob::writeBlob(*g, path, other);
+  EXPECT_EQ(blob::loadBlob(path).meta.soc, "rk3566");
+  std::filesystem::create_directory(dir.path() / "a_folder");
+  EXPECT_THROW(blob::writeBlob(*g, (dir.path() / "a_folder").string(), options()), BlobError);
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "a_folder"));
+  EXPECT_THROW(blob::writeBlob(*g, (dir.path() / "no_such_dir" / "m.npub").string(), options()), BlobError);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a_folder", "m.npub"}));
 }
 
 // Every shared model: import -> blob -> load gives the same graph and bit-identical outputs.

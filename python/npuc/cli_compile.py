@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
+from npuc.dataset import dataset_files
+from npuc.output_files import JobInputs, refuse_output
 
 __all__ = ["ConvertJob", "add_commands", "run_convert"]
 
@@ -165,6 +167,19 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
     return jobs
 
 
+def _refuse_outputs_over_inputs(jobs: Sequence[ConvertJob], config_file: Optional[str]) -> None:
+    """Checks every blob path against every file the conversion reads (each job's model, dataset
+    list and the files it lists, the YAML config), before anything is built."""
+    inputs = JobInputs()
+    if config_file:
+        inputs.add(config_file, "the config file")
+    for job in jobs:
+        inputs.add(job.model, "the loaded model")
+        inputs.add_all(dataset_files(job.dataset))
+    for job in jobs:
+        refuse_output(job.output, "the blob", inputs)
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     if bool(args.model) == bool(args.config_file):
         raise ConfigFileError("give either MODEL.onnx or -i CONFIG.yml")
@@ -173,16 +188,21 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for job in jobs:
         if not os.path.isfile(job.model):
             raise ConfigFileError(f"model file '{job.model}' does not exist")
+    _refuse_outputs_over_inputs(jobs, args.config_file)
+    for job in jobs:
         _print_summary(run_convert(job, quiet=not args.verbose))
     return 0
 
 
 def cmd_perf(args: argparse.Namespace) -> int:
     import npuc
-    from npuc.perf import PerfReport, eval_perf
+    from npuc.perf import PerfReport, check_output_paths, eval_perf
 
     if not os.path.isfile(args.model):
         raise ConfigFileError(f"model file '{args.model}' does not exist")
+    inputs = JobInputs()
+    inputs.add(args.model, "the loaded model")
+    check_output_paths(inputs, csv=args.csv, json=args.json, plot=args.plot)  # before any work
     compiled = None
     if args.model.endswith(".npub"):
         compiled = npuc._npuc.load_compiled(args.model)
@@ -205,6 +225,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         report = PerfReport(compiled.eval_perf())  # the blob's own program, task by task
     else:
         report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
+    report.inputs = inputs
     print(report)
     if args.csv:
         report.to_csv(args.csv)

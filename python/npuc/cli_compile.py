@@ -160,11 +160,42 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
         dataset = entry.get("dataset")
         jobs.append(ConvertJob(
             model=str(base / entry["model_file_path"]), soc=soc,
-            output=str(Path(out_dir) / f"{entry['name']}.npub"), quantize=bool(entry.get("quantize", False)),
+            output=_blob_path(out_dir, str(entry["name"]), where), quantize=bool(entry.get("quantize", False)),
             dataset=str(base / dataset) if dataset else None, inputs=list(sub.get("inputs") or []),
             input_size_list=[list(map(int, s)) for s in sub.get("input_size_list") or []],
             outputs=list(sub.get("outputs") or []), config=configs))
+    _refuse_duplicate_outputs(path, jobs)
     return jobs
+
+
+def _blob_path(out_dir: str, name: str, where: str) -> str:
+    """``OUTDIR/<name>.npub`` for a YAML model `name`: the one rule keeping every blob in OUTDIR.
+
+    A name that is not a plain file name (empty, a NUL byte, an absolute path, a path separator,
+    ``.`` or ``..``) would put the blob elsewhere, so it is refused.
+    """
+    if "\0" in name:
+        problem = "contains a NUL byte"
+    elif not name.strip():
+        problem = "is empty"
+    elif os.path.isabs(name) or "/" in name or "\\" in name:
+        problem = "is a path"
+    elif name in (".", ".."):
+        problem = "names a folder"
+    else:
+        return str(Path(out_dir) / f"{name}.npub")
+    raise ConfigFileError(f"{where}: name {name!r} {problem}; it must be a plain file name, "
+                          "as the blob is written to OUTDIR/<name>.npub")
+
+
+def _refuse_duplicate_outputs(path: str, jobs: Sequence[ConvertJob]) -> None:
+    """Two models with one name would write one blob, the second replacing the first."""
+    first: Dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        if job.output in first:
+            raise ConfigFileError(f"{path}: models[{first[job.output]}] and models[{i}] have the same name "
+                                  f"'{Path(job.output).stem}': both would be written to {job.output}")
+        first[job.output] = i
 
 
 def _refuse_outputs_over_inputs(jobs: Sequence[ConvertJob], config_file: Optional[str]) -> None:

@@ -1,5 +1,6 @@
-"""Outputs never replace an input of the same job, are written whole or not at all, and plot
-formats are checked before any work (issue #15 defects 1 and 11; npuc.output_files)."""
+"""Outputs never replace an input of the same job, are written whole or not at all, plot formats
+are checked before any work, and YAML model names keep blobs inside OUTDIR (issue #15 defects 1,
+4 and 11; npuc.output_files)."""
 
 from __future__ import annotations
 
@@ -366,3 +367,38 @@ def test_refuse_output_compares_files_not_names(job) -> None:
     for name, problem in (("", "the file name is empty"), ("a\0b", "NUL byte")):
         with pytest.raises(npuc.OutputError, match=problem):
             refuse_output(name, "x")
+
+
+# ---------------------------------------------------------------------- defect 4: YAML names
+
+
+def write_config(folder: Path, names: List[str]) -> Path:
+    config = folder / "cfg.yml"
+    config.write_text("models:\n" + "".join(f"  - name: {n!r}\n    model_file_path: m.onnx\n".replace("'", '"')
+                                            for n in names))
+    return config
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("../../x", "is a path"), ("/tmp/x", "is a path"), ("a/b", "is a path"), ("a\\b", "is a path"),
+    ("", "is empty"), ("..", "names a folder"), ("a\0b", "contains a NUL byte"),
+])
+def test_yaml_names_that_leave_outdir_are_refused(job, capsys, name: str, problem: str) -> None:
+    write_config(job["dir"], ["ok", name])
+    result = run_cli(capsys, "convert", "-i", "cfg.yml", "-t", SOC, "-o", "out")
+    assert_user_error(result, "cfg.yml: models[1]: name", problem, "OUTDIR/<name>.npub")
+    assert not (job["dir"] / "out").exists()  # refused before anything was built
+
+
+def test_yaml_duplicate_names_are_refused_before_anything_is_built(job, capsys) -> None:
+    write_config(job["dir"], ["a", "b", "a"])
+    result = run_cli(capsys, "convert", "-i", "cfg.yml", "-t", SOC, "-o", "out")
+    assert_user_error(result, "cfg.yml: models[0] and models[2] have the same name 'a'")
+    assert not (job["dir"] / "out").exists()
+
+
+def test_yaml_plain_names_go_into_outdir(job, capsys) -> None:
+    write_config(job["dir"], ["a", "a..b"])
+    code, _, err = run_cli(capsys, "convert", "-i", "cfg.yml", "-t", SOC, "-o", "out")
+    assert code == 0, err
+    assert folder_listing(job["dir"] / "out") == ["a..b.npub", "a.npub"]

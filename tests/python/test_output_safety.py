@@ -193,6 +193,33 @@ def test_a_new_model_is_a_new_job(job) -> None:
         tk.export_onnx("m.onnx")
 
 
+def test_export_refuses_the_pytorch_file(job) -> None:
+    torch = pytest.importorskip("torch")
+    torch.jit.trace(torch.nn.Conv2d(3, 4, 3), torch.zeros(1, 3, 8, 8)).save("net.pt")
+    before = sha(job["dir"] / "net.pt")
+    tk = npuc.Toolkit(verbose_file="net.pt")
+    with pytest.raises(npuc.OutputError, match=r"verbose_file log to 'net.pt': it is the loaded model \(net.pt\)"):
+        tk.load_pytorch("net.pt", input_size_list=[[1, 3, 8, 8]])
+    tk = npuc.Toolkit()
+    tk.load_pytorch("net.pt", input_size_list=[[1, 3, 8, 8]])
+    with pytest.raises(npuc.OutputError, match=r"it is the loaded model \(net.pt\)"):
+        tk.export_onnx("./net.pt")
+    assert sha(job["dir"] / "net.pt") == before
+
+
+def test_hybrid_step2_files_are_inputs(job) -> None:
+    tk = npuc.Toolkit()
+    tk.config(target_platform=SOC)
+    tk.load_onnx("m.onnx")
+    tk.hybrid_quantization_step1(dataset="ds.txt")
+    tk.hybrid_quantization_step2("m.model", "m.data", "m.quantization.cfg")
+    for name, role in (("m.model", "model_input"), ("m.data", "data_input"), ("m.quantization.cfg", "model_quantization_cfg")):
+        before = sha(job["dir"] / name)
+        with pytest.raises(npuc.OutputError, match=f"it is the hybrid {role}"):
+            tk.export_blob(name)
+        assert sha(job["dir"] / name) == before
+
+
 @pytest.mark.parametrize("which", ["model", "dataset"])
 def test_verbose_file_that_is_an_input_is_refused_and_left_unchanged(job, which: str) -> None:
     before = sha(job[which])

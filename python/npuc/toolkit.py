@@ -487,12 +487,11 @@ class Toolkit:
 
         The blob is versioned and checksummed, records the target SoC and the build options, and
         is byte-identical for identical inputs and options. Load it back with :meth:`load_blob`.
+        The file is written to a temporary next to it and renamed into place, so a failure never
+        leaves half a blob nor destroys an earlier file.
 
         Returns:
             0 on success.
-
-        The file is written to a temporary next to it and renamed into place, so a failure never
-        leaves half a blob nor destroys an earlier file.
 
         Raises:
             NpucError: nothing built yet. ConfigError: no target_platform configured.
@@ -769,12 +768,11 @@ class Toolkit:
         (within about one output step, see docs/quantization.md "QDQ export"). Otherwise (no
         build, or a float/FP16 build) it is the float graph as it stands (after ``build()``, the
         optimized one), where npuc's own fused ops (GLU, Gelu, ...) use the ``ai.npuc`` domain.
-        Both pass ``onnx.checker``.
+        Both pass ``onnx.checker``. Written to a temporary next to ``export_path`` and renamed into
+        place (never half a file).
 
         Returns:
             0 on success.
-
-        Written to a temporary next to ``export_path`` and renamed into place (never half a file).
 
         Raises:
             NpucError: no model loaded. UnsupportedOpError: an op without a standard ONNX form

@@ -21,7 +21,7 @@ import secrets
 import shutil
 import stat
 import tempfile
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from npuc.errors import OutputError
 
@@ -280,7 +280,7 @@ def onnx_external_files(model_path: PathLike) -> List[str]:
     return files
 
 
-def _graph_tensors(graph: "onnx.GraphProto") -> Iterator["onnx.TensorProto"]:  # noqa: F821
+def _graph_tensors(graph: Any) -> Iterator[Any]:  # onnx.GraphProto -> onnx.TensorProto
     """Initializers and constant attributes of `graph` and of its subgraphs (If/Loop bodies)."""
     yield from graph.initializer
     for node in graph.node:

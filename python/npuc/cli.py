@@ -169,6 +169,7 @@ def _safe_filename(name: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     import npuc
+    from npuc.output_files import JobInputs, atomic_output, refuse_output
 
     arrays = []
     for path in args.input:
@@ -179,14 +180,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (ValueError, OSError) as e:
             raise UserError(f"cannot read '{path}' as a .npy array: {e}") from None
     model = _load(args)
+    inputs = JobInputs()
+    inputs.add(args.model, "the loaded model")
+    inputs.add_all((path, f"--input {i}") for i, path in enumerate(args.input))
+    paths = [os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy") if args.output_dir else None
+             for info in model.outputs]
+    for path in filter(None, paths):  # every file checked before the model runs
+        refuse_output(path, "an output array", inputs)
     outputs = npuc.Runtime(model).run(arrays)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
-    for info, value in zip(model.outputs, outputs):
+    for info, value, path in zip(model.outputs, outputs, paths):
         line = f"{info['name']}: {value.dtype}[{','.join(str(d) for d in value.shape)}]"
-        if args.output_dir:
-            path = os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy")
-            np.save(path, value)
+        if path:
+            with atomic_output(path, "an output array", inputs) as tmp:
+                np.save(tmp, value)
             line += f" -> {path}"
         print(line)
     return EXIT_OK

@@ -362,9 +362,18 @@ def _template(message: str) -> str:
 
 
 def _traceback_place(stderr: str) -> str:
-    """'file.py:LINE' of the last frame in a traceback printed with NPUC_DEBUG=1."""
+    """Where a traceback printed with NPUC_DEBUG=1 left npuc: 'file.py:LINE' of its innermost npuc
+    frame, followed by the innermost frame when that is in a library ('cli_compile.py:117 >
+    <frozen codecs>:322'), so finds in different npuc lines get different signatures."""
     places = re.findall(r'File "([^"]+)", line (\d+)', stderr)
-    return f"{os.path.basename(places[-1][0])}:{places[-1][1]}" if places else "?"
+    if not places:
+        return "?"
+    names = [(os.path.basename(f), line, f"{os.sep}npuc{os.sep}" in f) for f, line in places]
+    innermost = f"{names[-1][0]}:{names[-1][1]}"
+    ours = [f"{name}:{line}" for name, line, in_npuc in names if in_npuc]
+    if not ours or ours[-1] == innermost:
+        return innermost
+    return f"{ours[-1]} > {innermost}"
 
 
 def too_long(message: str, quoted: int) -> bool:

@@ -7,7 +7,7 @@ argument (``--csv=@OUT@.csv``, ``@DIR@/x.npub``):
 
     @MODEL@ tiny valid ONNX model     @BLOB@ its float blob       @QBLOB@ its INT8 blob
     @BADBLOB@ a truncated blob         @DATASET@ dataset.txt       @NPY@ @NPY2@ input samples
-    @BADNPY@ an .npy of the wrong shape  @YAML@ a convert config   @PNG@ an 8x8 image
+    @NPY_BAD@ an .npy of the wrong shape  @YAML@ a convert config  @PNG@ an 8x8 image
     @TEXT@ a text file                 @EMPTY@ an empty .onnx      @DIR@ a folder
     @OUT@ a path in the working folder that does not exist yet     @MISSING@ a missing file
 
@@ -62,7 +62,7 @@ SEEDS: List[List[str]] = [
     ["info", "@BADBLOB@"],
     ["info", "@MODEL@", "--input-size", "1,3,8,8", "--input-name", "x", "--output-name", "y"],
     ["run", "@MODEL@", "--input", "@NPY@", "--output-dir", "@OUT@"],
-    ["run", "@MODEL@", "--input", "@BADNPY@"],
+    ["run", "@MODEL@", "--input", "@NPY_BAD@"],
     ["convert", "@MODEL@", "-t", "rk3588", "-o", "@OUT@.npub"],
     ["convert", "@MODEL@", "-t", "rk3588", "-o", "@OUT@.npub", "--quantize", "--dataset", "@DATASET@", "--algorithm",
      "kl_divergence", "--method", "layer", "--mean", "0,0,0", "--std", "1,1,1", "--op-target", "relu=cpu",
@@ -187,9 +187,8 @@ class CliArgsTarget(pyfuzz.Target):
         files = write_fixtures(home / "in")
         self.cwd = home / "work"
         self.cwd.mkdir()
-        self.paths = {f"@{role.upper()}@": path for role, path in files.items() if role != "npy2"}
+        self.paths = {f"@{role.upper()}@": path for role, path in files.items()}  # @MODEL@, @NPY_BAD@, ...
         self.paths.update({
-            "@NPY2@": files["npy2"],
             "@BLOB@": build_blob(files["model"], home / "in" / "model.npub", quantize=False),
             "@QBLOB@": build_blob(files["model"], home / "in" / "model_int8.npub", quantize=True, dataset=files["dataset"]),
             "@YAML@": home / "in" / "model_config.yml",

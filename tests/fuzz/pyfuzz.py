@@ -69,7 +69,7 @@ INTERESTING_NUMBERS = (
 class Finding:
     """An input that broke a promise: what kind, one line saying why, and a key to deduplicate."""
 
-    kind: str  # "oracle", "crash" (an exception escaped the target), "timeout", "oom"
+    kind: str  # "oracle", "crash", "uncaught" (an exception escaped the target), "timeout", "oom"
     reason: str
     signature: str
 
@@ -350,7 +350,7 @@ class Fuzzer:
         try:
             finding = self.target.execute(data)
         except Exception as e:  # noqa: BLE001 - an exception escaping the target is itself a find
-            finding = crash_finding(e, "target raised")
+            finding = crash_finding(e, "target raised", kind="uncaught")
         finally:
             sys.settrace(None)
             self._disarm()
@@ -528,9 +528,11 @@ def innermost_frame(tb) -> str:
     return f"{os.path.basename(last.filename)}:{last.lineno}"
 
 
-def crash_finding(e: BaseException, what: str) -> Finding:
+def crash_finding(e: BaseException, what: str, kind: str = "crash") -> Finding:
+    """A finding for an exception: `kind` "crash" when the target caught it from the code under
+    test, "uncaught" when it escaped the target itself (for the npuc targets: a harness bug)."""
     where = innermost_frame(e.__traceback__)
-    return Finding("crash", f"{what} {type(e).__name__}: {e} (at {where})", f"crash:{type(e).__name__}:{where}")
+    return Finding(kind, f"{what} {type(e).__name__}: {e} (at {where})", f"{kind}:{type(e).__name__}:{where}")
 
 
 def main(target: Target, argv: Optional[Sequence[str]] = None, trace_roots: Optional[Sequence[str]] = None) -> int:

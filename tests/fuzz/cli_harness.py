@@ -415,9 +415,12 @@ def check_cli(result: CliResult, allow_usage: bool, quoted: int, what: str = "")
             return Finding("oracle", f"{what}exit code 1 without an 'npuc: error: <message>' line: {one_line(message)}",
                            f"prefix:{_template(message)}")
     if too_long(message, quoted):
+        # One signature per message kind: what precedes the first quoted or bracketed value
+        # ("npuc: error: config(", "npuc: error: cannot write blob file "), whichever key it was.
+        kind = re.split(r"[\[{'\"]", message, maxsplit=1)[0]
         return Finding("oracle", f"{what}error line of {len(message)} characters from {quoted} of input "
                        f"(limit: input + {MAX_ERROR_CHARS}): "
-                       f"{one_line(message, 300)}", f"long:{_template(message)}")
+                       f"{one_line(message, 300)}", f"long:{_template(kind)}")
     return None
 
 

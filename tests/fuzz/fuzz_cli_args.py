@@ -163,11 +163,15 @@ class ArgvMutator:
 
 
 def decode_argv(data: bytes) -> List[str]:
-    """One argument per line; an empty input is no argument (a trailing newline ends the last one)."""
+    """One argument per line; an empty input is no argument (a trailing newline ends the last one).
+
+    Bytes that are not UTF-8 decode as Python decodes a real argv (surrogateescape); a NUL ends
+    its argument, as it ends the C string exec() passes (no real argv holds one)."""
     text = data.decode("utf-8", "surrogateescape")
     if not text:
         return []
-    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    return [line.split("\0", 1)[0] for line in lines]
 
 
 def encode_argv(argv: Sequence[str]) -> bytes:

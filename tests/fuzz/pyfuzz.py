@@ -291,6 +291,10 @@ class Fuzzer:
         self._stop_watchdog = threading.Event()
         self.baseline_rss_mb = 0.0
 
+    def _say(self, text: str) -> None:
+        """Writes to the log; argv bytes that are not UTF-8 (surrogates) are shown escaped."""
+        self.log.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
     # -- limits
 
     def _current_input_path(self) -> str:
@@ -318,7 +322,7 @@ class Fuzzer:
     def _die(self, data: bytes, finding: Finding) -> None:
         """A timeout or runaway memory: the process state is unknown, so save, report and exit."""
         self._save_artifact(data, finding)
-        self.log.write("==pyfuzz: stack of every thread at the moment of the find:\n")
+        self._say("==pyfuzz: stack of every thread at the moment of the find:\n")
         self.log.flush()
         faulthandler.dump_traceback(file=self._fault_file, all_threads=True)
         self._print_stats()
@@ -375,7 +379,7 @@ class Fuzzer:
         Path(name).parent.mkdir(parents=True, exist_ok=True)
         Path(name).write_bytes(data)
         Path(name + ".txt").write_text(one_line(finding.reason) + "\n", errors="backslashreplace")
-        self.log.write(f"==pyfuzz: FIND ({finding.kind}) {one_line(finding.reason)}\n"
+        self._say(f"==pyfuzz: FIND ({finding.kind}) {one_line(finding.reason)}\n"
                        f"artifact_prefix='{self.opts.artifact_prefix}'; Test unit written to {name}\n")
 
     def _consider(self, data: bytes, edges: Set[int], why: str) -> None:
@@ -396,7 +400,7 @@ class Fuzzer:
         elapsed = max(time.monotonic() - self.start, 1e-9)
         size = sum(len(c) for c in self.corpus)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-        self.log.write(f"#{self.runs}\t{what:<6} cov: {len(self.seen)} corp: {len(self.corpus)}/{size}b "
+        self._say(f"#{self.runs}\t{what:<6} cov: {len(self.seen)} corp: {len(self.corpus)}/{size}b "
                        f"exec/s: {self.runs / elapsed:.0f} rss: {rss}Mb finds: {len(self.finds)}\n")
 
     def mutate(self, data: bytes) -> bytes:
@@ -424,7 +428,7 @@ class Fuzzer:
 
     def fuzz(self) -> int:
         """The fuzzing loop; returns the exit status (1 when anything was found)."""
-        self.log.write(f"INFO: pyfuzz target {self.target.name}, seed {self.opts.seed}\n")
+        self._say(f"INFO: pyfuzz target {self.target.name}, seed {self.opts.seed}\n")
         for data in self._initial_inputs():
             if not self._time_left():
                 break
@@ -456,15 +460,15 @@ class Fuzzer:
         for path in files:
             finding, _ = self.run_one(path.read_bytes())
             if finding is None:
-                self.log.write(f"{path}: ok\n")
+                self._say(f"{path}: ok\n")
             else:
                 status = 1
-                self.log.write(f"{path}: {finding.kind}: {one_line(finding.reason)}\n")
+                self._say(f"{path}: {finding.kind}: {one_line(finding.reason)}\n")
         return status
 
     def _print_stats(self) -> None:
         elapsed = time.monotonic() - self.start
-        self.log.write(f"Done {self.runs} runs in {int(elapsed)} second(s)\n")
+        self._say(f"Done {self.runs} runs in {int(elapsed)} second(s)\n")
         if not self.opts.print_final_stats:
             return
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
@@ -480,7 +484,7 @@ class Fuzzer:
             ("duplicate_finds", self.duplicate_finds),
         ]
         for key, value in stats:
-            self.log.write(f"stat::{key + ':':<28}{value}\n")
+            self._say(f"stat::{key + ':':<28}{value}\n")
 
     # -- lifecycle
 

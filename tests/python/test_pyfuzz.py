@@ -107,8 +107,9 @@ def test_a_slow_input_is_a_timeout_find(tmp_path: Path) -> None:
 
 
 def test_argv_round_trips_through_the_corpus_format() -> None:
-    for argv in ([], [""], ["info", "a b", "-\r"], ["x", "", ""]):
+    for argv in ([], [""], ["info", "a b", "-\r"], ["x", "", ""], ["caf\udce9"]):
         assert decode_argv(encode_argv(argv)) == argv
+    assert decode_argv(b"perf\nout\0.json\n") == ["perf", "out"]  # exec() ends an argument at NUL
 
 
 def _run_target(tmp_path: Path, name: str, runs: int) -> Dict[str, int]:
@@ -178,3 +179,34 @@ def test_yaml_mutator_keeps_the_mode_line_first() -> None:
     for _ in range(200):
         data = mutate(data, rng)
         assert data.startswith(b"#hybrid\n")
+
+
+def test_a_finding_quoting_undecodable_argv_bytes_is_saved(tmp_path: Path) -> None:
+    """Harness bug found while fuzzing: a reason holding a surrogate (argv bytes that are not
+    UTF-8) made writing the reason file raise, and the fuzzer died."""
+
+    class Quoting(PlantedBug):
+        def execute(self, data: bytes) -> Optional[pyfuzz.Finding]:
+            return pyfuzz.Finding("oracle", "bad path 'out\udce7'", "quoting")
+
+    opts = pyfuzz.Options(corpus_dirs=[], files=[], runs=1, artifact_prefix=f"{tmp_path}/art/")
+    with open(tmp_path / "log.txt", "w") as log, pyfuzz.Fuzzer(Quoting(), opts, [__file__], log=log) as fuzzer:
+        assert fuzzer.fuzz() == 1
+    (reason,) = (tmp_path / "art").glob("*.txt")
+    assert reason.read_text() == "bad path 'out\\udce7'\n"
+
+
+def test_oracle_counts_lines_at_newlines_only() -> None:
+    """Harness bug found while fuzzing: str.splitlines() also splits at '\\r', '\\x1c' or '\\x85'
+    inside a quoted argument, which made a one-line error look like two lines."""
+    from cli_harness import CliResult, check_cli
+
+    one_line = "npuc: error: model file 'a\rb\x1cc\x85' does not exist\n"
+    assert check_cli(CliResult(1, "", one_line), allow_usage=False, quoted=10) is None
+    usage = "usage: npuc info [-h] model\nnpuc info: error: unrecognized arguments: x\ry\n"
+    assert check_cli(CliResult(1, "", usage), allow_usage=True, quoted=10) is None
+    two = check_cli(CliResult(1, "", "warning: something\nnpuc: error: bad\n"), allow_usage=False, quoted=10)
+    assert two is not None and "2 stderr lines" in two.reason
+    internal = check_cli(CliResult(2, "", "npuc: internal error: KeyError: 0 (please report it)\n"),
+                         allow_usage=False, quoted=10)
+    assert internal is not None and internal.signature.startswith("exit2:KeyError")

@@ -212,7 +212,9 @@ class CliArgsTarget(pyfuzz.Target):
         flags = sorted({f for fl in self.grammar.commands.values() for f in fl})
         self.dictionary = [t.encode() for t in [*self.paths, *self.grammar.commands, *flags]] + [b"\n", b"="]
         try:  # matplotlib builds its font cache on first use: not inside a timed run
-            import matplotlib.pyplot  # noqa: F401
+            import importlib
+
+            importlib.import_module("matplotlib.pyplot")
         except ImportError:
             pass
 

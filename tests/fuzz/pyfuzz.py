@@ -41,7 +41,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["Finding", "Target", "Coverage", "Fuzzer", "Options", "parse_options", "main"]
 

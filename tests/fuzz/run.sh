@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every libFuzzer target of npuc and runs each for SECONDS (default 60).
+# Builds every libFuzzer target of npuc and runs each for SECONDS (default 60), and the Python
+# targets (tests/fuzz/fuzz_*.py on the pyfuzz engine) alike.
 #
 #   tests/fuzz/run.sh [SECONDS]
 #
@@ -10,13 +11,18 @@
 #   FUZZ_JOBS    parallel compile jobs (default: nproc)
 #   FUZZ_ONLY    run only the targets of these names, comma-separated (e.g. fuzz_onnx_import)
 #   FUZZ_PARALLEL  non-empty: run the selected targets at the same time (logs in $FUZZ_BUILD/logs/)
-#   PYTHON       interpreter with the onnx package, for seed generation (default /usr/bin/python3)
+#   FUZZ_SEED    the Python targets' mutation seed (default 0; runs are deterministic given the corpus)
+#   PYTHON       interpreter with the onnx package, for seed generation and the Python targets
+#                (default /usr/bin/python3)
 #   PYTHONPATH   must reach a built npuc package for fuzz_blob_load's seeds (blobs are compiled by
-#                npuc; default: the checkout's python/ folder)
+#                npuc) and for the Python targets (default: the checkout's python/ folder)
 #
 # Targets: fuzz_onnx_import (ONNX bytes -> import -> passes -> export), fuzz_blob_load (.npub bytes,
 # as is or re-sealed -> verify -> FP32 executor or INT8 simulator -> one run), fuzz_dataset_list
-# (dataset.txt text and .npy bytes -> the calibration-input parsers).
+# (dataset.txt text and .npy bytes -> the calibration-input parsers); Python: fuzz_yaml_config
+# (YAML text -> `npuc convert -i`, or hybrid_quantization_step2's config), fuzz_cli_args (an argv,
+# one argument per line -> `npuc ...` in-process). The sanitized core is only built when a C++
+# target is selected: the Python targets use the regular build's module (PYTHONPATH).
 #
 # The core is compiled with clang, ASan + UBSan (NPUC_SANITIZE) and libFuzzer's coverage
 # instrumentation (-fsanitize=fuzzer-no-link) so the fuzzer sees edges inside npuc, not only in
@@ -39,6 +45,8 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 # importer's tensor cap is far above this, but no sane fuzz input of <= MAX_LEN bytes needs it).
 TIMEOUT=10
 RSS_LIMIT_MB=3072
+# Python targets: growth over the interpreter with npuc and its fixtures loaded (pyfuzz.py).
+PY_RSS_LIMIT_MB=2048
 MALLOC_LIMIT_MB=1024
 MAX_LEN=$((512 * 1024))  # fits the small shared models whole, so their mutations stay meaningful
 
@@ -82,6 +90,14 @@ run_target() {
   local name="$1"
   local corpus="$BUILD/corpus/$name" seeds="$BUILD/seeds/$name" artifacts="$BUILD/artifacts/$name/"
   mkdir -p "$corpus" "$artifacts"
+  if [[ -f "$REPO/tests/fuzz/$name.py" ]]; then
+    # pyfuzz takes libFuzzer's flags and prints the same stats; its seeds are built into the target.
+    echo "== running $name for ${SECONDS_PER_TARGET}s (corpus $corpus)"
+    PYTHONPATH="${PYTHONPATH:-$REPO/python}" "$PYTHON" "$REPO/tests/fuzz/$name.py" "$corpus" \
+      -max_total_time="$SECONDS_PER_TARGET" -timeout="$TIMEOUT" -rss_limit_mb="$PY_RSS_LIMIT_MB" \
+      -seed="${FUZZ_SEED:-0}" -artifact_prefix="$artifacts" -print_final_stats=1
+    return
+  fi
   make_seeds "$name" "$seeds"
   echo "== running $name for ${SECONDS_PER_TARGET}s (corpus $corpus)"
   # detect_leaks=0: protobuf and oneDNN keep process-lifetime caches that LeakSanitizer reports.
@@ -93,15 +109,23 @@ run_target() {
 }
 
 main() {
-  configure_core
-  local names=()
-  for src in "$REPO"/tests/fuzz/fuzz_*.cc; do
+  local names=() cc_names=()
+  for src in "$REPO"/tests/fuzz/fuzz_*.cc "$REPO"/tests/fuzz/fuzz_*.py; do
     local name
-    name="$(basename "$src" .cc)"
+    name="$(basename "$src")"
+    name="${name%.*}"
     if [[ -n "${FUZZ_ONLY:-}" && ",$FUZZ_ONLY," != *",$name,"* ]]; then continue; fi
-    build_target "$name"
     names+=("$name")
+    if [[ "$src" == *.cc ]]; then cc_names+=("$name"); fi
   done
+  if ((${#names[@]} == 0)); then
+    echo "no fuzz target matches FUZZ_ONLY=${FUZZ_ONLY:-}" >&2
+    return 1
+  fi
+  if ((${#cc_names[@]} > 0)); then
+    configure_core
+    for name in "${cc_names[@]}"; do build_target "$name"; done
+  fi
   local failed=0
   if [[ -n "${FUZZ_PARALLEL:-}" ]]; then
     # All targets at once (one core each), each logging to $BUILD/logs/<target>.log.
@@ -116,7 +140,8 @@ main() {
         echo "!! ${names[$i]} found a problem; inputs in $BUILD/artifacts/${names[$i]}/" >&2
         failed=1
       fi
-      grep -E '^stat::number_of_executed_units|^Done [0-9]+ runs' "$BUILD/logs/${names[$i]}.log" | sed "s/^/${names[$i]}: /"
+      grep -E '^stat::(number_of_executed_units|coverage_points|corpus_size|finds):|^Done [0-9]+ runs' \
+        "$BUILD/logs/${names[$i]}.log" | sed "s/^/${names[$i]}: /"
     done
   else
     for name in "${names[@]}"; do

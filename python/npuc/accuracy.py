@@ -127,6 +127,8 @@ def load_inputs(
     RGB->BGR for images when configured); arrays are taken as already preprocessed."""
     if isinstance(inputs, (str, os.PathLike, np.ndarray)):
         inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"accuracy_analysis: inputs must be a list of arrays or file paths, got {type(inputs).__name__}")
     if len(inputs) != len(input_infos):
         raise InputError(f"accuracy_analysis: the model has {len(input_infos)} input(s), got {len(inputs)}")
     arrays: List[np.ndarray] = []
@@ -134,11 +136,10 @@ def load_inputs(
         where = f"accuracy_analysis input {index}"
         if isinstance(item, (str, os.PathLike)):
             array = _dataset._read_file(Path(item), where, rgb2bgr)  # noqa: SLF001 (same package)
-            array = _dataset._fit_to_input(array, info, f"{where} ('{item}')")  # noqa: SLF001
-            array = np.asarray(normalize(index, array, info))
+            arrays.append(_dataset.sample_array(array, info, f"{where} ('{os.fspath(item)}')",
+                                                lambda a, i=index, f=info: normalize(i, a, f)))
         else:
-            array = _dataset._fit_to_input(np.asarray(item), info, where)  # noqa: SLF001
-        arrays.append(np.ascontiguousarray(array, dtype=np.dtype(info["dtype"])))
+            arrays.append(_dataset.sample_array(item, info, where))
     return arrays
 
 

@@ -169,6 +169,7 @@ def _safe_filename(name: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     import npuc
+    from npuc.input_dtype import coerce_input
 
     arrays = []
     for path in args.input:
@@ -179,7 +180,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (ValueError, OSError) as e:
             raise UserError(f"cannot read '{path}' as a .npy array: {e}") from None
     model = _load(args)
-    outputs = npuc.Runtime(model).run(arrays)
+    if len(arrays) != len(model.inputs):
+        raise UserError(f"the model has {len(model.inputs)} input(s), got {len(arrays)} --input file(s)")
+    feeds = [coerce_input(a, info, f"--input '{path}'") for a, info, path in zip(arrays, model.inputs, args.input)]
+    outputs = npuc.Runtime(model).run(feeds)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
     for info, value in zip(model.outputs, outputs):

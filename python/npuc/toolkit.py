@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
@@ -23,6 +24,7 @@ import numpy as np
 from npuc._npuc import Model, Runtime, optimize
 from npuc.config_check import check_config_values, known_target_platforms
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
+from npuc.input_dtype import coerce_input
 from npuc.preprocess import InputPreprocessor
 from npuc.session import Stage, require
 from npuc.verify import verify_optimization
@@ -604,6 +606,14 @@ class Toolkit:
         ``build()`` or ``load_blob`` it runs on the bit-exact NPU simulator: INT8 for a quantized
         build, FP16 (weights and every op output rounded to half) for ``do_quantization=False``.
 
+        Array types (one rule before and after ``build()``, see :mod:`npuc.input_dtype`): a
+        float input takes float16/32/64 and 8/16/32-bit integer arrays (uint8 images), converted
+        by rounding, and int64/uint64 arrays (what a Python list of ints becomes) only when every
+        value is exactly representable in the input's type; an integer input (e.g. int64 token
+        ids) takes integer arrays whose values fit its range; a bool input takes bool arrays.
+        bool arrays for numeric inputs, float arrays for integer inputs, and complex, object,
+        str/bytes, datetime and structured arrays are refused with an InputError.
+
         Args:
             inputs: one array per model input, in order (a single array for a one-input model).
             data_format: ``'nchw'`` (the default: arrays already in the model's layout) or
@@ -616,7 +626,8 @@ class Toolkit:
             The model's outputs as numpy arrays, in order.
 
         Raises:
-            InputError: wrong number of inputs, or an input of the wrong shape or dtype (named).
+            InputError: wrong number of inputs, or an input of the wrong shape or an array type
+                the rule above refuses (named, with what the input takes).
             NpucError: no model loaded.
         """
         require("inference", self._stage)
@@ -627,11 +638,12 @@ class Toolkit:
         passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0)
         feeds = []
         for i, (x, info) in enumerate(zip(arrays, expected)):
+            where = f"inference input {i}"
             if passes[i]:
-                feeds.append(x)
+                feeds.append(coerce_input(x, info, where))
                 continue
             x = _to_nchw(x, formats[i], info)
-            feeds.append(self._preprocessor.apply(i, x, info))
+            feeds.append(coerce_input(x, info, where, partial(self._preprocessor.apply, i, info=info)))
         return runtime.run(feeds)
 
     def eval_perf(

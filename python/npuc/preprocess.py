@@ -11,7 +11,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from npuc.config_check import finite_number
 from npuc.errors import ConfigError, InputError
+from npuc.messages import shown
 
 __all__ = ["InputPreprocessor"]
 
@@ -73,12 +75,27 @@ class InputPreprocessor:
 
 
 def _per_input_lists(what: str, values: Optional[Sequence[Any]]) -> Optional[List[np.ndarray]]:
+    """Per input, the values as float32, each checked by the finite-number rule, named by position."""
     if values is None:
         return None
-    try:
-        rows = list(values)
-        if rows and all(np.isscalar(v) for v in rows):
-            rows = [rows]  # a flat list: one input's channels
-        return [np.asarray(r, dtype=np.float32).reshape(-1) for r in rows]
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{what} must be a list of per-channel number lists, one per input ({e})") from None
+    if not _is_list(values):
+        raise ConfigError(f"{what}: expected per input a list of per-channel numbers, e.g. [[0, 0, 0]], "
+                          f"got {type(values).__name__} {shown(values)}")
+    rows = list(values)
+    flat = bool(rows) and not any(_is_list(v) for v in rows)  # a flat list: one input's channels
+    out = []
+    for i, row in enumerate([rows] if flat else rows):
+        prefix = what if flat else f"{what}[{i}]"
+        if not _is_list(row):
+            raise ConfigError(f"{prefix}: expected a list of per-channel numbers, got {type(row).__name__} {shown(row)}")
+        numbers = [finite_number(v, f"{prefix}[{j}]") for j, v in enumerate(row)]
+        array = np.asarray(numbers, dtype=np.float64)
+        if np.any(np.abs(array) > np.finfo(np.float32).max):  # computed in float32: it would be Inf
+            j = int(np.argmax(np.abs(array) > np.finfo(np.float32).max))
+            raise ConfigError(f"{prefix}[{j}]: {numbers[j]} is beyond float32's range")
+        out.append(array.astype(np.float32))
+    return out
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim > 0)

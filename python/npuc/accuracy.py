@@ -25,6 +25,7 @@ import numpy as np
 
 from npuc import dataset as _dataset
 from npuc.errors import InputError
+from npuc.messages import shown_path
 
 __all__ = ["AccuracyReport", "analyze", "format_table", "load_inputs", "sanitize_tensor_name", "weight_outlier_report"]
 
@@ -136,7 +137,7 @@ def load_inputs(
         where = f"accuracy_analysis input {index}"
         if isinstance(item, (str, os.PathLike)):
             array = _dataset._read_file(Path(item), where, rgb2bgr)  # noqa: SLF001 (same package)
-            arrays.append(_dataset.sample_array(array, info, f"{where} ('{os.fspath(item)}')",
+            arrays.append(_dataset.sample_array(array, info, f"{where} ({shown_path(item)})",
                                                 lambda a, i=index, f=info: normalize(i, a, f)))
         else:
             arrays.append(_dataset.sample_array(item, info, where))

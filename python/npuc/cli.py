@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from npuc.cli_common import EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, UserError, parse_shape
+from npuc.messages import capped, shown_path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +58,7 @@ def _load(args: argparse.Namespace):
     import npuc
 
     if not os.path.isfile(args.model):
-        raise UserError(f"model file '{args.model}' does not exist")
+        raise UserError(f"model file {shown_path(args.model)} does not exist")
     return npuc.Model.load(args.model, args.input_name, args.input_size, args.output_name)
 
 
@@ -95,7 +96,7 @@ def cmd_info_for(
     import npuc
 
     if not os.path.isfile(path):
-        raise UserError(f"model file '{path}' does not exist")
+        raise UserError(f"model file {shown_path(path)} does not exist")
     if path.endswith(".npub"):
         if input_names or input_sizes or output_names:
             raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
@@ -174,15 +175,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     arrays = []
     for path in args.input:
         if not os.path.isfile(path):
-            raise UserError(f"input file '{path}' does not exist")
+            raise UserError(f"input file {shown_path(path)} does not exist")
         try:
             arrays.append(np.load(path, allow_pickle=False))
         except (ValueError, OSError) as e:
-            raise UserError(f"cannot read '{path}' as a .npy array: {e}") from None
+            raise UserError(f"cannot read {shown_path(path)} as a .npy array: {capped(str(e), 300)}") from None
     model = _load(args)
     if len(arrays) != len(model.inputs):
         raise UserError(f"the model has {len(model.inputs)} input(s), got {len(arrays)} --input file(s)")
-    feeds = [coerce_input(a, info, f"--input '{path}'") for a, info, path in zip(arrays, model.inputs, args.input)]
+    feeds = [coerce_input(a, info, f"--input {shown_path(path)}") for a, info, path in zip(arrays, model.inputs, args.input)]
     outputs = npuc.Runtime(model).run(feeds)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
@@ -282,7 +283,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return capped(" ".join(text.split()))
 
 
 if __name__ == "__main__":

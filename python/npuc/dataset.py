@@ -29,6 +29,7 @@ import numpy as np
 
 from npuc.errors import InputError
 from npuc.input_dtype import as_array, coerce_input
+from npuc.messages import capped, shown_path
 
 __all__ = ["iterate_samples", "count_samples", "progress", "sample_array"]
 
@@ -99,11 +100,11 @@ def _iterate_dataset_file(
 ) -> Iterator[List[np.ndarray]]:
     # The list is parsed (and every line's file count checked) before the first sample is read.
     for number, _, names, files in _dataset_entries(path, len(infos)):
-        where = f"dataset '{path}' line {number}"
+        where = f"dataset {shown_path(path)} line {number}"
         sample = []
         for index, (name, file, info) in enumerate(zip(names, files, infos)):
             array = _read_file(Path(file), where, rgb2bgr)
-            sample.append(sample_array(array, info, f"{where} ('{name}')", _bound(normalize, index, info)))
+            sample.append(sample_array(array, info, f"{where} ({shown_path(name)})", _bound(normalize, index, info)))
         yield sample
 
 
@@ -154,7 +155,7 @@ def _require_finite(array: np.ndarray, info: Dict[str, Any], where: str, stage: 
 
 def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
     if not file.is_file():
-        raise InputError(f"{where}: file '{file}' does not exist")
+        raise InputError(f"{where}: file {shown_path(file)} does not exist")
     suffix = file.suffix.lower()
     if suffix == ".npy":
         from npuc._npuc import read_npy
@@ -164,7 +165,7 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
         except InputError as e:
             raise InputError(f"{where}: {e}") from None
     if suffix not in IMAGE_EXTENSIONS:
-        raise InputError(f"{where}: '{file}' is neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a .npy file")
+        raise InputError(f"{where}: {shown_path(file)} is neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a .npy file")
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
@@ -173,7 +174,7 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
         with Image.open(file) as image:
             hwc = np.asarray(image.convert("RGB"), dtype=np.float32)
     except (OSError, UnidentifiedImageError) as e:
-        raise InputError(f"{where}: unreadable image '{file}' ({e})") from None
+        raise InputError(f"{where}: unreadable image {shown_path(file)} ({capped(str(e), 300)})") from None
     if rgb2bgr:
         hwc = hwc[:, :, ::-1]
     return hwc.transpose(2, 0, 1)[np.newaxis]  # HWC -> NCHW with batch 1

@@ -28,7 +28,7 @@ from npuc import dataset as _dataset
 from npuc._npuc import Model, QuantizedModel, quantize_from_ranges
 from npuc.config_check import check_config_values
 from npuc.errors import ConfigError, ModelLoadError
-from npuc.messages import shown, shown_key
+from npuc.messages import capped, shown, shown_key, shown_path
 from npuc.quantize import calibrate, settings_from_config
 from npuc.yaml_config import load_yaml_config
 
@@ -294,7 +294,7 @@ def step2(
                        ("model_quantization_cfg", model_quantization_cfg)):
         if not os.path.isfile(os.fspath(path)):
             error = ModelLoadError if what == "model_input" else ConfigError
-            raise error(f"hybrid_quantization_step2: {what} '{os.fspath(path)}' does not exist")
+            raise error(f"hybrid_quantization_step2: {what} {shown_path(path)} does not exist")
     model = Model.load(os.fspath(model_input))
     ranges, data_method = _read_data(os.fspath(data_input))
     custom, edited = _read_cfg(os.fspath(model_quantization_cfg), ranges)
@@ -318,7 +318,8 @@ def _read_data(path: str) -> Tuple[Dict[str, Tuple[float, float]], str]:
             names, lo, hi = [str(n) for n in data["names"]], data["min"], data["max"]
             method = str(data["method"])
     except (OSError, ValueError, KeyError) as e:
-        raise ConfigError(f"hybrid_quantization_step2: data_input '{path}' is not a step1 .data file ({e})") from None
+        raise ConfigError(f"hybrid_quantization_step2: data_input {shown_path(path)} is not a step1 .data file "
+                          f"({capped(str(e), 300)})") from None
     return {n: (float(a), float(b)) for n, a, b in zip(names, lo, hi)}, method
 
 

@@ -7,13 +7,19 @@ Every message that quotes a user value goes through :func:`shown`, so the cap li
 
 from __future__ import annotations
 
+import os
 import reprlib
 from typing import Any
 
-__all__ = ["MAX_SHOWN_CHARS", "shown", "shown_key"]
+__all__ = ["MAX_MESSAGE_CHARS", "MAX_SHOWN_CHARS", "MAX_SHOWN_PATH", "capped", "shown", "shown_key", "shown_path"]
 
 #: Longest quotation of a user value in a message (the ``... (N chars)`` suffix is extra).
 MAX_SHOWN_CHARS = 80
+#: Longest quotation of a path: paths are quoted in full up to this (the OS's own PATH_MAX is 4096),
+#: since a user needs the whole path to find the file, but a path-sized value is still capped.
+MAX_SHOWN_PATH = 1024
+#: Longest error message the command line prints (a last guard: values are already cut by shown()).
+MAX_MESSAGE_CHARS = 4000
 
 # reprlib bounds the work as well as the text: a huge list or a deeply nested value is summarized
 # element by element without building its full repr first.
@@ -50,3 +56,13 @@ def shown_key(key: Any, limit: int = MAX_SHOWN_CHARS) -> str:
     if not isinstance(key, str):
         return shown(key, limit)
     return key if len(key) <= limit else f"{key[:limit]}... ({len(key)} chars)"
+
+
+def shown_path(path: Any) -> str:
+    """A path for a message: quoted like :func:`shown`, in full up to MAX_SHOWN_PATH characters."""
+    return shown(os.fspath(path) if isinstance(path, os.PathLike) else path, MAX_SHOWN_PATH)
+
+
+def capped(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`message` cut to `limit` characters plus ``... (N chars)``."""
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} chars)"

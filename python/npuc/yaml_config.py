@@ -54,9 +54,9 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth += 1
         self._composed += 1
         if self._depth > MAX_YAML_DEPTH:
-            raise _Refused(f"nested more than {MAX_YAML_DEPTH} levels deep")
+            raise _Refused(f"the YAML nests more than {MAX_YAML_DEPTH} levels deep")
         if self._composed > MAX_YAML_NODES:
-            raise _Refused(f"more than {MAX_YAML_NODES} nodes")
+            raise _Refused(f"the YAML holds more than {MAX_YAML_NODES} nodes")
         try:
             return super().compose_node(parent, index)
         finally:
@@ -84,7 +84,7 @@ def _check_expanded_size(root: yaml.Node) -> None:
             open_nodes.discard(key)
             total = 1 + sum(expanded[id(c)] for c in _children(node))
             if total > MAX_YAML_NODES:
-                raise _Refused(f"more than {MAX_YAML_NODES} nodes once its aliases are expanded")
+                raise _Refused(f"the YAML expands to more than {MAX_YAML_NODES} nodes through its aliases")
             expanded[key] = total
             continue
         if key in expanded:
@@ -119,21 +119,21 @@ def load_yaml_config(path: "str | os.PathLike[str]", error: Type[Exception] = Co
     data = _read_bounded(path, error)
     if len(data) > MAX_YAML_BYTES:  # the file grew after the size check
         raise error(f"{path}: larger than the {MAX_YAML_BYTES >> 20} MiB a YAML config may have")
-    loader = _BoundedLoader(data)
+    loader = None
     try:
+        loader = _BoundedLoader(data)  # the reader decodes the first bytes here already
         root = loader.get_single_node()
         if root is None:
             return None
         _check_expanded_size(root)
         return loader.construct_document(root)
     except _Refused as e:
-        raise error(f"{path}: refused: the YAML is {e}") from None
+        raise error(f"{path}: refused: {e}") from None
     except yaml.YAMLError as e:
         message = " ".join(str(e).split())
         if len(message) > _MAX_PARSER_MESSAGE:
             message = message[:_MAX_PARSER_MESSAGE] + "..."
         raise error(f"{path}: not valid YAML: {message}") from None
     finally:
-        loader.dispose()
-
-
+        if loader is not None:
+            loader.dispose()

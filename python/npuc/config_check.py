@@ -131,7 +131,8 @@ def _op_target(key: str, value: Any) -> None:
 def _pass_names(key: str, value: Any) -> None:
     from npuc._npuc import pass_names
 
-    _names(key, value)
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise _fail(key, value, "a list of pass names (strings; npuc.pass_names() lists them)")
     valid = list(pass_names())
     unknown = [v for v in value if v not in valid]
     if unknown:

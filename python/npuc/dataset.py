@@ -29,7 +29,7 @@ import numpy as np
 
 from npuc.errors import InputError
 from npuc.input_dtype import as_array, coerce_input
-from npuc.messages import capped, shown_path
+from npuc.messages import capped, shown, shown_path
 
 __all__ = ["iterate_samples", "count_samples", "progress", "sample_array"]
 
@@ -60,8 +60,11 @@ def iterate_samples(
         yield from _iterate_dataset_file(Path(dataset), input_infos, normalize, rgb2bgr)
         return
     for index, sample in enumerate(dataset):
-        arrays = [sample] if isinstance(sample, np.ndarray) else list(sample)
         where = f"dataset sample {index}"
+        if not isinstance(sample, (np.ndarray, list, tuple)):
+            raise InputError(f"{where}: expected an array (a one-input model) or a list/tuple of arrays (one per "
+                             f"input), got {type(sample).__name__} {shown(sample)}")
+        arrays = [sample] if isinstance(sample, np.ndarray) else list(sample)
         if len(arrays) != len(input_infos):
             raise InputError(f"{where}: the model has {len(input_infos)} input(s), the sample has {len(arrays)}")
         yield [sample_array(a, info, where) for a, info in zip(arrays, input_infos)]

@@ -44,6 +44,23 @@ class InputPreprocessor:
             ):
                 raise ConfigError("mean_values and std_values must list the same number of values per input")
 
+    def check_model(self, infos: Sequence[Dict[str, Any]]) -> None:
+        """Raises ConfigError when the values do not fit the model's inputs: lists for more inputs
+        than it has, values for a non-float input, or a count other than 1 or the input's channels.
+        ``build()`` calls it, so a misfit is reported before a blob records it."""
+        for what, values in (("mean_values", self._means), ("std_values", self._stds)):
+            if values is None:
+                continue
+            if len(values) > len(infos):
+                raise ConfigError(f"{what} lists values for {len(values)} inputs; the model has {len(infos)}")
+            for i, v in enumerate(values):
+                name, dtype, shape = infos[i]["name"], infos[i]["dtype"], list(infos[i]["shape"])
+                if dtype not in _FLOAT_DTYPES:
+                    raise ConfigError(f"{what}[{i}] is set for input '{name}', which is {dtype}, not a float tensor")
+                if v.size not in (1, _channels(shape)):
+                    raise ConfigError(f"{what}[{i}] has {v.size} value(s) for input '{name}' {shape}, which has "
+                                      f"{_channels(shape)} channel(s) (give 1 or one per channel)")
+
     def configured(self, index: int) -> bool:
         """True when normalization applies to input ``index``."""
         return any(v is not None and index < len(v) for v in (self._means, self._stds))
@@ -52,12 +69,12 @@ class InputPreprocessor:
         """Normalizes input ``index`` (already NCHW) if configured, else returns it unchanged."""
         if not self.configured(index):
             return x
-        if info["dtype"] not in ("float32", "float16", "float64"):
+        if info["dtype"] not in _FLOAT_DTYPES:
             raise InputError(f"mean/std are configured for input '{info['name']}', which is not a float tensor")
         x = np.asarray(x)
         if not np.issubdtype(x.dtype, np.number):
             raise InputError(f"input '{info['name']}' must be numeric, got {x.dtype}")
-        channels = x.shape[1] if x.ndim >= 2 else (x.shape[0] if x.ndim == 1 else 1)
+        channels = _channels(x.shape)
         out = x.astype(np.float32)
         bshape = [1] * x.ndim
         if x.ndim >= 2:
@@ -72,6 +89,14 @@ class InputPreprocessor:
                 )
             op(out, v.reshape(bshape) if v.size > 1 else v[0], out=out)
         return out.astype(np.dtype(info["dtype"]), copy=False)
+
+
+_FLOAT_DTYPES = ("float32", "float16", "float64")
+
+
+def _channels(shape: Sequence[int]) -> int:
+    """The channel count normalization applies to: axis 1 (NCHW), the only axis of a 1-D input."""
+    return int(shape[1]) if len(shape) >= 2 else (int(shape[0]) if len(shape) == 1 else 1)
 
 
 def _per_input_lists(what: str, values: Optional[Sequence[Any]]) -> Optional[List[np.ndarray]]:

@@ -105,10 +105,10 @@ def pytorch_to_onnx(
     """
     sizes = _check_sizes(input_size_list)
     opset = arg_check.integer("load_pytorch", "opset", opset, MIN_OPSET, MAX_OPSET)
-    torch = _import_torch()
-    module = _load_module(torch, model)
     input_names = _names("inputs", inputs, len(sizes), "input")
     output_names = _names("outputs", outputs, None, "output")
+    torch = _import_torch()
+    module = _load_module(torch, model)
     generator = torch.Generator().manual_seed(0)  # the example values do not matter; fixed for determinism
     examples = tuple(torch.rand(*shape, generator=generator) for shape in sizes)
     with tempfile.TemporaryDirectory(prefix="npuc-pytorch-") as folder:

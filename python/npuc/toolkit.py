@@ -299,6 +299,7 @@ class Toolkit:
         dump_dir = arg_check.optional_path("build", "dump_dir", dump_dir)
         _check_dataset("build", dataset)
         arg_check.one_of("build", "rknn_batch_size", rknn_batch_size, (None, 1))  # RKNN compatibility
+        self._preprocessor.check_model((self._float_model or self._model).inputs)
         level = self._config.get("optimization_level")
         level = 3 if level is None else level
         if level not in (0, 1, 2, 3):
@@ -389,6 +390,7 @@ class Toolkit:
 
         require("hybrid_quantization_step1", self._stage)
         _check_dataset("hybrid_quantization_step1", dataset)
+        arg_check.one_of("hybrid_quantization_step1", "rknn_batch_size", rknn_batch_size, (None, 1))
         proposal = arg_check.flag("hybrid_quantization_step1", "proposal", proposal)
         arg_check.integer("hybrid_quantization_step1", "proposal_dataset_size", proposal_dataset_size, 1)
         output_prefix = arg_check.optional_path("hybrid_quantization_step1", "output_prefix", output_prefix)

@@ -22,9 +22,6 @@ namespace npuc::blob {
 
 namespace {
 
-// Strings inside META (SoC name, option keys and values) longer than this are corrupt.
-constexpr size_t kMaxMetaString = size_t{1} << 16;
-
 struct Section {
   uint32_t kind;
   uint32_t flags;

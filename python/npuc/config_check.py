@@ -70,13 +70,38 @@ def _boolean(key: str, value: Any) -> None:
         raise _fail(key, value, "True or False")
 
 
+def _encodable(text: str) -> bool:
+    """Whether `text` is valid Unicode the core can take (lone surrogates are not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _string(key: str, value: Any) -> None:
-    if not isinstance(value, str):
-        raise _fail(key, value, "a string")
+    if not isinstance(value, str) or not _encodable(value):
+        raise _fail(key, value, "a string (valid Unicode text)")
+
+
+def _recordable_string(key: str, value: Any) -> None:
+    """A string the blob can record: the codec that writes the blob's options refuses what its
+    reader would refuse (a custom_string over 64 KiB once gave a blob that could not be loaded)."""
+    from npuc._npuc import CompileOptions
+
+    _string(key, value)
+    options = CompileOptions()
+    setattr(options, key, value)
+    try:
+        options.recorded()
+    except ConfigError as e:
+        raise ConfigError(f"config({key}=<{len(value)} characters>): {e}") from None
 
 
 def _names(key: str, value: Any) -> None:
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, str) and _encodable(v) for v in value
+    ):
         raise _fail(key, value, "a list of node names (strings)")
 
 
@@ -120,7 +145,7 @@ def _op_target(key: str, value: Any) -> None:
     if not isinstance(value, Mapping):
         raise _fail(key, value, "a dict {node name or op type: 'cpu' | 'npu'}")
     for name, device in value.items():
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or not _encodable(name):
             raise _fail(key, value, f"node names or op types as keys, got {shown(name)}")
         if not isinstance(device, str) or device.lower() not in OP_TARGET_DEVICES:
             raise ConfigError(
@@ -148,7 +173,7 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
         "quantized_method": _one_of(METHODS),
         "optimization_level": _one_of(OPTIMIZATION_LEVELS),
         "float_dtype": _one_of(FLOAT_DTYPES),
-        "custom_string": _string,
+        "custom_string": _recordable_string,
         "op_target": _op_target,
         "hybrid_layers": _names,
         "disable_passes": _pass_names,

@@ -46,6 +46,11 @@ TOOLKIT_CASES = [
     ("config", "empty", {"op_target": {"conv": 1}}, npuc.ConfigError, r"'conv' -> 1; a target is one of cpu, npu"),
     ("config", "empty", {"auto_hybrid_cos_thresh": "0.9"}, npuc.ConfigError, r"auto_hybrid_cos_thresh\): expected a number, got str"),
     ("config", "empty", {"auto_hybrid_euc_thresh": float("inf")}, npuc.ConfigError, r"expected a finite number"),
+    ("config", "empty", {"custom_string": "x" * 70_000}, npuc.ConfigError,
+     r"config\(custom_string=<70000 characters>\): build option 'custom_string' takes 70002 bytes in the blob's "
+     r"metadata, more than the 65536 a blob can hold"),
+    ("config", "empty", {"custom_string": "bad \ud800 text"}, npuc.ConfigError, r"expected a string \(valid Unicode text\)"),
+    ("config", "empty", {"hybrid_layers": ["conv", "\udcff"]}, npuc.ConfigError, r"expected a list of node names"),
     # load_onnx
     ("load_onnx", "empty", {"model": None}, npuc.ConfigError, r"load_onnx\(model=...\): expected a path .*got NoneType"),
     ("load_onnx", "empty", {"model": 123}, npuc.ConfigError, r"load_onnx\(model=...\): expected a path .*got int 123"),
@@ -229,3 +234,16 @@ def test_yaml_name_123_through_the_cli(tmp_path: Path, conv_relu_path: Path) -> 
     r = npuc_cli("convert", "-i", str(cfg), "-t", "rk3588", "-o", str(tmp_path / "out"))
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
     assert f"{cfg}: models[0].name: expected a non-empty string, got int 123" in r.stderr
+
+
+def test_the_longest_custom_string_a_blob_holds_round_trips(model_path: Path, tmp_path: Path) -> None:
+    # A custom_string over 64 KiB used to be accepted and exported into a blob load_blob refused.
+    tk = _toolkit("loaded", model_path)
+    text = "y" * (65536 - 2)  # recorded as a quoted literal: two bytes of quotes
+    tk.config(target_platform="rk3588", custom_string=text)
+    with contextlib.redirect_stdout(io.StringIO()):
+        tk.build(do_quantization=False)
+    tk.export_blob(str(tmp_path / "m.npub"))
+    loaded = npuc.Toolkit()
+    loaded.load_blob(str(tmp_path / "m.npub"))
+    assert loaded.blob_meta["options"]["custom_string"] == repr(text)

@@ -148,6 +148,8 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
     if not isinstance(doc, dict) or "models" not in doc:
         raise ConfigFileError(f"{path}: expected a top-level 'models' entry")
     entries = doc["models"] if isinstance(doc["models"], list) else [doc["models"]]
+    if not entries:  # converting nothing and exiting 0 would hide a config mistake
+        raise ConfigFileError(f"{path}: 'models' is empty; list at least one model")
     base = Path(path).resolve().parent
     jobs = []
     for i, entry in enumerate(entries):

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence
 from npuc.errors import ConfigError
 from npuc.messages import shown
 
-__all__ = ["check_config_values", "known_target_platforms", "finite_number", "OPTIMIZATION_LEVELS",
+__all__ = ["check_config_values", "known_target_platforms", "finite_number", "finite_float32", "OPTIMIZATION_LEVELS",
            "OP_TARGET_DEVICES", "FLOAT_DTYPES"]
 
 #: ``optimization_level`` values: 0 runs no pass, 1-2 only exact ones, 3 everything (the default).
@@ -52,6 +52,19 @@ def finite_number(value: Any, where: str) -> float:
         number = math.inf
     if not math.isfinite(number):
         raise ConfigError(f"{where}: expected a finite number, got {shown(value)}")
+    return number
+
+
+#: Largest magnitude a float32 holds: values the core computes with in float32 must fit.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def finite_float32(value: Any, where: str) -> float:
+    """:func:`finite_number`, and within float32's range (the core computes mean/std and
+    quantization ranges in float32, where a larger value becomes Inf)."""
+    number = finite_number(value, where)
+    if abs(number) > FLOAT32_MAX:
+        raise ConfigError(f"{where}: {shown(value)} is beyond float32's range")
     return number
 
 

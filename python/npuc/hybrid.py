@@ -26,7 +26,7 @@ import numpy as np
 
 from npuc import dataset as _dataset
 from npuc._npuc import Model, QuantizedModel, quantize_from_ranges
-from npuc.config_check import check_config_values
+from npuc.config_check import check_config_values, finite_float32
 from npuc.errors import ConfigError, ModelLoadError
 from npuc.messages import capped, shown, shown_key, shown_path
 from npuc.quantize import calibrate, settings_from_config
@@ -365,6 +365,6 @@ def _one_number(value: Any, where: str) -> float:
     """A per-tensor min/max: one finite number, or a list holding one (RKNN writes lists)."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, (list, dict)):
         raise ConfigError(f"{where}: expected one finite number (or a one-element list), got {shown(value)}")
-    return float(value)
+    return finite_float32(value, where)

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from npuc.config_check import finite_number
+from npuc.config_check import finite_float32
 from npuc.errors import ConfigError, InputError
 from npuc.messages import shown
 
@@ -113,12 +113,8 @@ def _per_input_lists(what: str, values: Optional[Sequence[Any]]) -> Optional[Lis
         prefix = what if flat else f"{what}[{i}]"
         if not _is_list(row):
             raise ConfigError(f"{prefix}: expected a list of per-channel numbers, got {type(row).__name__} {shown(row)}")
-        numbers = [finite_number(v, f"{prefix}[{j}]") for j, v in enumerate(row)]
-        array = np.asarray(numbers, dtype=np.float64)
-        if np.any(np.abs(array) > np.finfo(np.float32).max):  # computed in float32: it would be Inf
-            j = int(np.argmax(np.abs(array) > np.finfo(np.float32).max))
-            raise ConfigError(f"{prefix}[{j}]: {numbers[j]} is beyond float32's range")
-        out.append(array.astype(np.float32))
+        numbers = [finite_float32(v, f"{prefix}[{j}]") for j, v in enumerate(row)]
+        out.append(np.asarray(numbers, dtype=np.float32))
     return out
 
 

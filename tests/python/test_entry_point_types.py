@@ -227,6 +227,26 @@ def test_yaml_entries(entry: Dict[str, Any], message: str, tmp_path: Path) -> No
     assert re.search(message, str(info.value)), str(info.value)
 
 
+def test_an_empty_models_list_is_refused(tmp_path: Path) -> None:
+    from npuc.cli_compile import _jobs_from_yaml
+
+    cfg = tmp_path / "cfg.yml"
+    cfg.write_text("models: []\n")  # converted nothing and exited 0
+    with pytest.raises(ConfigFileError, match=r"cfg.yml: 'models' is empty"):
+        _jobs_from_yaml(str(cfg), "rk3588", str(tmp_path / "out"))
+
+
+def test_hybrid_cfg_ranges_beyond_float32_are_refused(tmp_path: Path, model_path: Path) -> None:
+    tk = _toolkit("loaded", model_path)
+    with contextlib.redirect_stdout(io.StringIO()):
+        tk.hybrid_quantization_step1(dataset=[X], output_prefix=str(tmp_path / "h"))
+    cfg = yaml.safe_load((tmp_path / "h.quantization.cfg").read_text())
+    cfg["quantize_parameters"]["x"]["max"] = [1e39]  # a float32 Inf in the quantizer
+    (tmp_path / "h.quantization.cfg").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(npuc.ConfigError, match=r"quantize_parameters.x.max: 1e\+39 is beyond float32's range"):
+        tk.hybrid_quantization_step2(str(tmp_path / "h.model"), str(tmp_path / "h.data"), str(tmp_path / "h.quantization.cfg"))
+
+
 def test_yaml_name_123_through_the_cli(tmp_path: Path, conv_relu_path: Path) -> None:
     (tmp_path / "m.onnx").write_bytes(conv_relu_path.read_bytes())
     cfg = tmp_path / "cfg.yml"

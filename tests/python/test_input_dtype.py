@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np

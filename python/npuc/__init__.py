@@ -13,6 +13,7 @@ from npuc.errors import (
     InputError,
     ModelLoadError,
     NpucError,
+    OutputError,
     ResourceError,
     ShapeError,
     UnsupportedOpError,
@@ -38,4 +39,5 @@ __all__ = [
     "BlobError",
     "ResourceError",
     "VerificationError",
+    "OutputError",
 ]

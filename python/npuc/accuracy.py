@@ -19,15 +19,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from npuc import dataset as _dataset
-from npuc.errors import InputError
+from npuc.errors import InputError, OutputError
 from npuc.messages import shown_path
+from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
 
-__all__ = ["AccuracyReport", "analyze", "format_table", "load_inputs", "sanitize_tensor_name", "weight_outlier_report"]
+__all__ = ["AccuracyReport", "analyze", "check_output_dir", "format_table", "input_files", "load_inputs",
+           "sanitize_tensor_name", "weight_outlier_report"]
 
 #: Subfolders of output_dir holding the per-tensor dumps, by run.
 DUMP_FOLDERS = {"fp32": "golden", "simulated": "simulator", "single": "single"}
@@ -126,10 +128,7 @@ def load_inputs(
     """One array per model input, preprocessed like a calibration sample: files (``.npy`` or an
     image) are read, shaped (NCHW/NHWC, with or without batch) and normalized (mean/std, and
     RGB->BGR for images when configured); arrays are taken as already preprocessed."""
-    if isinstance(inputs, (str, os.PathLike, np.ndarray)):
-        inputs = [inputs]
-    if not isinstance(inputs, (list, tuple)):
-        raise InputError(f"accuracy_analysis: inputs must be a list of arrays or file paths, got {type(inputs).__name__}")
+    inputs = _input_items(inputs)
     if len(inputs) != len(input_infos):
         raise InputError(f"accuracy_analysis: the model has {len(input_infos)} input(s), got {len(inputs)}")
     arrays: List[np.ndarray] = []
@@ -144,18 +143,62 @@ def load_inputs(
     return arrays
 
 
-def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Union[str, "os.PathLike[str]"]) -> AccuracyReport:
+def _input_items(inputs: Any) -> List[Any]:
+    """accuracy_analysis `inputs` as a list (one path or array alone is a one-input list)."""
+    if isinstance(inputs, (str, os.PathLike, np.ndarray)):
+        return [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"accuracy_analysis: inputs must be a list of arrays or file paths, got {type(inputs).__name__}")
+    return list(inputs)
+
+
+def input_files(inputs: Sequence[Any]) -> List[Tuple[str, str]]:
+    """(path, role) of the files among accuracy_analysis `inputs` (for JobInputs)."""
+    inputs = _input_items(inputs)
+    return [(os.fspath(item), f"accuracy_analysis input {i}") for i, item in enumerate(inputs)
+            if isinstance(item, (str, os.PathLike))]
+
+
+#: What the files of the analysis are called in error messages.
+_DUMP_WHAT = "an accuracy_analysis dump"
+
+
+def check_output_dir(output_dir: Union[str, "os.PathLike[str]"], inputs: Optional[JobInputs] = None) -> None:
+    """Refuses (OutputError) an `output_dir` that is an existing file, and one whose table file
+    ``error_analysis.txt`` would replace one of `inputs`, before the analysis runs (each dump file
+    is checked again, by name, before the first is written)."""
+    out = os.fspath(output_dir)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OutputError(f"cannot write the accuracy_analysis dumps into '{out}': it is a file, not a folder")
+    refuse_output(os.path.join(out, "error_analysis.txt"), _DUMP_WHAT, inputs)
+
+
+def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Union[str, "os.PathLike[str]"],
+            inputs: Optional[JobInputs] = None) -> AccuracyReport:
     """Runs the analysis of `qmodel` (a ``QuantizedModel``) on one sample and writes the dumps
-    and ``error_analysis.txt`` into `output_dir` (created if needed)."""
+    and ``error_analysis.txt`` into `output_dir` (created if needed).
+
+    No file is written when any of them would replace one of `inputs` (OutputError); each is
+    written whole or not at all (npuc.output_files.atomic_output).
+    """
+    check_output_dir(output_dir, inputs)
     report = qmodel.accuracy_report(list(arrays))
     out = Path(output_dir)
     stems = _unique_stems(sorted(set(report["fp32"]) | set(report["simulated"]) | set(report["single"])))
-    for run, folder in DUMP_FOLDERS.items():
-        (out / folder).mkdir(parents=True, exist_ok=True)
-        for name, tensor in report[run].items():
-            np.save(out / folder / f"{stems[name]}.npy", tensor)
+    dumps = [(out / folder / f"{stems[name]}.npy", tensor)
+             for run, folder in DUMP_FOLDERS.items() for name, tensor in report[run].items()]
+    for path, _ in dumps:
+        refuse_output(path, _DUMP_WHAT, inputs)
+    for folder in DUMP_FOLDERS.values():
+        try:
+            (out / folder).mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # e.g. a file where the folder goes
+            raise OutputError(f"cannot create the accuracy_analysis folder '{out / folder}': {e.strerror}") from None
+    for path, tensor in dumps:
+        with atomic_output(path, _DUMP_WHAT, inputs) as tmp:
+            np.save(tmp, tensor)
     text = format_table(report["rows"])
-    (out / "error_analysis.txt").write_text(text + "\n")
+    write_text_output(out / "error_analysis.txt", text + "\n", _DUMP_WHAT, inputs)
     return AccuracyReport(rows=report["rows"], text=text, output_dir=out, files=stems)
 
 

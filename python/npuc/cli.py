@@ -24,8 +24,10 @@ class _Parser(argparse.ArgumentParser):
     """argparse exits with status 2 on bad arguments; npuc reserves 2 for internal errors."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
+        # One line, like every other user error (the usage block would make it ten): the message
+        # and where the usage is.
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {capped(' '.join(message.split()))} "
+                                   f"(see {self.prog} --help)\n")
 
 
 def _add_model_args(p: argparse.ArgumentParser, what: str = "path of the .onnx model") -> None:
@@ -171,6 +173,7 @@ def _safe_filename(name: str) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     import npuc
     from npuc.input_dtype import coerce_input
+    from npuc.output_files import JobInputs, atomic_output, refuse_output
 
     arrays = []
     for path in args.input:
@@ -184,14 +187,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(arrays) != len(model.inputs):
         raise UserError(f"the model has {len(model.inputs)} input(s), got {len(arrays)} --input file(s)")
     feeds = [coerce_input(a, info, f"--input {shown_path(path)}") for a, info, path in zip(arrays, model.inputs, args.input)]
+    inputs = JobInputs()
+    inputs.add(args.model, "the loaded model")
+    inputs.add_all((path, f"--input {i}") for i, path in enumerate(args.input))
+    paths = [os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy") if args.output_dir else None
+             for info in model.outputs]
+    for path in filter(None, paths):  # every file checked before the model runs
+        refuse_output(path, "an output array", inputs)
     outputs = npuc.Runtime(model).run(feeds)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
-    for info, value in zip(model.outputs, outputs):
+    for info, value, path in zip(model.outputs, outputs, paths):
         line = f"{info['name']}: {value.dtype}[{','.join(str(d) for d in value.shape)}]"
-        if args.output_dir:
-            path = os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy")
-            np.save(path, value)
+        if path:
+            with atomic_output(path, "an output array", inputs) as tmp:
+                np.save(tmp, value)
             line += f" -> {path}"
         print(line)
     return EXIT_OK

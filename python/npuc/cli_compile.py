@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
+from npuc.dataset import dataset_files
+from npuc.output_files import JobInputs, refuse_output
 from npuc.errors import ConfigError
 from npuc.messages import shown, shown_key, shown_path
 
@@ -162,8 +164,9 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
         for required in ("name", "model_file_path"):
             if required not in entry:
                 raise ConfigFileError(f"{where}: missing '{required}'")
-        for key in ("name", "model_file_path"):
-            _expect(isinstance(entry[key], str) and entry[key] != "", f"{where}.{key}", "a non-empty string", entry[key])
+        _expect(isinstance(entry["name"], str), f"{where}.name", "a string", entry["name"])  # _blob_path: the rest
+        _expect(isinstance(entry["model_file_path"], str) and entry["model_file_path"] != "",
+                f"{where}.model_file_path", "a non-empty string", entry["model_file_path"])
         platform = entry.get("platform", "onnx")
         _expect(isinstance(platform, str), f"{where}.platform", "a string", platform)
         if platform != "onnx":
@@ -196,12 +199,56 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
         _check_configs(configs, f"{where}.configs")
         jobs.append(ConvertJob(
             model=str(base / entry["model_file_path"]), soc=soc,
-            output=str(Path(out_dir) / f"{entry['name']}.npub"), quantize=quantize,
+            output=_blob_path(out_dir, entry["name"], where), quantize=quantize,
             dataset=str(base / dataset) if dataset else None,
             inputs=_string_list(f"{where}.subgraphs.inputs", sub.get("inputs")),
             input_size_list=sizes,
             outputs=_string_list(f"{where}.subgraphs.outputs", sub.get("outputs")), config=configs))
+    _refuse_duplicate_outputs(path, jobs)
     return jobs
+
+
+def _blob_path(out_dir: str, name: str, where: str) -> str:
+    """``OUTDIR/<name>.npub`` for a YAML model `name`: the one rule keeping every blob in OUTDIR.
+
+    A name that is not a plain file name (empty, a NUL byte, an absolute path, a path separator,
+    ``.`` or ``..``) would put the blob elsewhere, so it is refused.
+    """
+    if "\0" in name:
+        problem = "contains a NUL byte"
+    elif not name.strip():
+        problem = "is empty"
+    elif os.path.isabs(name) or "/" in name or "\\" in name:
+        problem = "is a path"
+    elif name in (".", ".."):
+        problem = "names a folder"
+    else:
+        return str(Path(out_dir) / f"{name}.npub")
+    raise ConfigFileError(f"{where}: name {shown(name)} {problem}; it must be a plain file name, "
+                          "as the blob is written to OUTDIR/<name>.npub")
+
+
+def _refuse_duplicate_outputs(path: str, jobs: Sequence[ConvertJob]) -> None:
+    """Two models with one name would write one blob, the second replacing the first."""
+    first: Dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        if job.output in first:
+            raise ConfigFileError(f"{path}: models[{first[job.output]}] and models[{i}] have the same name "
+                                  f"'{Path(job.output).stem}': both would be written to {job.output}")
+        first[job.output] = i
+
+
+def _refuse_outputs_over_inputs(jobs: Sequence[ConvertJob], config_file: Optional[str]) -> None:
+    """Checks every blob path against every file the conversion reads (each job's model, dataset
+    list and the files it lists, the YAML config), before anything is built."""
+    inputs = JobInputs()
+    if config_file:
+        inputs.add(config_file, "the config file")
+    for job in jobs:
+        inputs.add(job.model, "the loaded model")
+        inputs.add_all(dataset_files(job.dataset))
+    for job in jobs:
+        refuse_output(job.output, "the blob", inputs)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -212,16 +259,21 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for job in jobs:
         if not os.path.isfile(job.model):
             raise ConfigFileError(f"model file {shown_path(job.model)} does not exist")
+    _refuse_outputs_over_inputs(jobs, args.config_file)
+    for job in jobs:
         _print_summary(run_convert(job, quiet=not args.verbose))
     return 0
 
 
 def cmd_perf(args: argparse.Namespace) -> int:
     import npuc
-    from npuc.perf import PerfReport, eval_perf
+    from npuc.perf import PerfReport, check_output_paths, eval_perf
 
     if not os.path.isfile(args.model):
         raise ConfigFileError(f"model file {shown_path(args.model)} does not exist")
+    inputs = JobInputs()
+    inputs.add(args.model, "the loaded model")
+    check_output_paths(inputs, csv=args.csv, json=args.json, plot=args.plot)  # before any work
     compiled = None
     if args.model.endswith(".npub"):
         compiled = npuc._npuc.load_compiled(args.model)
@@ -244,6 +296,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         report = PerfReport(compiled.eval_perf())  # the blob's own program, task by task
     else:
         report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
+    report.inputs = inputs
     print(report)
     if args.csv:
         report.to_csv(args.csv)

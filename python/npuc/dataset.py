@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from npuc.errors import InputError
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import capped, shown, shown_path
 
-__all__ = ["iterate_samples", "count_samples", "progress", "sample_array"]
+__all__ = ["iterate_samples", "count_samples", "dataset_files", "progress", "sample_array"]
 
 #: File extensions read as images (anything else but ``.npy`` is refused by name).
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -75,6 +75,25 @@ def count_samples(dataset: DatasetLike) -> Optional[int]:
     if isinstance(dataset, (str, os.PathLike)):
         return len(_dataset_entries(Path(dataset)))
     return len(dataset) if hasattr(dataset, "__len__") else None  # type: ignore[arg-type]
+
+
+def dataset_files(dataset: Optional[DatasetLike]) -> List[Tuple[str, str]]:
+    """(path, role) of every file a ``dataset.txt`` makes the job read: the list itself, then each
+    file it lists (for :class:`npuc.output_files.JobInputs`); empty for an in-memory dataset.
+
+    A list that does not parse yields only itself: reading it reports the problem, with its line.
+    """
+    if not isinstance(dataset, (str, os.PathLike)):
+        return []
+    files = [(os.fspath(dataset), "the dataset list")]
+    try:
+        entries = _dataset_entries(Path(dataset))
+    except InputError:
+        return files
+    name = Path(dataset).name
+    for number, _, _, resolved in entries:
+        files += [(f, f"a calibration sample listed in {name} line {number}") for f in resolved]
+    return files
 
 
 def progress(iterable: Iterable[Any], total: Optional[int], desc: str) -> Iterable[Any]:

@@ -23,9 +23,16 @@ class VerificationError(NpucError):
     """``build(verify=True)`` found the optimized graph's outputs too far from the original's."""
 
 
+class OutputError(NpucError):
+    """An output file npuc was asked to write cannot be written there: it is a file the same job
+    reads (the loaded model, the dataset list, a listed sample, ...), a directory, or the folder is
+    missing or not writable (see :mod:`npuc.output_files`)."""
+
+
 __all__ = [
     "NpucError",
     "VerificationError",
+    "OutputError",
     "ModelLoadError",
     "UnsupportedOpError",
     "ShapeError",

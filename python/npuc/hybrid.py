@@ -29,6 +29,7 @@ from npuc._npuc import Model, QuantizedModel, quantize_from_ranges
 from npuc.config_check import check_config_values, finite_float32
 from npuc.errors import ConfigError, ModelLoadError
 from npuc.messages import capped, shown, shown_key, shown_path
+from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
 from npuc.quantize import calibrate, settings_from_config
 from npuc.yaml_config import load_yaml_config
 
@@ -38,6 +39,8 @@ __all__ = [
     "AutoHybridReport",
     "propose_layers",
     "build_auto_hybrid",
+    "STEP1_FILES",
+    "step1_paths",
     "step1",
     "step2",
 ]
@@ -51,6 +54,10 @@ AUTO_HYBRID_SAMPLES = 4
 FLOAT16 = "float16"
 CFG_KEYS = ("custom_quantize_layers", "quantize_parameters")
 PARAM_KEYS = ("qtype", "qmethod", "dtype", "min", "max", "scale", "zero_point")
+#: Step 1's files by kind: their suffix after the prefix, and what error messages call them.
+STEP1_SUFFIXES = {"model": ".model", "data": ".data", "cfg": ".quantization.cfg"}
+STEP1_FILES = {"model": "the hybrid step1 model file", "data": "the hybrid step1 data file",
+               "cfg": "the hybrid step1 quantization cfg"}
 
 
 @dataclass
@@ -197,6 +204,11 @@ def build_auto_hybrid(
 # ---------------------------------------------------------------------- two-step flow
 
 
+def step1_paths(prefix: Path) -> Dict[str, Path]:
+    """The files step 1 writes, by kind ('model', 'data', 'cfg'): ``<prefix>.model`` ..."""
+    return {kind: Path(f"{prefix}{suffix}") for kind, suffix in STEP1_SUFFIXES.items()}
+
+
 def step1(
     model: Model,
     config: Dict[str, Any],
@@ -205,14 +217,19 @@ def step1(
     prefix: Path,
     proposal: bool = False,
     proposal_dataset_size: int = 1,
+    inputs: Optional[JobInputs] = None,
 ) -> Dict[str, Path]:
     """Calibrates `model` and writes ``<prefix>.model``, ``<prefix>.data`` and
     ``<prefix>.quantization.cfg``; returns their paths by kind ('model', 'data', 'cfg').
 
     With `proposal`, ``custom_quantize_layers`` starts with the layers auto hybrid would move
     (single cosine below ``auto_hybrid_cos_thresh`` on `proposal_dataset_size` samples);
-    ``config(hybrid_layers=...)`` are listed there too.
+    ``config(hybrid_layers=...)`` are listed there too. None of the files is written when one
+    of them would replace a file of `inputs` (OutputError); each is written whole or not at all.
     """
+    paths = step1_paths(prefix)
+    for kind, path in paths.items():
+        refuse_output(path, STEP1_FILES[kind], inputs)
     if dataset is None:
         raise ConfigError("hybrid_quantization_step1 needs a calibration dataset (dataset='dataset.txt')")
     if isinstance(proposal_dataset_size, bool) or not isinstance(proposal_dataset_size, int) or proposal_dataset_size < 1:
@@ -229,16 +246,17 @@ def step1(
     if proposal:
         custom.update({c.node: FLOAT16 for c in _choose(worst, cos, euc)})
 
-    paths = {"model": Path(f"{prefix}.model"), "data": Path(f"{prefix}.data"),
-             "cfg": Path(f"{prefix}.quantization.cfg")}
     paths["cfg"].parent.mkdir(parents=True, exist_ok=True)
-    model.export_onnx(os.fspath(paths["model"]))
+    with atomic_output(paths["model"], STEP1_FILES["model"], inputs) as tmp:
+        model.export_onnx(tmp)
     names = sorted(ranges)
-    with open(paths["data"], "wb") as f:  # a file object: np.savez would append ".npz" to a name
+    with atomic_output(paths["data"], STEP1_FILES["data"], inputs) as tmp, open(tmp, "wb") as f:
+        # a file object: np.savez would append ".npz" to a name
         np.savez(f, names=np.array(names), min=np.array([ranges[n][0] for n in names], np.float32),
                  max=np.array([ranges[n][1] for n in names], np.float32),
                  algorithm=np.array(algorithm), method=np.array(method))
-    paths["cfg"].write_text(_cfg_text(custom, ranges, qmodel, worst, method, len(samples)))
+    write_text_output(paths["cfg"], _cfg_text(custom, ranges, qmodel, worst, method, len(samples)),
+                      STEP1_FILES["cfg"], inputs)
     return paths
 
 

@@ -12,9 +12,11 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, List, Mapping, Optional, Union
 
 from npuc import _npuc
+from npuc.errors import ConfigError, OutputError
+from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
 
 # The report columns, in RKNN eval_perf order, then npuc's extra ones.
 COLUMNS = (
@@ -33,7 +35,10 @@ class PerfReport:
     ddr_bytes_per_s). ``ranking``: op types by time. ``warnings``: placement and tiling notes.
     """
 
-    def __init__(self, raw: Mapping[str, Any]):
+    def __init__(self, raw: Mapping[str, Any], inputs: Optional[JobInputs] = None):
+        #: The files the report's job read (its model, ...): to_csv/to_json/plot refuse to
+        #: write over them (npuc.output_files).
+        self.inputs = inputs if inputs is not None else JobInputs()
         self.rows: list[dict] = [dict(r) for r in raw["rows"]]
         self.summary: dict = dict(raw["summary"])
         self.ranking: list[dict] = [dict(r) for r in raw["ranking"]]
@@ -61,7 +66,7 @@ class PerfReport:
             writer.writerow({k: "x".join(map(str, v)) if isinstance(v, tuple) else v for k, v in r.items()})
         text = buf.getvalue()
         if path is not None:
-            Path(path).write_text(text)
+            write_text_output(path, text, CSV_WHAT, self.inputs)
         return text
 
     def to_json(self, path: Optional[Union[str, Path]] = None) -> str:
@@ -70,12 +75,15 @@ class PerfReport:
         text = json.dumps({"summary": self.summary, "rows": rows, "ranking": self.ranking,
                            "warnings": self.warnings}, indent=1)
         if path is not None:
-            Path(path).write_text(text)
+            write_text_output(path, text, JSON_WHAT, self.inputs)
         return text
 
     def plot(self, path: Union[str, Path]) -> Path:
-        """Writes a PNG: per-layer DDR vs NPU cycles (stacked bars), and a roofline of the MAC layers
-        (arithmetic intensity vs achieved MAC/s under the SoC's compute and DDR roofs)."""
+        """Writes the plot (PNG for ``.png``): per-layer DDR vs NPU cycles (stacked bars), and a
+        roofline of the MAC layers (arithmetic intensity vs achieved MAC/s under the SoC's compute
+        and DDR roofs). The format follows the extension, checked before drawing
+        (:func:`check_plot_path`: OutputError naming the formats :func:`plot_formats` lists)."""
+        fmt = check_plot_path(path, self.inputs)
         import matplotlib
 
         matplotlib.use("Agg")
@@ -87,10 +95,12 @@ class PerfReport:
         fig.suptitle(f"npuc eval_perf: {self.summary['soc']} {self.summary['dtype']}, "
                      f"{self.summary['cores']} core(s), {self.summary['fps']:.1f} FPS")
         fig.tight_layout()
-        path = Path(path)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
+        try:
+            with atomic_output(path, PLOT_WHAT, self.inputs) as tmp:
+                fig.savefig(tmp, dpi=100, format=fmt)
+        finally:
+            plt.close(fig)
+        return Path(path)
 
     def _plot_cycles(self, ax) -> None:
         ids = [r["ID"] for r in self.rows]
@@ -122,6 +132,46 @@ class PerfReport:
         ax.legend()
 
 
+#: What error messages call the report's files.
+CSV_WHAT, JSON_WHAT, PLOT_WHAT = "the perf CSV", "the perf JSON", "the perf plot"
+#: Formats matplotlib's Agg canvas lists that still need more than matplotlib (pgf runs LaTeX).
+_PLOT_FORMATS_NEEDING_MORE = ("pgf",)
+
+
+def plot_formats() -> List[str]:
+    """The image formats :meth:`PerfReport.plot` writes, by extension: those matplotlib's Agg
+    canvas writes by itself (png, svg, pdf, jpg, ...). ConfigError when matplotlib is missing."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError as e:
+        raise ConfigError(f"writing the perf plot needs matplotlib, which is not importable ({e}); "
+                          "pip install matplotlib") from None
+    return sorted(f for f in FigureCanvasAgg.get_supported_filetypes() if f not in _PLOT_FORMATS_NEEDING_MORE)
+
+
+def check_plot_path(path: Union[str, Path], inputs: Optional[JobInputs] = None) -> str:
+    """The format of a plot written to `path` (its extension), checked before any work: an
+    extension :func:`plot_formats` lacks, a file of `inputs` or a directory is an OutputError."""
+    refuse_output(path, PLOT_WHAT, inputs)
+    suffix = Path(path).suffix.lower()
+    formats = plot_formats()
+    if suffix[1:] not in formats:
+        named = f"'{suffix}' is not an image format matplotlib writes" if suffix else "it has no image extension"
+        raise OutputError(f"cannot write {PLOT_WHAT} to '{path}': {named}; "
+                          f"use one of {', '.join('.' + f for f in formats)}")
+    return suffix[1:]
+
+
+def check_output_paths(inputs: JobInputs, csv: Optional[Union[str, Path]] = None,
+                       json: Optional[Union[str, Path]] = None, plot: Optional[Union[str, Path]] = None) -> None:
+    """Checks the files a report is going to be written to before any work (OutputError)."""
+    for path, what in ((csv, CSV_WHAT), (json, JSON_WHAT)):
+        if path is not None:
+            refuse_output(path, what, inputs)
+    if plot is not None:
+        check_plot_path(plot, inputs)
+
+
 def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optional[Mapping[str, str]] = None,
               single_core_mode: bool = False, dtype: str = "int8", optimize: bool = True,
               tuning_cache: Optional[Union[str, Path]] = None) -> PerfReport:
@@ -133,8 +183,10 @@ def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optio
     optimize: run the graph passes (BatchNorm folding, ...) on a copy first. tuning_cache: a file
     of tiling decisions, read if it exists and rewritten, so later runs skip the tiling search.
     """
+    inputs = JobInputs()
     if isinstance(model, (str, Path)):
+        inputs.add(model, "the loaded model")
         model = _npuc.Model.load(str(model))
     raw = _npuc.eval_perf(model, soc, dict(op_target or {}), single_core_mode, dtype, optimize,
                           str(tuning_cache) if tuning_cache is not None else "")
-    return PerfReport(raw)
+    return PerfReport(raw, inputs)

@@ -25,10 +25,12 @@ import numpy as np
 from npuc._npuc import Model, Runtime, optimize
 from npuc import arg_check
 from npuc.config_check import check_config_values, known_target_platforms
+from npuc.dataset import dataset_files
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
 from npuc.shapes import check_shapes
+from npuc.output_files import AppendedLog, JobInputs, atomic_output, onnx_external_files, refuse_output, staged_folder
 from npuc.preprocess import InputPreprocessor
 from npuc.session import Stage, require
 from npuc.verify import verify_optimization
@@ -98,8 +100,13 @@ class Toolkit:
 
         Args:
             verbose: log each step to stderr.
-            verbose_file: also (or only, when ``verbose`` is False) log to this file.
+            verbose_file: also (or only, when ``verbose`` is False) log to this file (appended).
+                It must not be a file the toolkit reads: loading it as the model, the dataset
+                or another input raises OutputError, and the lines logged to it are taken back.
         """
+        #: The files the current job reads (model, dataset and what it lists, ...): no output
+        #: of this toolkit may replace one of them (npuc.output_files).
+        self._inputs = JobInputs()
         self._log = _make_logger(self, verbose, verbose_file)
         #: What the session holds (npuc.session): decides which calls are accepted.
         self._stage = Stage.EMPTY
@@ -218,12 +225,16 @@ class Toolkit:
         sizes = [] if input_size_list is None else check_shapes(input_size_list, "load_onnx(input_size_list)")
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
+            job = self._new_job([])
             loaded = Model.from_bytes(bytes(model), names, sizes, outs)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
+            job = self._new_job([(path, "the loaded model")]
+                                + [(f, "external data of the model") for f in onnx_external_files(path)])
             loaded = Model.load(path, names, sizes, outs)
+        self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
         self._stage = Stage.LOADED
         self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
@@ -256,8 +267,12 @@ class Toolkit:
         """
         from npuc.pytorch_import import pytorch_to_onnx
 
+        is_path = isinstance(model, (str, os.PathLike))
+        job = self._new_job([(os.fspath(model), "the loaded model")] if is_path else [])
         onnx_bytes, names = pytorch_to_onnx(model, input_size_list, inputs, outputs, opset)
-        return self.load_onnx(onnx_bytes, inputs=names, input_size_list=input_size_list)
+        self.load_onnx(onnx_bytes, inputs=names, input_size_list=input_size_list)
+        self._inputs = job
+        return 0
 
     def build(
         self,
@@ -305,8 +320,11 @@ class Toolkit:
         if level not in (0, 1, 2, 3):
             raise ConfigError(f"optimization_level={shown(level)}: must be 0, 1, 2 or 3")
         disabled = list(self._config.get("disable_passes") or [])
+        if do_quantization:
+            self._add_inputs(dataset_files(dataset))
         source = self._float_model or self._model
-        optimized, report = optimize(source, level, disabled, dump_dir or "")
+        with staged_folder(dump_dir, "an optimizer dump", self._inputs) as staging:
+            optimized, report = optimize(source, level, disabled, staging)
         self.optimization_report = report
         self._emit(report["text"])
         if verify:
@@ -394,10 +412,13 @@ class Toolkit:
         proposal = arg_check.flag("hybrid_quantization_step1", "proposal", proposal)
         arg_check.integer("hybrid_quantization_step1", "proposal_dataset_size", proposal_dataset_size, 1)
         output_prefix = arg_check.optional_path("hybrid_quantization_step1", "output_prefix", output_prefix)
-        self.build(do_quantization=False, rknn_batch_size=rknn_batch_size)  # the optimized graph
+        self._add_inputs(dataset_files(dataset))
         prefix = Path(output_prefix) if output_prefix is not None else Path(self._model_name)
+        for kind, path in hybrid.step1_paths(prefix).items():  # refused before any work
+            refuse_output(path, hybrid.STEP1_FILES[kind], self._inputs)
+        self.build(do_quantization=False, rknn_batch_size=rknn_batch_size)  # the optimized graph
         paths = hybrid.step1(self._model, self._config, dataset, self._preprocessor.apply, prefix,
-                             proposal, proposal_dataset_size)
+                             proposal, proposal_dataset_size, self._inputs)
         self._emit("hybrid_quantization_step1 wrote " + ", ".join(os.fspath(p) for p in paths.values()))
         return 0
 
@@ -422,10 +443,13 @@ class Toolkit:
         from npuc import hybrid
 
         call = "hybrid_quantization_step2"
-        model, quantized = hybrid.step2(arg_check.path(call, "model_input", model_input),
-                                        arg_check.path(call, "data_input", data_input),
-                                        arg_check.path(call, "model_quantization_cfg", model_quantization_cfg),
-                                        self._config)
+        model_input = arg_check.path(call, "model_input", model_input)
+        data_input = arg_check.path(call, "data_input", data_input)
+        model_quantization_cfg = arg_check.path(call, "model_quantization_cfg", model_quantization_cfg)
+        job = self._new_job([(model_input, "the hybrid model_input"), (data_input, "the hybrid data_input"),
+                             (model_quantization_cfg, "the hybrid model_quantization_cfg")])
+        model, quantized = hybrid.step2(model_input, data_input, model_quantization_cfg, self._config)
+        self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
         self._stage = Stage.BUILT
         self._built_float = False
@@ -469,9 +493,11 @@ class Toolkit:
         simulator = self._simulator()
         if simulator is None:
             raise NpucError("accuracy_analysis needs a built model: call build() (or hybrid_quantization_step2) first")
+        self._add_inputs(accuracy.input_files(inputs))
+        accuracy.check_output_dir(output_dir, self._inputs)
         arrays = accuracy.load_inputs(inputs, simulator.inputs, self._preprocessor.apply,
                                       bool(self._config.get("quant_img_RGB2BGR")))
-        self.accuracy_report = accuracy.analyze(simulator, arrays, output_dir)
+        self.accuracy_report = accuracy.analyze(simulator, arrays, output_dir, self._inputs)
         self._emit(self.accuracy_report.text)
         return 0
 
@@ -485,14 +511,21 @@ class Toolkit:
 
         The blob is versioned and checksummed, records the target SoC and the build options, and
         is byte-identical for identical inputs and options. Load it back with :meth:`load_blob`.
+        The file is written to a temporary next to it and renamed into place, so a failure never
+        leaves half a blob nor destroys an earlier file.
 
         Returns:
             0 on success.
 
         Raises:
             NpucError: nothing built yet. ConfigError: no target_platform configured.
+            OutputError: ``export_path`` is a file this toolkit read (the loaded model, the
+                dataset list or a listed sample, ...) or a directory.
         """
-        self._compiled("export_blob").write(os.fspath(export_path))
+        refuse_output(export_path, "the blob", self._inputs)  # before compiling
+        compiled = self._compiled("export_blob")
+        with atomic_output(export_path, "the blob", self._inputs) as tmp:
+            compiled.write(tmp)
         return 0
 
     #: RKNN-Toolkit2 spelling.
@@ -517,7 +550,9 @@ class Toolkit:
 
         path = arg_check.path("load_blob", "path", path)
         expected_soc = self._config.get("target_platform") or None
+        job = self._new_job([(path, "the loaded blob")])
         compiled = load_compiled(path, expected_soc)  # the file is read and checked once
+        self._inputs = job
         model, meta, options = compiled.model, compiled.meta, compiled.options
         self._model, self._runtime, self._float_model = model, None, model
         self._stage = Stage.BLOB_LOADED
@@ -699,8 +734,10 @@ class Toolkit:
 
         Raises:
             NpucError: no model loaded. ConfigError: no target_platform configured.
+            OutputError: ``plot_path`` is not an image format matplotlib writes (named with the
+                ones it does), a file this toolkit read, or a directory; checked before any work.
         """
-        from npuc.perf import PerfReport, eval_perf
+        from npuc.perf import PerfReport, check_plot_path, eval_perf
 
         require("eval_perf", self._stage)
         is_print = arg_check.flag("eval_perf", "is_print", is_print)
@@ -709,13 +746,16 @@ class Toolkit:
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError("eval_perf needs config(target_platform=...), e.g. 'rk3588'")
+        if plot_path is not None:
+            check_plot_path(plot_path, self._inputs)
         cache = tuning_cache or ""
         if self._stage != Stage.LOADED:  # built or loaded: cost the compiled program's own tasks
-            report = PerfReport(self._compiled("eval_perf").eval_perf(cache))
+            report = PerfReport(self._compiled("eval_perf").eval_perf(cache), self._inputs)
         else:  # only loaded: what a default build would compile to
             report = eval_perf(self._model, soc, op_target=self._config.get("op_target"),
                                single_core_mode=bool(self._config.get("single_core_mode")), dtype="int8",
                                optimize=True, tuning_cache=tuning_cache)
+            report.inputs = self._inputs
         if is_print:
             self._emit(str(report))
         if plot_path is not None:
@@ -754,6 +794,7 @@ class Toolkit:
         self._runtime = None
         self._float_model = None
         self._stage = Stage.EMPTY
+        self._inputs = JobInputs()
 
     def export_onnx(self, export_path: Union[str, os.PathLike]) -> int:
         """Writes the model as ONNX: the quantized model as QDQ after a quantizing ``build()``.
@@ -766,22 +807,39 @@ class Toolkit:
         (within about one output step, see docs/quantization.md "QDQ export"). Otherwise (no
         build, or a float/FP16 build) it is the float graph as it stands (after ``build()``, the
         optimized one), where npuc's own fused ops (GLU, Gelu, ...) use the ``ai.npuc`` domain.
-        Both pass ``onnx.checker``.
+        Both pass ``onnx.checker``. Written to a temporary next to ``export_path`` and renamed into
+        place (never half a file).
 
         Returns:
             0 on success.
 
         Raises:
             NpucError: no model loaded. UnsupportedOpError: an op without a standard ONNX form
-            in a quantized model (named).
+            in a quantized model (named). OutputError: ``export_path`` is a file this toolkit
+            read (the loaded model, ...) or a directory.
         """
         require("export_onnx", self._stage)
         quantized = None if self._built_float else self._simulator()
-        if quantized is not None and quantized.mode == "int8":
-            quantized.export_onnx(os.fspath(export_path))
-        else:
-            self._model.export_onnx(os.fspath(export_path))
+        int8 = quantized is not None and quantized.mode == "int8"
+        with atomic_output(export_path, "the ONNX model", self._inputs) as tmp:
+            (quantized if int8 else self._model).export_onnx(tmp)
         return 0
+
+    def _new_job(self, files: Sequence[Any]) -> JobInputs:
+        """The inputs of a job that starts by reading `files` ((path, role) pairs), checked against
+        the verbose_file before anything is read or logged (see AppendedLog.guard)."""
+        job = JobInputs()
+        job.add_all(files)
+        for handler in self._log.handlers:
+            if isinstance(handler, AppendedLog):
+                handler.guard(job)
+        return job
+
+    def _add_inputs(self, files: Sequence[Any]) -> None:
+        """Adds `files` ((path, role) pairs) to the current job's inputs, checked like _new_job."""
+        files = list(files)
+        self._new_job(files)
+        self._inputs.add_all(files)
 
     def _emit(self, text: str) -> None:
         """Prints a report block (RKNN prints its build reports too) and logs it."""
@@ -825,7 +883,7 @@ def _make_logger(owner: object, verbose: bool, verbose_file: Optional[str]) -> l
         handler.setFormatter(fmt)
         log.addHandler(handler)
     if verbose_file:
-        handler = logging.FileHandler(verbose_file)
+        handler = AppendedLog(verbose_file)
         handler.setFormatter(fmt)
         log.addHandler(handler)
     return log

@@ -4,7 +4,10 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "blob/blob_format.h"
 #include "common/error.h"
+#include "frontend/onnx_graph_builder.h"
+#include "ir/tensor.h"
 #include "opset/registry.h"
 
 namespace py = pybind11;
@@ -12,6 +15,11 @@ namespace py = pybind11;
 PYBIND11_MODULE(_npuc, m) {
   m.doc() = "npuc C++ core";
   m.attr("__version__") = NPUC_VERSION;
+  // The core's limits, so Python checks user-given shapes against the same numbers (npuc.shapes).
+  m.attr("MAX_TENSOR_BYTES") = npuc::kMaxTensorBytes;
+  m.attr("MAX_RANK") = npuc::blob::kMaxRank;
+  m.attr("MIN_IMPORT_OPSET") = npuc::kMinImportOpset;
+  m.attr("MAX_IMPORT_OPSET") = npuc::kMaxImportOpset;
 
   static py::exception<npuc::Error> base(m, "NpucError");
   static py::exception<npuc::ModelLoadError> load_err(m, "ModelLoadError", base.ptr());

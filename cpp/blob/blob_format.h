@@ -87,6 +87,9 @@ constexpr uint8_t kMaxLayoutTag = 0;
 
 // A node input slot left empty (an omitted optional input).
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+// Longest string the META section holds (SoC name, option keys and values): the reader refuses
+// more, so encodeCompileOptions refuses to record more (compile/options_codec.cpp).
+constexpr size_t kMaxMetaString = size_t{1} << 16;
 // Largest rank a shape may declare (ONNX has no limit; real models stay far below).
 constexpr uint32_t kMaxRank = 32;
 // Unknown dims are stored as -1; anything below is corrupt.

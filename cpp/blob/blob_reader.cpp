@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <set>
@@ -20,9 +21,6 @@
 namespace npuc::blob {
 
 namespace {
-
-// Strings inside META (SoC name, option keys and values) longer than this are corrupt.
-constexpr size_t kMaxMetaString = size_t{1} << 16;
 
 struct Section {
   uint32_t kind;
@@ -222,6 +220,11 @@ LoadedBlob readBlobBytes(const std::string& bytes, const std::optional<std::stri
 }
 
 LoadedBlob loadBlob(const std::string& path, const std::optional<std::string>& expected_soc) {
+  // A directory opens as an ifstream on Linux and reports a size near INT64_MAX, which the buffer
+  // below would try to allocate: only a regular file (or a link to one) is read.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw BlobError("cannot load blob '" + path + "': not a regular file (a directory?)");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw BlobError("cannot open blob file '" + path + "'");
   const std::streamoff size = in.tellg();

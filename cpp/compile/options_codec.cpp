@@ -3,6 +3,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "blob/blob_format.h"
 #include "common/error.h"
 #include "compile/py_literal.h"
 
@@ -25,6 +26,14 @@ RecordedOptions encodeCompileOptions(const CompileOptions& o) {
   if (!o.op_target.empty()) out["op_target"] = repr(o.op_target);
   if (!o.mean_values.empty()) out["mean_values"] = repr(o.mean_values);
   if (!o.std_values.empty()) out["std_values"] = repr(o.std_values);
+  // A blob whose reader would refuse it is never written: the limit is the reader's.
+  for (const auto& [key, value] : out) {
+    if (value.size() > blob::kMaxMetaString) {
+      throw ConfigError("build option '" + key + "' takes " + std::to_string(value.size()) +
+                        " bytes in the blob's metadata, more than the " +
+                        std::to_string(blob::kMaxMetaString) + " a blob can hold");
+    }
+  }
   return out;
 }
 

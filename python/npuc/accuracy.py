@@ -25,6 +25,7 @@ import numpy as np
 
 from npuc import dataset as _dataset
 from npuc.errors import InputError, OutputError
+from npuc.messages import shown_path
 from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
 
 __all__ = ["AccuracyReport", "analyze", "check_output_dir", "format_table", "input_files", "load_inputs",
@@ -127,8 +128,7 @@ def load_inputs(
     """One array per model input, preprocessed like a calibration sample: files (``.npy`` or an
     image) are read, shaped (NCHW/NHWC, with or without batch) and normalized (mean/std, and
     RGB->BGR for images when configured); arrays are taken as already preprocessed."""
-    if isinstance(inputs, (str, os.PathLike, np.ndarray)):
-        inputs = [inputs]
+    inputs = _input_items(inputs)
     if len(inputs) != len(input_infos):
         raise InputError(f"accuracy_analysis: the model has {len(input_infos)} input(s), got {len(inputs)}")
     arrays: List[np.ndarray] = []
@@ -136,18 +136,25 @@ def load_inputs(
         where = f"accuracy_analysis input {index}"
         if isinstance(item, (str, os.PathLike)):
             array = _dataset._read_file(Path(item), where, rgb2bgr)  # noqa: SLF001 (same package)
-            array = _dataset._fit_to_input(array, info, f"{where} ('{item}')")  # noqa: SLF001
-            array = np.asarray(normalize(index, array, info))
+            arrays.append(_dataset.sample_array(array, info, f"{where} ({shown_path(item)})",
+                                                lambda a, i=index, f=info: normalize(i, a, f)))
         else:
-            array = _dataset._fit_to_input(np.asarray(item), info, where)  # noqa: SLF001
-        arrays.append(np.ascontiguousarray(array, dtype=np.dtype(info["dtype"])))
+            arrays.append(_dataset.sample_array(item, info, where))
     return arrays
+
+
+def _input_items(inputs: Any) -> List[Any]:
+    """accuracy_analysis `inputs` as a list (one path or array alone is a one-input list)."""
+    if isinstance(inputs, (str, os.PathLike, np.ndarray)):
+        return [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"accuracy_analysis: inputs must be a list of arrays or file paths, got {type(inputs).__name__}")
+    return list(inputs)
 
 
 def input_files(inputs: Sequence[Any]) -> List[Tuple[str, str]]:
     """(path, role) of the files among accuracy_analysis `inputs` (for JobInputs)."""
-    if isinstance(inputs, (str, os.PathLike, np.ndarray)):
-        inputs = [inputs]
+    inputs = _input_items(inputs)
     return [(os.fspath(item), f"accuracy_analysis input {i}") for i, item in enumerate(inputs)
             if isinstance(item, (str, os.PathLike))]
 

@@ -17,14 +17,17 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from npuc.cli_common import EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, UserError, parse_shape
+from npuc.messages import capped, shown_path
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse exits with status 2 on bad arguments; npuc reserves 2 for internal errors."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\n")
+        # One line, like every other user error (the usage block would make it ten): the message
+        # and where the usage is.
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {capped(' '.join(message.split()))} "
+                                   f"(see {self.prog} --help)\n")
 
 
 def _add_model_args(p: argparse.ArgumentParser, what: str = "path of the .onnx model") -> None:
@@ -57,7 +60,7 @@ def _load(args: argparse.Namespace):
     import npuc
 
     if not os.path.isfile(args.model):
-        raise UserError(f"model file '{args.model}' does not exist")
+        raise UserError(f"model file {shown_path(args.model)} does not exist")
     return npuc.Model.load(args.model, args.input_name, args.input_size, args.output_name)
 
 
@@ -95,7 +98,7 @@ def cmd_info_for(
     import npuc
 
     if not os.path.isfile(path):
-        raise UserError(f"model file '{path}' does not exist")
+        raise UserError(f"model file {shown_path(path)} does not exist")
     if path.endswith(".npub"):
         if input_names or input_sizes or output_names:
             raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
@@ -169,17 +172,21 @@ def _safe_filename(name: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     import npuc
+    from npuc.input_dtype import coerce_input
     from npuc.output_files import JobInputs, atomic_output, refuse_output
 
     arrays = []
     for path in args.input:
         if not os.path.isfile(path):
-            raise UserError(f"input file '{path}' does not exist")
+            raise UserError(f"input file {shown_path(path)} does not exist")
         try:
             arrays.append(np.load(path, allow_pickle=False))
         except (ValueError, OSError) as e:
-            raise UserError(f"cannot read '{path}' as a .npy array: {e}") from None
+            raise UserError(f"cannot read {shown_path(path)} as a .npy array: {capped(str(e), 300)}") from None
     model = _load(args)
+    if len(arrays) != len(model.inputs):
+        raise UserError(f"the model has {len(model.inputs)} input(s), got {len(arrays)} --input file(s)")
+    feeds = [coerce_input(a, info, f"--input {shown_path(path)}") for a, info, path in zip(arrays, model.inputs, args.input)]
     inputs = JobInputs()
     inputs.add(args.model, "the loaded model")
     inputs.add_all((path, f"--input {i}") for i, path in enumerate(args.input))
@@ -187,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
              for info in model.outputs]
     for path in filter(None, paths):  # every file checked before the model runs
         refuse_output(path, "an output array", inputs)
-    outputs = npuc.Runtime(model).run(arrays)
+    outputs = npuc.Runtime(model).run(feeds)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
     for info, value, path in zip(model.outputs, outputs, paths):
@@ -286,7 +293,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return capped(" ".join(text.split()))
 
 
 if __name__ == "__main__":

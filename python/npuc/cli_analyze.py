@@ -16,6 +16,7 @@ import os
 from typing import Any, Dict
 
 from npuc.cli_common import EXIT_OK, UserError, parse_floats
+from npuc.messages import shown_path
 
 __all__ = ["add_command", "cmd_analyze"]
 
@@ -67,14 +68,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     import npuc
 
     if not os.path.isfile(args.model):
-        raise UserError(f"model file '{args.model}' does not exist")
+        raise UserError(f"model file {shown_path(args.model)} does not exist")
     if not args.fp16 and not args.dataset:
         raise UserError("analyze needs --dataset for INT8 calibration (or --fp16)")
     if args.fp16 and (args.auto_hybrid or args.hybrid_layer):
         raise UserError("--auto-hybrid / --hybrid-layer apply to INT8 builds, not --fp16")
     for path in [args.dataset] if args.dataset else []:
         if not os.path.isfile(path):
-            raise UserError(f"dataset file '{path}' does not exist")
+            raise UserError(f"dataset file {shown_path(path)} does not exist")
     with npuc.Toolkit() as tk:
         tk.config(**_config(args))
         reports = io.StringIO()

@@ -26,19 +26,35 @@ class ConfigFileError(UserError):
 
 
 def parse_shape(text: str) -> List[int]:
-    """``1,3,224,224`` (or ``1x3x224x224``) as a list of non-negative integers (argparse type)."""
+    """``1,3,224,224`` (or ``1x3x224x224``) as a list of non-negative integers (argparse type),
+    within the shape rule of :func:`npuc.shapes.check_shape`."""
+    from npuc.errors import ConfigError
+    from npuc.messages import shown
+    from npuc.shapes import check_shape
+
     try:
         dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected comma-separated integers like 1,3,224,224")
+        raise argparse.ArgumentTypeError(f"invalid shape {shown(text)}: expected comma-separated integers like 1,3,224,224")
     if not dims or any(d < 0 for d in dims):
-        raise argparse.ArgumentTypeError(f"invalid shape '{text}': expected non-negative integers like 1,3,224,224")
-    return dims
+        raise argparse.ArgumentTypeError(f"invalid shape {shown(text)}: expected non-negative integers like 1,3,224,224")
+    try:
+        return check_shape(dims, "shape")
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(f"invalid shape {shown(text)}: {e}") from None
 
 
 def parse_floats(text: str) -> List[float]:
-    """``0,0,0`` as a list of floats (argparse type)."""
+    """``0,0,0`` as a list of finite floats (argparse type)."""
+    from npuc.config_check import finite_number
+    from npuc.errors import ConfigError
+    from npuc.messages import shown
+
     try:
-        return [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid list '{text}': expected comma-separated numbers like 0,0,0")
+        raise argparse.ArgumentTypeError(f"invalid list {shown(text)}: expected comma-separated numbers like 0,0,0")
+    try:
+        return [finite_number(v, f"value [{i}]") for i, v in enumerate(values)]
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(f"invalid list {shown(text)}: {e}") from None

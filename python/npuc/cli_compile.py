@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
 from npuc.dataset import dataset_files
 from npuc.output_files import JobInputs, refuse_output
+from npuc.errors import ConfigError
+from npuc.messages import shown, shown_key, shown_path
 
 __all__ = ["ConvertJob", "add_commands", "run_convert"]
 
@@ -83,7 +85,7 @@ def _parse_op_target(items: Sequence[str]) -> Dict[str, str]:
     for item in items:
         name, sep, where = item.partition("=")
         if not sep or where not in ("cpu", "npu") or not name:
-            raise ConfigFileError(f"--op-target '{item}': expected NAME_OR_OPTYPE=cpu or =npu")
+            raise ConfigFileError(f"--op-target {shown(item)}: expected NAME_OR_OPTYPE=cpu or =npu")
         targets[name] = where
     return targets
 
@@ -116,54 +118,92 @@ YAML_MODEL_KEYS = ("name", "platform", "model_file_path", "subgraphs", "quantize
 YAML_SUBGRAPH_KEYS = ("input_size_list", "inputs", "outputs")
 
 
-def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
-    import yaml
+def _expect(ok: bool, where: str, expected: str, value: Any) -> None:
+    """ConfigFileError ``<where>: expected <expected>, got <type> <value>`` unless `ok`."""
+    if not ok:
+        raise ConfigFileError(f"{where}: expected {expected}, got {type(value).__name__} {shown(value)}")
 
-    from npuc.toolkit import CONFIG_KEYS
+
+def _string_list(where: str, value: Any) -> List[str]:
+    if value is None:
+        return []
+    _expect(isinstance(value, list) and all(isinstance(v, str) for v in value), where, "a list of strings", value)
+    return list(value)
+
+
+def _check_configs(configs: Dict[str, Any], where: str) -> None:
+    """The values of a ``configs`` entry, by Toolkit.config's own rules, named by the entry."""
+    import npuc
 
     try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as e:
-        raise ConfigFileError(f"cannot read config '{path}': {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise ConfigFileError(f"{path}: not valid YAML: {e}") from None
+        npuc.Toolkit().config(**configs)
+    except npuc.NpucError as e:
+        raise ConfigFileError(f"{where}: {e}") from None
+
+
+def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
+    from npuc.shapes import check_shapes
+    from npuc.toolkit import CONFIG_KEYS
+    from npuc.yaml_config import load_yaml_config
+
+    doc = load_yaml_config(path, ConfigFileError)
     if not isinstance(doc, dict) or "models" not in doc:
         raise ConfigFileError(f"{path}: expected a top-level 'models' entry")
     entries = doc["models"] if isinstance(doc["models"], list) else [doc["models"]]
+    if not entries:  # converting nothing and exiting 0 would hide a config mistake
+        raise ConfigFileError(f"{path}: 'models' is empty; list at least one model")
     base = Path(path).resolve().parent
     jobs = []
     for i, entry in enumerate(entries):
         where = f"{path}: models[{i}]"
         if not isinstance(entry, dict):
             raise ConfigFileError(f"{where}: expected a mapping")
-        unknown = sorted(set(entry) - set(YAML_MODEL_KEYS))
+        unknown = sorted(shown_key(k) for k in set(entry) - set(YAML_MODEL_KEYS))
         if unknown:
             raise ConfigFileError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(YAML_MODEL_KEYS)}")
         for required in ("name", "model_file_path"):
             if required not in entry:
                 raise ConfigFileError(f"{where}: missing '{required}'")
-        if entry.get("platform", "onnx") != "onnx":
-            raise ConfigFileError(f"{where}: platform '{entry['platform']}' is not supported (only onnx)")
+        _expect(isinstance(entry["name"], str), f"{where}.name", "a string", entry["name"])  # _blob_path: the rest
+        _expect(isinstance(entry["model_file_path"], str) and entry["model_file_path"] != "",
+                f"{where}.model_file_path", "a non-empty string", entry["model_file_path"])
+        platform = entry.get("platform", "onnx")
+        _expect(isinstance(platform, str), f"{where}.platform", "a string", platform)
+        if platform != "onnx":
+            raise ConfigFileError(f"{where}: platform {shown(platform)} is not supported (only onnx)")
+        quantize = entry.get("quantize", False)
+        _expect(isinstance(quantize, bool), f"{where}.quantize", "true or false", quantize)
+        dataset = entry.get("dataset")
+        _expect(dataset is None or isinstance(dataset, str), f"{where}.dataset", "a path (a string)", dataset)
         sub = entry.get("subgraphs") or {}
-        unknown = sorted(set(sub) - set(YAML_SUBGRAPH_KEYS))
+        _expect(isinstance(sub, dict), f"{where}.subgraphs", "a mapping", sub)
+        unknown = sorted(shown_key(k) for k in set(sub) - set(YAML_SUBGRAPH_KEYS))
         if unknown:
             raise ConfigFileError(f"{where}.subgraphs: unknown key(s) {', '.join(unknown)}; "
                                   f"valid keys: {', '.join(YAML_SUBGRAPH_KEYS)}")
-        configs = dict(entry.get("configs") or {})
-        unknown = sorted(set(configs) - set(CONFIG_KEYS))
+        try:
+            sizes = check_shapes(sub.get("input_size_list") or [], "input_size_list")
+        except ConfigError as e:
+            raise ConfigFileError(f"{where}.subgraphs.{e}") from None
+        configs = entry.get("configs") or {}
+        _expect(isinstance(configs, dict), f"{where}.configs", "a mapping", configs)
+        configs = dict(configs)
+        unknown = sorted(shown_key(k) for k in set(configs) - set(CONFIG_KEYS))
         if unknown:
             raise ConfigFileError(f"{where}.configs: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(CONFIG_KEYS)}")
         for key in ("mean_values", "std_values"):  # rknn_convert writes one list for a one-input model
-            if key in configs and configs[key] and not isinstance(configs[key][0], (list, tuple)):
+            if key in configs and isinstance(configs[key], list) and configs[key] \
+                    and not isinstance(configs[key][0], (list, tuple)):
                 configs[key] = [configs[key]]
         configs.pop("target_platform", None)
-        dataset = entry.get("dataset")
+        _check_configs(configs, f"{where}.configs")
         jobs.append(ConvertJob(
             model=str(base / entry["model_file_path"]), soc=soc,
-            output=_blob_path(out_dir, str(entry["name"]), where), quantize=bool(entry.get("quantize", False)),
-            dataset=str(base / dataset) if dataset else None, inputs=list(sub.get("inputs") or []),
-            input_size_list=[list(map(int, s)) for s in sub.get("input_size_list") or []],
-            outputs=list(sub.get("outputs") or []), config=configs))
+            output=_blob_path(out_dir, entry["name"], where), quantize=quantize,
+            dataset=str(base / dataset) if dataset else None,
+            inputs=_string_list(f"{where}.subgraphs.inputs", sub.get("inputs")),
+            input_size_list=sizes,
+            outputs=_string_list(f"{where}.subgraphs.outputs", sub.get("outputs")), config=configs))
     _refuse_duplicate_outputs(path, jobs)
     return jobs
 
@@ -184,7 +224,7 @@ def _blob_path(out_dir: str, name: str, where: str) -> str:
         problem = "names a folder"
     else:
         return str(Path(out_dir) / f"{name}.npub")
-    raise ConfigFileError(f"{where}: name {name!r} {problem}; it must be a plain file name, "
+    raise ConfigFileError(f"{where}: name {shown(name)} {problem}; it must be a plain file name, "
                           "as the blob is written to OUTDIR/<name>.npub")
 
 
@@ -218,7 +258,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             else [_job_from_flags(args)])
     for job in jobs:
         if not os.path.isfile(job.model):
-            raise ConfigFileError(f"model file '{job.model}' does not exist")
+            raise ConfigFileError(f"model file {shown_path(job.model)} does not exist")
     _refuse_outputs_over_inputs(jobs, args.config_file)
     for job in jobs:
         _print_summary(run_convert(job, quiet=not args.verbose))
@@ -230,7 +270,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from npuc.perf import PerfReport, check_output_paths, eval_perf
 
     if not os.path.isfile(args.model):
-        raise ConfigFileError(f"model file '{args.model}' does not exist")
+        raise ConfigFileError(f"model file {shown_path(args.model)} does not exist")
     inputs = JobInputs()
     inputs.add(args.model, "the loaded model")
     check_output_paths(inputs, csv=args.csv, json=args.json, plot=args.plot)  # before any work

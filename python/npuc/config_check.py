@@ -8,12 +8,15 @@ only, so a script written for RKNN-Toolkit2 still runs.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 from npuc.errors import ConfigError
+from npuc.messages import shown
 
-__all__ = ["check_config_values", "known_target_platforms", "OPTIMIZATION_LEVELS", "OP_TARGET_DEVICES", "FLOAT_DTYPES"]
+__all__ = ["check_config_values", "known_target_platforms", "finite_number", "finite_float32", "OPTIMIZATION_LEVELS",
+           "OP_TARGET_DEVICES", "FLOAT_DTYPES"]
 
 #: ``optimization_level`` values: 0 runs no pass, 1-2 only exact ones, 3 everything (the default).
 OPTIMIZATION_LEVELS = (0, 1, 2, 3)
@@ -34,12 +37,42 @@ _INERT_BOOL_KEYS = (
 
 
 def _fail(key: str, value: Any, expected: str) -> ConfigError:
-    return ConfigError(f"config({key}={value!r}): expected {expected}")
+    return ConfigError(f"config({key}={shown(value)}): expected {expected}")
+
+
+def finite_number(value: Any, where: str) -> float:
+    """`value` as a float when it is a finite real number (not a bool), else a ConfigError naming
+    `where` (e.g. ``mean_values[0][2]``). The one rule for every float option: a NaN or Inf mean,
+    std or threshold once gave all-zero INT8 outputs instead of an error."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float's range
+        number = math.inf
+    if not math.isfinite(number):
+        raise ConfigError(f"{where}: expected a finite number, got {shown(value)}")
+    return number
+
+
+#: Largest magnitude a float32 holds: values the core computes with in float32 must fit.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def finite_float32(value: Any, where: str) -> float:
+    """:func:`finite_number`, and within float32's range (the core computes mean/std and
+    quantization ranges in float32, where a larger value becomes Inf)."""
+    number = finite_number(value, where)
+    if abs(number) > FLOAT32_MAX:
+        raise ConfigError(f"{where}: {shown(value)} is beyond float32's range")
+    return number
 
 
 def _one_of(choices: Sequence[Any]) -> Callable[[str, Any], None]:
     def check(key: str, value: Any) -> None:
-        if isinstance(value, bool) or value not in choices:
+        # Choices are strings or ints; anything else (a float, a list, a numpy array) is refused
+        # before `in`, which would compare it element-wise.
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)) or value not in choices:
             raise _fail(key, value, f"one of {', '.join(repr(c) for c in choices)}")
 
     return check
@@ -50,46 +83,98 @@ def _boolean(key: str, value: Any) -> None:
         raise _fail(key, value, "True or False")
 
 
+def _encodable(text: str) -> bool:
+    """Whether `text` is valid Unicode the core can take (lone surrogates are not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _string(key: str, value: Any) -> None:
-    if not isinstance(value, str):
-        raise _fail(key, value, "a string")
+    if not isinstance(value, str) or not _encodable(value):
+        raise _fail(key, value, "a string (valid Unicode text)")
+
+
+def _recordable_string(key: str, value: Any) -> None:
+    """A string the blob can record: the codec that writes the blob's options refuses what its
+    reader would refuse (a custom_string over 64 KiB once gave a blob that could not be loaded)."""
+    from npuc._npuc import CompileOptions
+
+    _string(key, value)
+    options = CompileOptions()
+    setattr(options, key, value)
+    try:
+        options.recorded()
+    except ConfigError as e:
+        raise ConfigError(f"config({key}=<{len(value)} characters>): {e}") from None
 
 
 def _names(key: str, value: Any) -> None:
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, str) and _encodable(v) for v in value
+    ):
         raise _fail(key, value, "a list of node names (strings)")
 
 
+def _names_or_none(key: str, value: Any) -> None:
+    """RKNN's ``inputs_yuv_fmt``: per input a format name or None."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+        v is None or isinstance(v, str) for v in value
+    ):
+        raise _fail(key, value, "a list with a format name (or None) per input")
+
+
 def _fraction(key: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
+    if not 0.0 <= finite_number(value, f"config({key})") <= 1.0:
         raise _fail(key, value, "a number from 0 to 1 (a cosine similarity)")
 
 
 def _non_negative(key: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or float(value) < 0.0:
+    if finite_number(value, f"config({key})") < 0.0:
         raise _fail(key, value, "a non-negative number")
+
+
+def _non_negative_int(key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise _fail(key, value, "a non-negative integer")
+
+
+def _dynamic_input(key: str, value: Any) -> None:
+    """RKNN's ``[[shape per input], ...]`` per input-shape set (accepted, not acted on)."""
+    from npuc.shapes import check_shape
+
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise _fail(key, value, "a list of input-shape sets, e.g. [[[1, 3, 224, 224]], [[1, 3, 160, 160]]]")
+    for i, shapes in enumerate(value):
+        if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)):
+            raise _fail(key, value, f"a list of shapes at [{i}]")
+        for j, shape in enumerate(shapes):
+            check_shape(shape, f"config({key})[{i}][{j}]")
 
 
 def _op_target(key: str, value: Any) -> None:
     if not isinstance(value, Mapping):
         raise _fail(key, value, "a dict {node name or op type: 'cpu' | 'npu'}")
     for name, device in value.items():
-        if not isinstance(name, str) or not name:
-            raise _fail(key, value, f"node names or op types as keys, got {name!r}")
+        if not isinstance(name, str) or not name or not _encodable(name):
+            raise _fail(key, value, f"node names or op types as keys, got {shown(name)}")
         if not isinstance(device, str) or device.lower() not in OP_TARGET_DEVICES:
             raise ConfigError(
-                f"config(op_target): {name!r} -> {device!r}; a target is one of {', '.join(OP_TARGET_DEVICES)}"
+                f"config(op_target): {shown(name)} -> {shown(device)}; a target is one of {', '.join(OP_TARGET_DEVICES)}"
             )
 
 
 def _pass_names(key: str, value: Any) -> None:
     from npuc._npuc import pass_names
 
-    _names(key, value)
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise _fail(key, value, "a list of pass names (strings; npuc.pass_names() lists them)")
     valid = list(pass_names())
     unknown = [v for v in value if v not in valid]
     if unknown:
-        raise ConfigError(f"config({key}): unknown pass(es) {', '.join(unknown)}; valid passes: {', '.join(valid)}")
+        raise ConfigError(f"config({key}): unknown pass(es) {shown(', '.join(unknown))}; valid passes: {', '.join(valid)}")
 
 
 def _checkers() -> Dict[str, Callable[[str, Any], None]]:
@@ -101,7 +186,7 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
         "quantized_method": _one_of(METHODS),
         "optimization_level": _one_of(OPTIMIZATION_LEVELS),
         "float_dtype": _one_of(FLOAT_DTYPES),
-        "custom_string": _string,
+        "custom_string": _recordable_string,
         "op_target": _op_target,
         "hybrid_layers": _names,
         "disable_passes": _pass_names,
@@ -109,6 +194,9 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
         "auto_hybrid_euc_thresh": _non_negative,
         "single_core_mode": _boolean,
         "quant_img_RGB2BGR": _boolean,
+        "quantized_hybrid_level": _non_negative_int,
+        "inputs_yuv_fmt": _names_or_none,
+        "dynamic_input": _dynamic_input,
     }
     checks.update({key: _boolean for key in _INERT_BOOL_KEYS})
     return checks

@@ -28,8 +28,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from npuc.errors import InputError
+from npuc.input_dtype import as_array, coerce_input
+from npuc.messages import capped, shown, shown_path
 
-__all__ = ["iterate_samples", "count_samples", "dataset_files", "progress"]
+__all__ = ["iterate_samples", "count_samples", "dataset_files", "progress", "sample_array"]
 
 #: File extensions read as images (anything else but ``.npy`` is refused by name).
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -58,11 +60,14 @@ def iterate_samples(
         yield from _iterate_dataset_file(Path(dataset), input_infos, normalize, rgb2bgr)
         return
     for index, sample in enumerate(dataset):
-        arrays = [sample] if isinstance(sample, np.ndarray) else list(sample)
         where = f"dataset sample {index}"
+        if not isinstance(sample, (np.ndarray, list, tuple)):
+            raise InputError(f"{where}: expected an array (a one-input model) or a list/tuple of arrays (one per "
+                             f"input), got {type(sample).__name__} {shown(sample)}")
+        arrays = [sample] if isinstance(sample, np.ndarray) else list(sample)
         if len(arrays) != len(input_infos):
             raise InputError(f"{where}: the model has {len(input_infos)} input(s), the sample has {len(arrays)}")
-        yield [_fit_to_input(np.asarray(a), info, where) for a, info in zip(arrays, input_infos)]
+        yield [sample_array(a, info, where) for a, info in zip(arrays, input_infos)]
 
 
 def count_samples(dataset: DatasetLike) -> Optional[int]:
@@ -117,19 +122,62 @@ def _iterate_dataset_file(
 ) -> Iterator[List[np.ndarray]]:
     # The list is parsed (and every line's file count checked) before the first sample is read.
     for number, _, names, files in _dataset_entries(path, len(infos)):
-        where = f"dataset '{path}' line {number}"
+        where = f"dataset {shown_path(path)} line {number}"
         sample = []
         for index, (name, file, info) in enumerate(zip(names, files, infos)):
-            array = _fit_to_input(_read_file(Path(file), where, rgb2bgr), info, f"{where} ('{name}')")
-            if normalize is not None:
-                array = np.asarray(normalize(index, array, info))
-            sample.append(np.ascontiguousarray(array, dtype=np.dtype(info["dtype"])))
+            array = _read_file(Path(file), where, rgb2bgr)
+            sample.append(sample_array(array, info, f"{where} ({shown_path(name)})", _bound(normalize, index, info)))
         yield sample
+
+
+def _bound(normalize: Optional[Normalizer], index: int, info: Dict[str, Any]) -> Optional[Callable[[np.ndarray], Any]]:
+    return None if normalize is None else (lambda array: normalize(index, array, info))
+
+
+def sample_array(
+    value: Any, info: Dict[str, Any], where: str, normalize: Optional[Callable[[np.ndarray], Any]] = None
+) -> np.ndarray:
+    """One calibration (or accuracy-analysis) array for the input `info`, ready to feed.
+
+    Shaped to the input (:func:`_fit_to_input`), checked and converted by the one array-type rule
+    (:func:`npuc.input_dtype.coerce_input`), normalized by `normalize`. Refused when it holds NaN
+    or +/-Inf as given (the index is in the array as given, e.g. the file's layout) or after
+    conversion and normalization (an overflow): a non-finite sample makes the ranges the
+    calibrator collects meaningless (an all-NaN sample once built silently, at cosine 0.4).
+
+    Raises:
+        InputError: wrong shape, refused array type, or non-finite values (counted, with the
+            index of the first), naming `where`.
+    """
+    array = as_array(value, info, where)
+    _require_finite(array, info, where, "")
+
+    def fit_and_normalize(a: np.ndarray) -> Any:
+        fitted = _fit_to_input(a, info, where)
+        return fitted if normalize is None else normalize(fitted)
+
+    ready = coerce_input(array, info, where, fit_and_normalize)
+    _require_finite(ready, info, where, f" after conversion to {ready.dtype}" + (" and mean/std" if normalize else ""))
+    return ready
+
+
+def _require_finite(array: np.ndarray, info: Dict[str, Any], where: str, stage: str) -> None:
+    if array.dtype.kind not in "fc":
+        return
+    bad = ~np.isfinite(array)
+    count = int(np.count_nonzero(bad))
+    if count:
+        first = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), array.shape))
+        raise InputError(
+            f"{where}: {count} non-finite value(s) (NaN or +/-Inf){stage} in the array for input '{info['name']}' "
+            f"{list(array.shape)}, the first at index {list(first)} ({array[first]}); calibration and "
+            f"accuracy-analysis samples must be finite"
+        )
 
 
 def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
     if not file.is_file():
-        raise InputError(f"{where}: file '{file}' does not exist")
+        raise InputError(f"{where}: file {shown_path(file)} does not exist")
     suffix = file.suffix.lower()
     if suffix == ".npy":
         from npuc._npuc import read_npy
@@ -139,7 +187,7 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
         except InputError as e:
             raise InputError(f"{where}: {e}") from None
     if suffix not in IMAGE_EXTENSIONS:
-        raise InputError(f"{where}: '{file}' is neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a .npy file")
+        raise InputError(f"{where}: {shown_path(file)} is neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a .npy file")
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
@@ -148,7 +196,7 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
         with Image.open(file) as image:
             hwc = np.asarray(image.convert("RGB"), dtype=np.float32)
     except (OSError, UnidentifiedImageError) as e:
-        raise InputError(f"{where}: unreadable image '{file}' ({e})") from None
+        raise InputError(f"{where}: unreadable image {shown_path(file)} ({capped(str(e), 300)})") from None
     if rgb2bgr:
         hwc = hwc[:, :, ::-1]
     return hwc.transpose(2, 0, 1)[np.newaxis]  # HWC -> NCHW with batch 1

@@ -26,9 +26,12 @@ import numpy as np
 
 from npuc import dataset as _dataset
 from npuc._npuc import Model, QuantizedModel, quantize_from_ranges
+from npuc.config_check import check_config_values, finite_float32
 from npuc.errors import ConfigError, ModelLoadError
+from npuc.messages import capped, shown, shown_key, shown_path
 from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
 from npuc.quantize import calibrate, settings_from_config
+from npuc.yaml_config import load_yaml_config
 
 __all__ = [
     "DEFAULT_COS_THRESH",
@@ -145,13 +148,9 @@ def _output_cosine(model: Model, qmodel: QuantizedModel, samples: Sequence[List[
 def _thresholds(config: Dict[str, Any]) -> Tuple[float, Optional[float]]:
     cos = config.get("auto_hybrid_cos_thresh")
     euc = config.get("auto_hybrid_euc_thresh")
-    for key, value in (("auto_hybrid_cos_thresh", cos), ("auto_hybrid_euc_thresh", euc)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ConfigError(f"{key}={value!r}: must be a number")
-    if cos is not None and not -1.0 <= cos <= 1.0:
-        raise ConfigError(f"auto_hybrid_cos_thresh={cos!r}: a cosine threshold must be in [-1, 1]")
-    if euc is not None and euc < 0:
-        raise ConfigError(f"auto_hybrid_euc_thresh={euc!r}: a distance threshold must be >= 0")
+    # The rule for both keys is config()'s (npuc.config_check); checked again for a config dict
+    # that did not come through Toolkit.config.
+    check_config_values({"auto_hybrid_cos_thresh": cos, "auto_hybrid_euc_thresh": euc})
     return (DEFAULT_COS_THRESH if cos is None else float(cos)), (None if euc is None else float(euc))
 
 
@@ -234,7 +233,7 @@ def step1(
     if dataset is None:
         raise ConfigError("hybrid_quantization_step1 needs a calibration dataset (dataset='dataset.txt')")
     if isinstance(proposal_dataset_size, bool) or not isinstance(proposal_dataset_size, int) or proposal_dataset_size < 1:
-        raise ConfigError(f"proposal_dataset_size={proposal_dataset_size!r}: must be an integer >= 1")
+        raise ConfigError(f"proposal_dataset_size={shown(proposal_dataset_size)}: must be an integer >= 1")
     algorithm, method = settings_from_config(config)
     cos, euc = _thresholds(config)
     calibrator, samples = calibrate(model, dataset, normalize, bool(config.get("quant_img_RGB2BGR")),
@@ -313,7 +312,7 @@ def step2(
                        ("model_quantization_cfg", model_quantization_cfg)):
         if not os.path.isfile(os.fspath(path)):
             error = ModelLoadError if what == "model_input" else ConfigError
-            raise error(f"hybrid_quantization_step2: {what} '{os.fspath(path)}' does not exist")
+            raise error(f"hybrid_quantization_step2: {what} {shown_path(path)} does not exist")
     model = Model.load(os.fspath(model_input))
     ranges, data_method = _read_data(os.fspath(data_input))
     custom, edited = _read_cfg(os.fspath(model_quantization_cfg), ranges)
@@ -324,7 +323,7 @@ def step2(
     for name in custom:
         if name not in all_int8.node_precisions:
             raise ConfigError(
-                f"{model_quantization_cfg}: custom_quantize_layers.{name}: not a float layer of the model "
+                f"{model_quantization_cfg}: custom_quantize_layers.{shown_key(name)}: not a float layer of the model "
                 f"(layers are listed in the '# layers' comment of the cfg)"
             )
     hybrid = sorted(set(custom) | set(config.get("hybrid_layers") or []))
@@ -337,43 +336,42 @@ def _read_data(path: str) -> Tuple[Dict[str, Tuple[float, float]], str]:
             names, lo, hi = [str(n) for n in data["names"]], data["min"], data["max"]
             method = str(data["method"])
     except (OSError, ValueError, KeyError) as e:
-        raise ConfigError(f"hybrid_quantization_step2: data_input '{path}' is not a step1 .data file ({e})") from None
+        raise ConfigError(f"hybrid_quantization_step2: data_input {shown_path(path)} is not a step1 .data file "
+                          f"({capped(str(e), 300)})") from None
     return {n: (float(a), float(b)) for n, a, b in zip(names, lo, hi)}, method
 
 
 def _read_cfg(path: str, ranges: Dict[str, Tuple[float, float]]) -> Tuple[Dict[str, str], Dict[str, Tuple[float, float]]]:
     """(custom layers, edited ranges) from the cfg, validated key by key."""
-    import yaml
-
-    try:
-        cfg = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: not a readable YAML quantization config ({e})") from None
+    cfg = load_yaml_config(path, ConfigError)
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: expected a mapping with keys {', '.join(CFG_KEYS)}")
     for key in cfg:
         if key not in CFG_KEYS:
-            raise ConfigError(f"{path}: unknown key '{key}' (valid: {', '.join(CFG_KEYS)})")
+            raise ConfigError(f"{path}: unknown key {shown(key)} (valid: {', '.join(CFG_KEYS)})")
     layers = cfg.get("custom_quantize_layers") or {}
     if not isinstance(layers, dict):
         raise ConfigError(f"{path}: custom_quantize_layers must map layer names to '{FLOAT16}'")
     for name, precision in layers.items():
-        if str(precision).lower() != FLOAT16:
-            raise ConfigError(f"{path}: custom_quantize_layers.{name}: precision '{precision}' is not supported "
-                              f"(only '{FLOAT16}'; remove the entry to keep the layer int8)")
+        if not isinstance(name, str):
+            raise ConfigError(f"{path}: custom_quantize_layers: a layer name must be a string, "
+                              f"got {type(name).__name__} {shown(name)}")
+        if not isinstance(precision, str) or precision.lower() != FLOAT16:
+            raise ConfigError(f"{path}: custom_quantize_layers.{shown_key(name)}: precision {shown(precision)} is not "
+                              f"supported (only '{FLOAT16}'; remove the entry to keep the layer int8)")
     params = cfg.get("quantize_parameters") or {}
     if not isinstance(params, dict):
         raise ConfigError(f"{path}: quantize_parameters must map activation names to their parameters")
     edited = {}
     for name, entry in params.items():
-        where = f"{path}: quantize_parameters.{name}"
-        if name not in ranges:
+        where = f"{path}: quantize_parameters.{shown_key(name)}"
+        if not isinstance(name, str) or name not in ranges:
             raise ConfigError(f"{where}: not a calibrated activation of the model")
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: expected a mapping with min and max")
         unknown = [k for k in entry if k not in PARAM_KEYS]
         if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key (valid: {', '.join(PARAM_KEYS)})")
+            raise ConfigError(f"{where}.{shown_key(unknown[0])}: unknown key (valid: {', '.join(PARAM_KEYS)})")
         lo, hi = (_one_number(entry.get(k, [ranges[name][i]]), f"{where}.{k}") for i, k in enumerate(("min", "max")))
         if lo > hi:
             raise ConfigError(f"{where}: min {lo} > max {hi}")
@@ -385,6 +383,6 @@ def _one_number(value: Any, where: str) -> float:
     """A per-tensor min/max: one finite number, or a list holding one (RKNN writes lists)."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{where}: expected one finite number (or a one-element list), got {value!r}")
-    return float(value)
+    if isinstance(value, (list, dict)):
+        raise ConfigError(f"{where}: expected one finite number (or a one-element list), got {shown(value)}")
+    return finite_float32(value, where)

@@ -14,7 +14,11 @@ import tempfile
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from npuc import arg_check
+from npuc._npuc import MAX_IMPORT_OPSET as MAX_OPSET  # the opsets the importer reads
+from npuc._npuc import MIN_IMPORT_OPSET as MIN_OPSET
 from npuc.errors import ConfigError, ModelLoadError
+from npuc.shapes import check_shapes
 
 __all__ = ["DEFAULT_OPSET", "pytorch_to_onnx"]
 
@@ -58,24 +62,19 @@ def _load_module(torch: Any, model: PyTorchModel) -> Any:
 
 
 def _check_sizes(input_size_list: Optional[Sequence[Sequence[int]]]) -> List[List[int]]:
-    if not input_size_list:
+    if input_size_list is None or (isinstance(input_size_list, (list, tuple)) and not input_size_list):
         raise ConfigError("load_pytorch needs input_size_list, one full shape per input, e.g. [[1, 3, 224, 224]]")
-    sizes = []
-    for i, shape in enumerate(input_size_list):
-        try:
-            dims = [int(d) for d in shape]
-        except (TypeError, ValueError):
-            raise ConfigError(f"input_size_list[{i}] = {shape!r} is not a list of integers") from None
-        if not dims or any(d <= 0 for d in dims):
-            raise ConfigError(f"input_size_list[{i}] = {shape!r}: every dimension must be a positive integer")
-        sizes.append(dims)
+    sizes = check_shapes(input_size_list, "load_pytorch(input_size_list)")
+    for i, dims in enumerate(sizes):
+        if not dims or 0 in dims:  # torch.rand makes the example inputs: every dim must hold something
+            raise ConfigError(f"load_pytorch(input_size_list)[{i}] = {dims}: every dimension must be a positive integer")
     return sizes
 
 
 def _names(what: str, given: Optional[Sequence[str]], count: Optional[int], prefix: str) -> Optional[List[str]]:
     if given is None:
         return [f"{prefix}{i}" for i in range(count)] if count is not None else None
-    names = [str(n) for n in given]
+    names = arg_check.names("load_pytorch", what, given) or []
     if count is not None and len(names) != count:
         raise ConfigError(f"{what} lists {len(names)} name(s) for {count} input(s) of input_size_list")
     return names
@@ -104,11 +103,12 @@ def pytorch_to_onnx(
         ConfigError: torch is missing, or a malformed argument. ModelLoadError: the ``.pt`` file is
         missing or unreadable, or ``torch.onnx.export`` fails (its message is kept).
     """
-    torch = _import_torch()
-    module = _load_module(torch, model)
     sizes = _check_sizes(input_size_list)
+    opset = arg_check.integer("load_pytorch", "opset", opset, MIN_OPSET, MAX_OPSET)
     input_names = _names("inputs", inputs, len(sizes), "input")
     output_names = _names("outputs", outputs, None, "output")
+    torch = _import_torch()
+    module = _load_module(torch, model)
     generator = torch.Generator().manual_seed(0)  # the example values do not matter; fixed for determinism
     examples = tuple(torch.rand(*shape, generator=generator) for shape in sizes)
     with tempfile.TemporaryDirectory(prefix="npuc-pytorch-") as folder:
@@ -123,7 +123,7 @@ def pytorch_to_onnx(
                     path,
                     input_names=input_names,
                     output_names=output_names,
-                    opset_version=int(opset),
+                    opset_version=opset,
                     do_constant_folding=True,
                 )
         except Exception as e:  # noqa: BLE001 - torch raises many kinds; each is "this model did not export"

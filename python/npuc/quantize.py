@@ -20,6 +20,7 @@ import numpy as np
 from npuc import dataset as _dataset
 from npuc._npuc import Calibrator, Model, QuantizedModel, fp16_model
 from npuc.errors import ConfigError
+from npuc.messages import shown
 
 __all__ = [
     "ALGORITHMS",
@@ -82,9 +83,9 @@ def quantize(
 def check_algorithm_and_method(algorithm: str, method: str) -> None:
     """Raises ConfigError naming an unknown ``quantized_algorithm`` / ``quantized_method``."""
     if algorithm not in ALGORITHMS:
-        raise ConfigError(f"quantized_algorithm '{algorithm}' is not one of {', '.join(ALGORITHMS)}")
+        raise ConfigError(f"quantized_algorithm {shown(algorithm)} is not one of {', '.join(ALGORITHMS)}")
     if method not in METHODS:
-        raise ConfigError(f"quantized_method '{method}' is not one of {', '.join(METHODS)}")
+        raise ConfigError(f"quantized_method {shown(method)} is not one of {', '.join(METHODS)}")
 
 
 def calibrate(
@@ -118,7 +119,7 @@ def settings_from_config(config: Dict[str, Any]) -> Tuple[str, str]:
     """(algorithm, method) from the Toolkit config keys, validated (int8 dtypes only)."""
     dtype = config.get("quantized_dtype") or INT8_DTYPES[0]
     if dtype not in INT8_DTYPES:
-        raise ConfigError(f"quantized_dtype '{dtype}' is not supported (int8: {', '.join(INT8_DTYPES)})")
+        raise ConfigError(f"quantized_dtype {shown(dtype)} is not supported (int8: {', '.join(INT8_DTYPES)})")
     algorithm = config.get("quantized_algorithm") or "normal"
     method = config.get("quantized_method") or "channel"
     check_algorithm_and_method(algorithm, method)

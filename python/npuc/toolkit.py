@@ -13,17 +13,23 @@ and ``inference`` runs on the host.
 from __future__ import annotations
 
 import logging
+import numbers
 import os
 import sys
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from npuc._npuc import Model, Runtime, optimize
+from npuc import arg_check
 from npuc.config_check import check_config_values, known_target_platforms
 from npuc.dataset import dataset_files
 from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
+from npuc.input_dtype import as_array, coerce_input
+from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
+from npuc.shapes import check_shapes
 from npuc.output_files import AppendedLog, JobInputs, atomic_output, onnx_external_files, refuse_output, staged_folder
 from npuc.preprocess import InputPreprocessor
 from npuc.session import Stage, require
@@ -70,6 +76,9 @@ CONFIG_KEYS = (
     "disable_passes",
     "hybrid_layers",
 )
+
+#: ``inference(data_format=...)`` values: the array layout of a 4-D input.
+DATA_FORMATS = ("nchw", "nhwc")
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]
 Shape = Sequence[int]
@@ -168,13 +177,13 @@ class Toolkit:
         unknown = sorted(set(kwargs) - set(CONFIG_KEYS))
         if unknown:
             raise ConfigError(
-                f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(CONFIG_KEYS)}"
+                f"unknown config key(s) {', '.join(shown_key(k) for k in unknown)}; valid keys: {', '.join(CONFIG_KEYS)}"
             )
         if target_platform is not None:
             platforms = known_target_platforms()  # the built-in ones plus NPUC_SOC_DIR profiles
             if not isinstance(target_platform, str) or target_platform.lower() not in platforms:
                 raise ConfigError(
-                    f"target_platform {target_platform!r} is not supported; choose one of {', '.join(platforms)}"
+                    f"target_platform {shown(target_platform)} is not supported; choose one of {', '.join(platforms)}"
                 )
             target_platform = target_platform.lower()
         check_config_values(dict(kwargs, quant_img_RGB2BGR=quant_img_RGB2BGR))
@@ -212,16 +221,16 @@ class Toolkit:
             ModelLoadError: the file is missing, unreadable or not a valid ONNX model.
             UnsupportedOpError, ShapeError, GraphError: the model cannot be compiled as it is.
         """
-        names = list(inputs or [])
-        sizes = [list(map(int, s)) for s in (input_size_list or [])]
-        outs = list(outputs or [])
+        names = arg_check.names("load_onnx", "inputs", inputs) or []
+        sizes = [] if input_size_list is None else check_shapes(input_size_list, "load_onnx(input_size_list)")
+        outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
             loaded = Model.from_bytes(bytes(model), names, sizes, outs)
         else:
-            path = os.fspath(model)
+            path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
-                raise ModelLoadError(f"cannot open model '{path}': no such file")
+                raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
             loaded = Model.load(path, names, sizes, outs)
@@ -299,12 +308,17 @@ class Toolkit:
             ConfigError: an invalid option (unknown pass name, bad optimization level, ...).
         """
         require("build", self._stage)
-        if rknn_batch_size not in (None, 1):
-            raise ConfigError(f"rknn_batch_size={rknn_batch_size!r}: only batch size 1 is supported")
+        do_quantization = arg_check.flag("build", "do_quantization", do_quantization)
+        auto_hybrid = arg_check.flag("build", "auto_hybrid", auto_hybrid)
+        verify = arg_check.flag("build", "verify", verify)
+        dump_dir = arg_check.optional_path("build", "dump_dir", dump_dir)
+        _check_dataset("build", dataset)
+        arg_check.one_of("build", "rknn_batch_size", rknn_batch_size, (None, 1))  # RKNN compatibility
+        self._preprocessor.check_model((self._float_model or self._model).inputs)
         level = self._config.get("optimization_level")
         level = 3 if level is None else level
         if level not in (0, 1, 2, 3):
-            raise ConfigError(f"optimization_level={level!r}: must be 0, 1, 2 or 3")
+            raise ConfigError(f"optimization_level={shown(level)}: must be 0, 1, 2 or 3")
         disabled = list(self._config.get("disable_passes") or [])
         if do_quantization:
             self._add_inputs(dataset_files(dataset))
@@ -393,8 +407,13 @@ class Toolkit:
         from npuc import hybrid
 
         require("hybrid_quantization_step1", self._stage)
+        _check_dataset("hybrid_quantization_step1", dataset)
+        arg_check.one_of("hybrid_quantization_step1", "rknn_batch_size", rknn_batch_size, (None, 1))
+        proposal = arg_check.flag("hybrid_quantization_step1", "proposal", proposal)
+        arg_check.integer("hybrid_quantization_step1", "proposal_dataset_size", proposal_dataset_size, 1)
+        output_prefix = arg_check.optional_path("hybrid_quantization_step1", "output_prefix", output_prefix)
         self._add_inputs(dataset_files(dataset))
-        prefix = Path(os.fspath(output_prefix)) if output_prefix is not None else Path(self._model_name)
+        prefix = Path(output_prefix) if output_prefix is not None else Path(self._model_name)
         for kind, path in hybrid.step1_paths(prefix).items():  # refused before any work
             refuse_output(path, hybrid.STEP1_FILES[kind], self._inputs)
         self.build(do_quantization=False, rknn_batch_size=rknn_batch_size)  # the optimized graph
@@ -423,10 +442,13 @@ class Toolkit:
         """
         from npuc import hybrid
 
+        call = "hybrid_quantization_step2"
+        model_input = arg_check.path(call, "model_input", model_input)
+        data_input = arg_check.path(call, "data_input", data_input)
+        model_quantization_cfg = arg_check.path(call, "model_quantization_cfg", model_quantization_cfg)
         job = self._new_job([(model_input, "the hybrid model_input"), (data_input, "the hybrid data_input"),
                              (model_quantization_cfg, "the hybrid model_quantization_cfg")])
-        model, quantized = hybrid.step2(os.fspath(model_input), os.fspath(data_input),
-                                        os.fspath(model_quantization_cfg), self._config)
+        model, quantized = hybrid.step2(model_input, data_input, model_quantization_cfg, self._config)
         self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
         self._stage = Stage.BUILT
@@ -465,7 +487,9 @@ class Toolkit:
 
         require("accuracy_analysis", self._stage)
         if target is not None or device_id is not None:
-            raise ConfigError(f"accuracy_analysis(target={target!r}): only the host simulator (target=None) is supported")
+            raise ConfigError(f"accuracy_analysis(target={shown(target)}, device_id={shown(device_id)}): only the host "
+                              f"simulator (target=None) is supported")
+        output_dir = arg_check.path("accuracy_analysis", "output_dir", output_dir)
         simulator = self._simulator()
         if simulator is None:
             raise NpucError("accuracy_analysis needs a built model: call build() (or hybrid_quantization_step2) first")
@@ -524,9 +548,10 @@ class Toolkit:
         """
         from npuc._npuc import load_compiled
 
+        path = arg_check.path("load_blob", "path", path)
         expected_soc = self._config.get("target_platform") or None
         job = self._new_job([(path, "the loaded blob")])
-        compiled = load_compiled(os.fspath(path), expected_soc)  # the file is read and checked once
+        compiled = load_compiled(path, expected_soc)  # the file is read and checked once
         self._inputs = job
         model, meta, options = compiled.model, compiled.meta, compiled.options
         self._model, self._runtime, self._float_model = model, None, model
@@ -552,7 +577,7 @@ class Toolkit:
                 self._config.update(mean_values=mean, std_values=std)
         self._built_float = not compiled.quantized
         self.blob_meta = meta
-        self._log.info("load_blob: %s for %s, format %s", os.fspath(path), meta["soc"], meta["format_version"])
+        self._log.info("load_blob: %s for %s, format %s", path, meta["soc"], meta["format_version"])
         return 0
 
     load_rknn = load_blob
@@ -621,7 +646,7 @@ class Toolkit:
         """
         require("init_runtime", self._stage)
         if target is not None:
-            raise ConfigError(f"init_runtime(target={target!r}): only the host runtime (target=None) is supported")
+            raise ConfigError(f"init_runtime(target={shown(target)}): only the host runtime (target=None) is supported")
         # After build() or load_blob inference runs on the NPU simulator, prepared there; the FP32
         # host runtime is only built for a model that has no simulator (before build()).
         if self._simulator() is None:
@@ -640,6 +665,14 @@ class Toolkit:
         ``build()`` or ``load_blob`` it runs on the bit-exact NPU simulator: INT8 for a quantized
         build, FP16 (weights and every op output rounded to half) for ``do_quantization=False``.
 
+        Array types (one rule before and after ``build()``, see :mod:`npuc.input_dtype`): a
+        float input takes float16/32/64 and 8/16/32-bit integer arrays (uint8 images), converted
+        by rounding, and int64/uint64 arrays (what a Python list of ints becomes) only when every
+        value is exactly representable in the input's type; an integer input (e.g. int64 token
+        ids) takes integer arrays whose values fit its range; a bool input takes bool arrays.
+        bool arrays for numeric inputs, float arrays for integer inputs, and complex, object,
+        str/bytes, datetime and structured arrays are refused with an InputError.
+
         Args:
             inputs: one array per model input, in order (a single array for a one-input model).
             data_format: ``'nchw'`` (the default: arrays already in the model's layout) or
@@ -652,22 +685,24 @@ class Toolkit:
             The model's outputs as numpy arrays, in order.
 
         Raises:
-            InputError: wrong number of inputs, or an input of the wrong shape or dtype (named).
+            InputError: wrong number of inputs, or an input of the wrong shape or an array type
+                the rule above refuses (named, with what the input takes).
             NpucError: no model loaded.
         """
         require("inference", self._stage)
         runtime = self._simulator() or self._ensure_runtime()  # the NPU simulator once built
         expected = runtime.inputs
         arrays = _as_input_list(inputs, len(expected))
-        formats = _per_input("data_format", data_format, len(arrays), "nchw")
-        passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0)
+        formats = _per_input("data_format", data_format, len(arrays), "nchw", DATA_FORMATS)
+        passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0, (0, 1))
         feeds = []
         for i, (x, info) in enumerate(zip(arrays, expected)):
+            where = f"inference input {i}"
             if passes[i]:
-                feeds.append(x)
+                feeds.append(coerce_input(x, info, where))
                 continue
             x = _to_nchw(x, formats[i], info)
-            feeds.append(self._preprocessor.apply(i, x, info))
+            feeds.append(coerce_input(x, info, where, partial(self._preprocessor.apply, i, info=info)))
         return runtime.run(feeds)
 
     def eval_perf(
@@ -705,12 +740,15 @@ class Toolkit:
         from npuc.perf import PerfReport, check_plot_path, eval_perf
 
         require("eval_perf", self._stage)
+        is_print = arg_check.flag("eval_perf", "is_print", is_print)
+        arg_check.flag("eval_perf", "fix_freq", fix_freq)
+        tuning_cache = arg_check.optional_path("eval_perf", "tuning_cache", tuning_cache)
         soc = self._config.get("target_platform")
         if not soc:
             raise ConfigError("eval_perf needs config(target_platform=...), e.g. 'rk3588'")
         if plot_path is not None:
             check_plot_path(plot_path, self._inputs)
-        cache = os.fspath(tuning_cache) if tuning_cache is not None else ""
+        cache = tuning_cache or ""
         if self._stage != Stage.LOADED:  # built or loaded: cost the compiled program's own tasks
             report = PerfReport(self._compiled("eval_perf").eval_perf(cache), self._inputs)
         else:  # only loaded: what a default build would compile to
@@ -744,6 +782,7 @@ class Toolkit:
         """
         from npuc.memory import MemoryReport
 
+        is_print = arg_check.flag("eval_memory", "is_print", is_print)
         report = MemoryReport(self._compiled("eval_memory").eval_memory())
         if is_print:
             self._emit(str(report))
@@ -865,6 +904,17 @@ def _float_lists(values: Sequence[Any]) -> List[List[float]]:
     return [[float(v) for v in np.asarray(row, dtype=np.float64).reshape(-1)] for row in rows]
 
 
+def _check_dataset(call: str, dataset: Any) -> None:
+    """A dataset argument: None, a dataset.txt path, or an iterable of samples (see npuc.dataset)."""
+    if dataset is None or isinstance(dataset, (str, os.PathLike)):
+        if dataset is not None:
+            arg_check.path(call, "dataset", dataset)
+        return
+    if isinstance(dataset, (bytes, bytearray, Mapping, np.ndarray)) or not isinstance(dataset, Iterable):
+        raise ConfigError(f"{call}(dataset=...): expected a dataset.txt path or an iterable of samples (a list of "
+                          f"arrays, or of lists of arrays), got {type(dataset).__name__} {shown(dataset)}")
+
+
 def _io_summary(infos: Sequence[Dict[str, Any]]) -> str:
     return ", ".join(f"{d['name']}: {d['dtype']}{list(d['shape'])}" for d in infos)
 
@@ -879,23 +929,29 @@ def _as_input_list(inputs: Any, expected_count: int) -> List[Any]:
     return list(inputs)
 
 
-def _per_input(what: str, value: Any, count: int, default: Any) -> List[Any]:
+def _per_input(what: str, value: Any, count: int, default: Any, choices: Sequence[Any]) -> List[Any]:
+    """One value for all inputs or a list with one per input, each one of `choices` (strings
+    compared case-insensitively; True/False count as 1/0)."""
     if value is None:
         return [default] * count
-    if isinstance(value, (str, int)):
-        return [value] * count
-    values = list(value)
-    if len(values) != count:
-        raise InputError(f"{what} has {len(values)} entries for {count} input(s)")
-    return values
+    if isinstance(value, (list, tuple)):
+        values = list(value)
+        if len(values) != count:
+            raise InputError(f"{what} has {len(values)} entries for {count} input(s)")
+    else:
+        values = [value] * count
+    for i, v in enumerate(values):
+        key = v.lower() if isinstance(v, str) else v
+        if not isinstance(key, (str, numbers.Integral)) or key not in choices:
+            raise InputError(f"{what}: expected one of {', '.join(repr(c) for c in choices)} (one value, or one per "
+                             f"input), got {type(v).__name__} {shown(v)}" + (f" at [{i}]" if isinstance(value, (list, tuple)) else ""))
+    return [v.lower() if isinstance(v, str) else int(v) for v in values]
 
 
 def _to_nchw(x: Any, data_format: str, info: Dict[str, Any]) -> Any:
-    fmt = str(data_format).lower()
-    if fmt not in ("nchw", "nhwc"):
-        raise InputError(f"data_format must be 'nchw' or 'nhwc', got {data_format!r}")
-    if fmt == "nhwc" and len(info["shape"]) == 4:
-        x = np.asarray(x)
+    """`x` transposed NHWC -> NCHW for data_format 'nhwc' and a 4-D input (already checked by _per_input)."""
+    if data_format == "nhwc" and len(info["shape"]) == 4:
+        x = as_array(x, info, "inference input")
         if x.ndim != 4:
             raise InputError(
                 f"input '{info['name']}' expects a 4-D NHWC array for data_format='nhwc', got shape {list(x.shape)}"

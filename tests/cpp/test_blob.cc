@@ -169,6 +169,18 @@ TEST(BlobSoc, WrongSocIsRefusedNamingBoth) {
   }
 }
 
+// A folder opens as an ifstream on Linux and reports a size near INT64_MAX: loading one was a
+// std::bad_alloc (MemoryError in Python) instead of a BlobError.
+TEST(BlobFile, AFolderIsABlobErrorNotAnAllocation) {
+  testing::TempDir dir;
+  try {
+    blob::loadBlob(dir.path().string());
+    FAIL();
+  } catch (const BlobError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BlobFile, WriteAndLoadFromDisk) {
   testing::TempDir dir;
   const std::string path = (dir.path() / "m.npub").string();

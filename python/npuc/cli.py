@@ -179,7 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (ValueError, OSError) as e:
             raise UserError(f"cannot read '{path}' as a .npy array: {e}") from None
     model = _load(args)
-    outputs = npuc.Runtime(model).run(arrays)
+    outputs = npuc.Runtime(model).run(arrays, max_run_bytes=args.max_run_bytes)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
     for info, value in zip(model.outputs, outputs):
@@ -224,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", action="append", default=[], required=True, metavar="FILE.npy",
                    help="one .npy array per model input, in model input order")
     p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")
+    p.add_argument("--max-run-bytes", metavar="BYTES",
+                   help="refuse the run, before allocating, when its outputs and activations need more "
+                   "(e.g. 512M, 8G; default: the NPUC_MAX_RUN_BYTES environment variable, else no cap; the "
+                   "memory the machine has available is always checked)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="convert a bundled example end to end (the main job)",

@@ -133,7 +133,7 @@ def load_inputs(
     for index, (item, info) in enumerate(zip(inputs, input_infos)):
         where = f"accuracy_analysis input {index}"
         if isinstance(item, (str, os.PathLike)):
-            array = _dataset._read_file(Path(item), where, rgb2bgr)  # noqa: SLF001 (same package)
+            array = _dataset._read_file(Path(item), where, rgb2bgr, info)  # noqa: SLF001 (same package)
             array = _dataset._fit_to_input(array, info, f"{where} ('{item}')")  # noqa: SLF001
             array = np.asarray(normalize(index, array, info))
         else:

@@ -201,6 +201,6 @@ def _fit_to_input(array: np.ndarray, info: Dict[str, Any], where: str) -> np.nda
             array = array.transpose(0, 3, 1, 2)
         return np.ascontiguousarray(array)
     raise InputError(
-        f"{where}: wrong shape {list(array.shape)} for input '{info['name']}', which expects {list(shape)} "
+        f"{where}: wrong shape {list(array.shape)} for input '{info['name']}', which expects {list(info['shape'])} "
         f"(NCHW, NHWC, or either without the batch dimension)"
     )

@@ -105,8 +105,8 @@ std::unique_ptr<Graph> expandGraph(int64_t rows) {
 }
 
 TEST(RunMemory, ExecutorRefusesBeforeAllocating) {
-  // 12 GiB declared: refused by a 1 GiB cap without the output (or anything) being allocated;
-  // the test process would not survive allocating and filling it under the sanitizers.
+  // 12 GiB declared: refused by a 1 GiB cap before the output (or anything) is allocated, so the
+  // test costs nothing; a regression would allocate and fill 12 GiB.
   const Executor ex(*expandGraph(int64_t{3} << 20));
   EXPECT_EQ(ex.runFootprint().totalBytes(), (uint64_t{3} << 20) * 1024 * 4 +
                                                 ex.memoryStats().workspace_bytes +

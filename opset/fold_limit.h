@@ -9,6 +9,13 @@
 
 namespace npuc {
 
+class Node;
+
 constexpr int64_t kDefaultFoldLimitBytes = int64_t{256} << 20;  // 256 MiB
+
+// The bytes folding `n` would allocate, from its outputs' inferred types, before anything is
+// evaluated: what both folders compare with the limit. -1 when an output shape is not static;
+// INT64_MAX when the count does not fit (it never wraps to a small size that would pass).
+int64_t foldOutputBytes(const Node& n);
 
 }  // namespace npuc

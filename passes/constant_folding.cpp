@@ -4,6 +4,7 @@
 // (the importer applies the same cap): a small constant expanded into a huge one would cost more
 // weight memory than the op costs time.
 #include "opset/eval.h"
+#include "opset/fold_limit.h"
 #include "passes/core/pass.h"
 #include "passes/core/rewriter.h"
 
@@ -50,11 +51,8 @@ class ConstantFoldingPass : public Pass {
   static bool tryFold(Node& n, Rewriter& rw) {
     const OpSchema* schema = OpRegistry::instance().find(n.opType(), n.domain());
     if (!schema || !schema->foldable) return false;
-    int64_t bytes = 0;
-    for (const Value* out : n.outputs()) {
-      if (!out->shapeIsStatic()) return false;
-      bytes += shapeNumel(out->shape()) * static_cast<int64_t>(dtypeSize(out->dtype()));
-    }
+    const int64_t bytes = foldOutputBytes(n);
+    if (bytes < 0) return false;
     if (bytes > rw.context().fold_limit_bytes) {
       rw.recordMatchFailure(n, "result of " + std::to_string(bytes) + " bytes exceeds the fold limit of " +
                                    std::to_string(rw.context().fold_limit_bytes) + " bytes");

@@ -10,6 +10,7 @@
 #include "bindings/bindings.h"
 #include "bindings/model.h"
 #include "bindings/quantized_model.h"
+#include "bindings/run_limits.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/qdq_export.h"
 #include "quant/graph/quantizer.h"
@@ -78,15 +79,20 @@ class PyCalibrator {
   quant::Calibrator calibrator_;
 };
 
-py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs) {
+py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs,
+                      const py::object& max_run_bytes) {
+  const RunMemoryLimits limits = runMemoryLimits(max_run_bytes);
   std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
   std::vector<Tensor> outs;
   {
     py::gil_scoped_release release;
-    outs = qm.run(tensors);
+    outs = qm.run(tensors, limits);
   }
   py::list result;
-  for (const Tensor& t : outs) result.append(tensorToNumpy(t));
+  for (Tensor& t : outs) {
+    result.append(tensorToNumpy(t));
+    t = Tensor();  // one output held twice at a time, not all of them
+  }
   return result;
 }
 
@@ -177,8 +183,10 @@ void exportQuantizedOnnx(const PyQuantizedModel& qm, const std::string& path) {
 void bindQuant(py::module_& m) {
   py::class_<PyQuantizedModel>(m, "QuantizedModel",
                                "A model on the bit-exact INT8 (or FP16) simulator (thread-safe run()).")
-      .def("run", &runQuantized, py::arg("inputs"),
-           "Runs the simulator on a list of numpy arrays (one per input); returns float32 outputs.")
+      .def("run", &runQuantized, py::arg("inputs"), py::arg("max_run_bytes") = py::none(),
+           "Runs the simulator on a list of numpy arrays (one per input); returns float32 outputs. Refused "
+           "with ResourceError, before the run allocates, when its estimated memory exceeds max_run_bytes "
+           "(as Runtime.run: an int or '8G'; None: NPUC_MAX_RUN_BYTES, else no cap) or the memory available.")
       .def_property_readonly(
           "runtime", [](const PyQuantizedModel& q) { return q.program() ? "program" : "simulator"; },
           "'program': a loaded blob's tasks run in program order over the planned activation arena; "

@@ -28,8 +28,8 @@ class PyQuantizedModel {
     program_ = std::move(program);
     program_note_ = std::move(note);
   }
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const {
-    return program_ ? program_->run(inputs) : sim_->run(inputs);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits) const {
+    return program_ ? program_->run(inputs, limits) : sim_->run(inputs, limits);
   }
 
  private:

@@ -8,6 +8,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/model.h"
+#include "bindings/run_limits.h"
 #include "runtime/executor.h"
 #include "runtime/host_fusion.h"
 
@@ -58,8 +59,22 @@ TensorView viewOf(const py::array& arr, const IoInfo* expected) {
   return TensorView(const_cast<void*>(arr.data()), dt, std::move(shape));
 }
 
-py::list runRuntime(const Runtime& rt, const py::sequence& inputs) {
+// A fresh numpy array for output `o`. numpy's MemoryError (the memory went between the check and
+// the allocation) becomes ResourceError naming the output.
+py::array allocateOutput(const IoInfo& o) {
+  try {
+    return py::array(toNumpyDType(o.dtype), o.shape);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_MemoryError)) throw;
+    throw ResourceError("cannot allocate output '" + o.name + "' " + dtypeName(o.dtype) + shapeStr(o.shape) +
+                        " (" + std::to_string(tensorBufferBytes(o.dtype, o.shape)) + " bytes)");
+  }
+}
+
+py::list runRuntime(const Runtime& rt, const py::sequence& inputs, const py::object& max_run_bytes) {
   const Executor& ex = rt.executor();
+  // Before anything is allocated: the outputs below and the arena of a first run.
+  ex.checkRunMemory(runMemoryLimits(max_run_bytes));
   std::vector<py::array> keep;  // holds the (possibly copied) inputs alive during the run
   keep.reserve(inputs.size());
   for (const py::handle& obj : inputs) keep.push_back(asInputArray(obj));
@@ -72,7 +87,7 @@ py::list runRuntime(const Runtime& rt, const py::sequence& inputs) {
   py::list result;
   std::vector<TensorView> out_views;
   for (const IoInfo& o : ex.outputs()) {
-    py::array arr(toNumpyDType(o.dtype), o.shape);
+    py::array arr = allocateOutput(o);
     out_views.emplace_back(arr.mutable_data(), o.dtype, o.shape);
     result.append(arr);
   }
@@ -109,13 +124,23 @@ py::dict memoryStatsDict(const Executor& ex) {
 }  // namespace
 
 void bindRuntime(py::module_& m) {
+  m.def(
+      "max_run_bytes", [](const py::object& value) { return runMemoryLimits(value).max_run_bytes; },
+      py::arg("value") = py::none(),
+      "The run memory cap `value` stands for, in bytes (0: none), as Runtime.run and QuantizedModel.run read "
+      "their max_run_bytes: an int, or '512M' / '8G'; None reads NPUC_MAX_RUN_BYTES. ConfigError when "
+      "invalid.");
   py::class_<Runtime>(m, "Runtime", "A model compiled for the FP32 host executor (thread-safe).")
       .def(py::init<const Model&, std::optional<bool>>(), py::arg("model"),
            py::arg("host_fusion") = py::none(),
            "Compiles the model: kernels, host fusion and the static memory plan. host_fusion=None follows "
            "NPUC_HOST_FUSION (on unless '0', 'off' or 'false').")
-      .def("run", &runRuntime, py::arg("inputs"),
-           "Runs the model on a list of numpy arrays (one per input, in order) and returns the outputs.")
+      .def(
+          "run", &runRuntime, py::arg("inputs"), py::arg("max_run_bytes") = py::none(),
+          "Runs the model on a list of numpy arrays (one per input, in order) and returns the outputs. "
+          "Refused with ResourceError, before anything is allocated, when the outputs and activation arena "
+          "exceed max_run_bytes (an int, or '512M', '8G'; None: the NPUC_MAX_RUN_BYTES environment variable, "
+          "else no cap) or the memory the machine has available.")
       .def_property_readonly(
           "inputs", [](const Runtime& rt) { return ioInfoList(rt.executor().inputs()); },
           "Inputs: list of {'name', 'dtype', 'shape'} dicts.")

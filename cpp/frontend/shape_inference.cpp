@@ -31,16 +31,9 @@ Tensor evalShapeQuery(const Node& n) {
   return Tensor::fromVector(dims, {static_cast<int64_t>(dims.size())});
 }
 
-int64_t outputBytes(const Node& n) {
-  int64_t total = 0;
-  for (const Value* out : n.outputs()) {
-    if (!out->shapeIsStatic()) return -1;
-    total += shapeNumel(out->shape()) * static_cast<int64_t>(dtypeSize(out->dtype()));
-  }
-  return total;
-}
-
 // Replaces n's outputs by constants holding `results`; the constants keep the outputs' names.
+// Constant inputs only `n` read are erased right away, so folding a chain (Tile of Tile of ...)
+// holds one link at a time, not every intermediate until the end of the import.
 void replaceByConstants(Graph& g, Node* n, std::vector<Tensor> results) {
   std::vector<std::pair<Value*, std::string>> renames;
   for (size_t i = 0; i < n->numOutputs(); ++i) {
@@ -49,7 +42,12 @@ void replaceByConstants(Graph& g, Node* n, std::vector<Tensor> results) {
     out->replaceAllUsesWith(c);
     renames.emplace_back(c, out->name());
   }
+  std::vector<Value*> inputs;
+  for (Value* v : n->inputs()) {
+    if (v && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
+  }
   g.eraseNode(n);
+  for (Value* v : inputs) g.eraseIfUnusedConstant(v);
   for (auto& [c, name] : renames) c->setName(name);
 }
 
@@ -59,7 +57,7 @@ bool tryFold(Graph& g, Node* n, int64_t limit, FoldStats& stats) {
   if (!shape_query && !allInputsConstant(*n)) return false;
   const OpSchema* schema = OpRegistry::instance().find(n->opType(), n->domain());
   if (!schema || !schema->foldable || (!shape_query && !schema->make_kernel)) return false;
-  const int64_t bytes = outputBytes(*n);
+  const int64_t bytes = foldOutputBytes(*n);  // from the inferred shapes: nothing evaluated yet
   if (bytes < 0) return false;
   if (bytes > limit) {
     ++stats.kept_over_limit;

@@ -237,6 +237,12 @@ size_t Graph::removeUnusedValues() {
   return removed;
 }
 
+bool Graph::eraseIfUnusedConstant(Value* v) {
+  if (!v->isConstant() || v->is_graph_input_ || v->is_graph_output_ || !v->uses_.empty()) return false;
+  eraseValue(v);
+  return true;
+}
+
 // ---------------------------------------------------------------- Graph: nodes
 
 Node* Graph::createNode(const std::string& op_type, const std::vector<Value*>& inputs, size_t num_outputs,

@@ -212,6 +212,10 @@ class Graph {
   std::vector<Value*> values() const;
   // Constants and graph-less values nobody uses are erased; returns how many.
   size_t removeUnusedValues();
+  // Erases `v` (and frees its tensor, unless shared) if it is a constant nobody uses: constant
+  // folding drops its dead inputs as it goes, so a chain of folds holds one link at a time.
+  // Returns whether it did.
+  bool eraseIfUnusedConstant(Value* v);
 
   // ---- nodes
   // Creates a detached node; place it with appendNode / Node::moveBefore / moveAfter.

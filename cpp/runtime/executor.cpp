@@ -116,6 +116,7 @@ struct Executor::Impl {
   std::vector<CallerSlot> caller_slots;
   size_t aliased_steps = 0;
   std::unique_ptr<ObjectPool<RunContext>> pool;
+  RunFootprint footprint;
 
   Impl(const Graph& g, const ExecutorOptions& options);
   void compileKernels();
@@ -145,6 +146,9 @@ Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.c
   assignStorage();
   collectCallerSlots();
   pool = std::make_unique<ObjectPool<RunContext>>([this] { return makeContext(); });
+  for (const IoInfo& o : outputs) footprint.addTensor("output", o.name, o.dtype, o.shape);
+  footprint.add("activation arena and kernel workspace",
+                alignUp(stats.arena_bytes, kTensorAlignment) + stats.workspace_bytes, /*pooled=*/true);
 }
 
 void Executor::Impl::compileKernels() {
@@ -392,7 +396,16 @@ void Executor::run(const std::vector<TensorView>& inputs, const std::vector<Tens
   im.copyOutputs(inputs, outputs);
 }
 
-std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
+const RunFootprint& Executor::runFootprint() const {
+  return impl_->footprint;
+}
+
+void Executor::checkRunMemory(const RunMemoryLimits& limits) const {
+  impl_->footprint.check(limits, impl_->pool->idle() > 0);
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits) const {
+  checkRunMemory(limits);
   std::vector<TensorView> in_views;
   in_views.reserve(inputs.size());
   for (const Tensor& t : inputs) in_views.emplace_back(t);

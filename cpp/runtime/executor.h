@@ -17,6 +17,7 @@
 
 #include "ir/graph.h"
 #include "opset/registry.h"
+#include "runtime/run_memory.h"
 
 namespace npuc {
 
@@ -73,8 +74,15 @@ class Executor {
   // place. Throws InputError naming the input when a count, dtype or shape is wrong.
   // Safe to call from several threads at once.
   void run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) const;
-  // Convenience form that allocates the outputs.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // Convenience form that allocates the outputs, after checkRunMemory(limits).
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits = {}) const;
+  // What one run holds (run_memory.h): every output (the caller's buffers, allocated per run)
+  // and the activation arena with the kernel workspace (pooled: reused by later runs).
+  const RunFootprint& runFootprint() const;
+  // ResourceError, before anything is allocated, when a run would exceed `limits` or the memory
+  // available (run_memory.h). run(inputs, limits) calls it; callers allocating the outputs
+  // themselves call it first.
+  void checkRunMemory(const RunMemoryLimits& limits) const;
 
  private:
   struct Impl;

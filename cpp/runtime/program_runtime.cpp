@@ -105,8 +105,15 @@ Tensor handBack(const SimValue& v) {
 
 }  // namespace
 
-std::vector<Tensor> ProgramRuntime::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> ProgramRuntime::run(const std::vector<Tensor>& inputs,
+                                        const RunMemoryLimits& limits) const {
   sim_->checkInputs(inputs);
+  bool pooled = false;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    pooled = !pool_.empty();
+  }
+  footprint_.check(limits, pooled);
   std::unique_ptr<RunContext> owned = acquire();
   RunContext& ctx = *owned;
   ctx.slots = sim_->initialSlots();  // constants (shared storage); activations come from the arena

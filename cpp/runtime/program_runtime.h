@@ -33,6 +33,7 @@
 #include "lower/lowered_program.h"
 #include "memory/npu_memory_plan.h"
 #include "quant/sim/quantized_executor.h"
+#include "runtime/run_memory.h"
 
 namespace npuc::runtime {
 
@@ -46,8 +47,13 @@ class ProgramRuntime {
   ~ProgramRuntime();
 
   // One tensor per graph input (as QuantizedExecutor::run takes them); the graph outputs as
-  // float32. Thread-safe: each concurrent run takes its own arena from a pool.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // float32. Thread-safe: each concurrent run takes its own arena from a pool. ResourceError,
+  // before anything is allocated, when runFootprint() exceeds `limits` or the memory available.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits = {}) const;
+  // What one run holds (runtime/run_memory.h): the arena, the I/O buffers and the decode scratch
+  // (pooled: reused by later runs), the step values of the largest task before they are stored,
+  // and each graph output handed back as float32.
+  const RunFootprint& runFootprint() const { return footprint_; }
 
   const quant::QuantizedExecutor& simulator() const { return *sim_; }
   uint64_t arenaBytes() const { return plan_.arena_bytes; }
@@ -115,6 +121,8 @@ class ProgramRuntime {
   uint64_t io_bytes_ = 0;                 // the I/O buffers' block, per run
   uint64_t decode_bytes_ = 0;             // largest per-task scratch of decoded (half -> float) inputs
   std::vector<uint32_t> output_tensors_;  // per graph output: its host program tensor (kNoIndex: constant)
+
+  RunFootprint footprint_;  // decided in prepare()
 
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<RunContext>> pool_;

@@ -40,7 +40,6 @@ ProgramRuntime::ProgramRuntime(std::shared_ptr<const quant::QuantizedExecutor> s
 
 void ProgramRuntime::prepare() {
   const Graph& graph = sim_->graph();
-  const bool int8 = sim_->mode() == quant::SimMode::Int8;
   std::map<std::pair<std::string, memory::BufferFormat>, const memory::PlannedBuffer*> planned;
   for (const memory::PlannedBuffer& b : plan_.buffers) planned[{b.value, b.format}] = &b;
 
@@ -53,10 +52,10 @@ void ProgramRuntime::prepare() {
     p.slot = sim_->slotOf(pt.value);
     if (!v || p.slot < 0)
       throw BlobError("program runtime: tensor '" + pt.value + "' is not a value of the graph");
-    // The simulator's representation (QuantizedExecutor: a float value with a plan entry is int8 in
-    // INT8 mode; other floats are half-rounded float32; non-float values as they are).
-    p.quantized = int8 && v->dtype() == DType::Float32 && sim_->plan().has(pt.value);
-    p.dtype = p.quantized ? DType::Int8 : v->dtype();
+    // The simulator's representation (QuantizedExecutor::simDType: a float value with a plan entry
+    // is int8 in INT8 mode; other floats are half-rounded float32; non-float values as they are).
+    p.dtype = sim_->simDType(*v);
+    p.quantized = v->dtype() == DType::Float32 && p.dtype == DType::Int8;
     if (p.quantized) p.params = sim_->plan().at(pt.value).params(pt.value);
     p.shape = v->shape();
     p.numel = shapeNumel(p.shape);
@@ -151,6 +150,7 @@ void ProgramRuntime::prepare() {
 
   // ---- prepared tasks, checked against the plan
   int64_t previous_step = 0;
+  uint64_t largest_task_values = 0;  // a task's step outputs, held until they are stored
   for (uint32_t id : order) {
     const lower::Task& t = program_.tasks[id];
     PreparedTask pt;
@@ -182,9 +182,15 @@ void ProgramRuntime::prepare() {
         throw BlobError("program runtime: " + taskLabel(t) + " writes '" + p.value +
                         "', which has no buffer");
     }
-    for (uint32_t n : pt.nodes)
-      for (const Value* v : nodes[n]->outputs())
-        if (v) pt.release_slots.push_back(sim_->slotOf(v->name()));
+    uint64_t step_values = 0;
+    for (uint32_t n : pt.nodes) {
+      for (const Value* v : nodes[n]->outputs()) {
+        if (!v) continue;
+        pt.release_slots.push_back(sim_->slotOf(v->name()));
+        step_values += tensorBufferBytes(sim_->simDType(*v), v->shape());
+      }
+    }
+    largest_task_values = std::max(largest_task_values, step_values);
     for (const std::vector<uint32_t>* ids : {&pt.inputs, &pt.outputs}) {
       for (uint32_t tensor : *ids) {
         const Placement& p = placements_[tensor];
@@ -214,6 +220,13 @@ void ProgramRuntime::prepare() {
       throw BlobError("program runtime: graph output '" + v->name() + "' has no buffer to be read from");
     output_tensors_.push_back(chosen);
   }
+
+  footprint_.add("program activation arena", plan_.arena_bytes, /*pooled=*/true);
+  footprint_.add("graph input/output buffers", io_bytes_, /*pooled=*/true);
+  footprint_.add("half-decode scratch", decode_bytes_, /*pooled=*/true);
+  footprint_.add("largest task's step values", largest_task_values);
+  for (const Value* v : graph.outputs())
+    footprint_.addTensor("output", v->name(), DType::Float32, v->shape());
 }
 
 }  // namespace npuc::runtime

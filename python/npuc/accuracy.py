@@ -135,7 +135,7 @@ def load_inputs(
     for index, (item, info) in enumerate(zip(inputs, input_infos)):
         where = f"accuracy_analysis input {index}"
         if isinstance(item, (str, os.PathLike)):
-            array = _dataset._read_file(Path(item), where, rgb2bgr)  # noqa: SLF001 (same package)
+            array = _dataset._read_file(Path(item), where, rgb2bgr, info)  # noqa: SLF001 (same package)
             arrays.append(_dataset.sample_array(array, info, f"{where} ({shown_path(item)})",
                                                 lambda a, i=index, f=info: normalize(i, a, f)))
         else:

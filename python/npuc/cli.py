@@ -194,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
              for info in model.outputs]
     for path in filter(None, paths):  # every file checked before the model runs
         refuse_output(path, "an output array", inputs)
-    outputs = npuc.Runtime(model).run(feeds)
+    outputs = npuc.Runtime(model).run(feeds, max_run_bytes=args.max_run_bytes)
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
     for info, value, path in zip(model.outputs, outputs, paths):
@@ -239,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", action="append", default=[], required=True, metavar="FILE.npy",
                    help="one .npy array per model input, in model input order")
     p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")
+    p.add_argument("--max-run-bytes", metavar="BYTES",
+                   help="refuse the run, before allocating, when its outputs and activations need more "
+                   "(e.g. 512M, 8G; default: the NPUC_MAX_RUN_BYTES environment variable, else no cap; the "
+                   "memory the machine has available is always checked)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="convert a bundled example end to end (the main job)",

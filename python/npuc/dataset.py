@@ -7,6 +7,11 @@ transposed to the model's NCHW) or ``.npy`` arrays (NCHW, NHWC, or either withou
 dimension). Blank lines and lines starting with ``#`` are skipped. The configured mean/std
 normalization is applied to every file, as ``inference`` applies it to its inputs.
 
+Images are not resized: an image must have the model input's height and width. Its size is read
+from the file's header and checked before the pixels are decoded, as is the cap
+:data:`MAX_IMAGE_PIXELS`, so a small file declaring a huge image (a "decompression bomb") is
+refused without decoding it.
+
 A Python iterable yields, per sample, one array (single-input model) or a list/tuple of arrays
 (one per input). Those arrays are taken as the model's ready inputs (no normalization).
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -35,6 +41,11 @@ __all__ = ["iterate_samples", "count_samples", "dataset_files", "progress", "sam
 
 #: File extensions read as images (anything else but ``.npy`` is refused by name).
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+#: Largest image (width x height) npuc decodes: 8192 x 8192. Decoded to float32 RGB it takes 768
+#: MiB; a larger file is refused from its header. Below Pillow's own warning threshold (~89 M
+#: pixels), so Pillow never warns about an image npuc accepts.
+MAX_IMAGE_PIXELS = 8192 * 8192
 
 #: normalize(input_index, array, input_info) -> array, e.g. ``InputPreprocessor.apply``.
 Normalizer = Callable[[int, np.ndarray, Dict[str, Any]], np.ndarray]
@@ -125,7 +136,7 @@ def _iterate_dataset_file(
         where = f"dataset {shown_path(path)} line {number}"
         sample = []
         for index, (name, file, info) in enumerate(zip(names, files, infos)):
-            array = _read_file(Path(file), where, rgb2bgr)
+            array = _read_file(Path(file), where, rgb2bgr, info)
             sample.append(sample_array(array, info, f"{where} ({shown_path(name)})", _bound(normalize, index, info)))
         yield sample
 
@@ -175,7 +186,9 @@ def _require_finite(array: np.ndarray, info: Dict[str, Any], where: str, stage: 
         )
 
 
-def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
+def _read_file(file: Path, where: str, rgb2bgr: bool, info: Dict[str, Any]) -> np.ndarray:
+    """The array in `file` (.npy, or an image as NCHW float32 RGB/BGR with batch 1); an image must
+    fit `info` (the model input it is read for), which is checked before it is decoded."""
     if not file.is_file():
         raise InputError(f"{where}: file {shown_path(file)} does not exist")
     suffix = file.suffix.lower()
@@ -193,8 +206,15 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
     except ImportError:
         raise InputError(f"{where}: reading images needs Pillow (pip install pillow)") from None
     try:
-        with Image.open(file) as image:
-            hwc = np.asarray(image.convert("RGB"), dtype=np.float32)
+        with warnings.catch_warnings():
+            # Pillow warns about large images when it opens them; npuc refuses those itself below.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(file) as image:  # lazy: reads the header, decodes nothing yet
+                _check_image_size(image.size, file, where, info)
+                hwc = np.asarray(image.convert("RGB"), dtype=np.float32)
+    except Image.DecompressionBombError as e:  # past Pillow's own limit: refused by open() itself
+        raise InputError(f"{where}: image '{file}' is refused before decoding: {e} "
+                         f"(input '{info['name']}' expects {_expected_image_text(info)})") from None
     except (OSError, UnidentifiedImageError) as e:
         raise InputError(f"{where}: unreadable image {shown_path(file)} ({capped(str(e), 300)})") from None
     if rgb2bgr:
@@ -202,19 +222,52 @@ def _read_file(file: Path, where: str, rgb2bgr: bool) -> np.ndarray:
     return hwc.transpose(2, 0, 1)[np.newaxis]  # HWC -> NCHW with batch 1
 
 
+def _check_image_size(size: Tuple[int, int], file: Path, where: str, info: Dict[str, Any]) -> None:
+    """Refuses, from the header's (width, height), an image that would not fit `info` once decoded
+    (as the NCHW array _read_file makes of it) or that exceeds MAX_IMAGE_PIXELS."""
+    width, height = size
+    if _fitting_layout((1, 3, height, width), tuple(info["shape"])) is None:
+        raise InputError(f"{where}: image '{file}' is {width}x{height} pixels, but input '{info['name']}' "
+                         f"expects {_expected_image_text(info)} (images are not resized)")
+    if width * height > MAX_IMAGE_PIXELS:
+        raise InputError(f"{where}: image '{file}' is {width}x{height} pixels, more than the "
+                         f"{MAX_IMAGE_PIXELS} npuc decodes (npuc.dataset.MAX_IMAGE_PIXELS)")
+
+
+def _expected_image_text(info: Dict[str, Any]) -> str:
+    """'224x224 pixels (float32[1, 3, 224, 224])' for an NCHW 3-channel input, else its shape."""
+    shape = list(info["shape"])
+    described = f"{info.get('dtype', '')}{shape}"
+    if len(shape) == 4 and shape[0] == 1 and shape[1] == 3:
+        return f"{shape[3]}x{shape[2]} pixels ({described})"
+    return f"{described}, which no RGB image fills"
+
+
+def _fitting_layout(shape: Tuple[int, ...], expected: Tuple[int, ...]) -> Optional[Tuple[bool, bool]]:
+    """(add a batch dim, transpose NHWC -> NCHW) that brings an array of `shape` to `expected`, or
+    None: the one rule _fit_to_input applies and the image header check predicts."""
+    for add_batch in (False, True):
+        if add_batch and len(shape) != len(expected) - 1:
+            continue
+        s = (1, *shape) if add_batch else shape
+        if s == expected:
+            return add_batch, False
+        if len(s) == 4 and (s[0], s[3], s[1], s[2]) == expected:
+            return add_batch, True
+    return None
+
+
 def _fit_to_input(array: np.ndarray, info: Dict[str, Any], where: str) -> np.ndarray:
     """The array in the input's shape: as is, with a batch dim added, or NHWC -> NCHW."""
-    shape = tuple(info["shape"])
-    candidates = [array]
-    if array.ndim == len(shape) - 1:
-        candidates.append(array[np.newaxis])
-    for c in list(candidates):
-        if c.ndim == 4:
-            candidates.append(c.transpose(0, 3, 1, 2))
-    for c in candidates:
-        if tuple(c.shape) == shape:
-            return np.ascontiguousarray(c)
+    layout = _fitting_layout(tuple(array.shape), tuple(info["shape"]))
+    if layout is not None:
+        add_batch, transpose = layout
+        if add_batch:
+            array = array[np.newaxis]
+        if transpose:
+            array = array.transpose(0, 3, 1, 2)
+        return np.ascontiguousarray(array)
     raise InputError(
-        f"{where}: wrong shape {list(array.shape)} for input '{info['name']}', which expects {list(shape)} "
+        f"{where}: wrong shape {list(array.shape)} for input '{info['name']}', which expects {list(info['shape'])} "
         f"(NCHW, NHWC, or either without the batch dimension)"
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, 
 
 import numpy as np
 
+from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
 from npuc import arg_check
 from npuc.config_check import check_config_values, known_target_platforms
@@ -113,6 +114,9 @@ class Toolkit:
         self._config: Dict[str, Any] = {"quant_img_RGB2BGR": False}
         self._model: Optional[Model] = None
         self._runtime: Optional[Runtime] = None
+        # init_runtime(max_run_bytes=...): the cap inference() passes to the runtime (None: the
+        # NPUC_MAX_RUN_BYTES environment variable, read by the runtime at each run).
+        self._max_run_bytes: Optional[int] = None
         self._preprocessor = InputPreprocessor(None, None)
         # The model as imported, kept after build() so verify and rebuilds start from it.
         self._float_model: Optional[Model] = None
@@ -636,17 +640,34 @@ class Toolkit:
         self._compiled_model = (self._model, compiled, False)
         return compiled
 
-    def init_runtime(self, target: Optional[str] = None, **kwargs: Any) -> int:
+    def init_runtime(
+        self, target: Optional[str] = None, max_run_bytes: Optional[Union[int, str]] = None, **kwargs: Any
+    ) -> int:
         """Prepares inference (RKNN-Toolkit2 ``init_runtime``).
 
         Only the host runtime exists (``target=None``); running on a board is not supported.
 
+        Args:
+            target: ``None`` (the host).
+            max_run_bytes: npuc's own: the most memory one :meth:`inference` may use (outputs and
+                activations, estimated before anything is allocated): bytes as an int, or a string
+                such as ``'512M'`` or ``'8G'``. ``None`` (the default) reads the environment variable
+                ``NPUC_MAX_RUN_BYTES`` at each inference, else sets no cap. A run over the cap, or
+                over the memory the machine has available, raises ResourceError naming the largest
+                tensors.
+
         Returns:
             0 on success.
+
+        Raises:
+            ConfigError: another target, or a max_run_bytes that is not a positive byte count.
         """
         require("init_runtime", self._stage)
         if target is not None:
             raise ConfigError(f"init_runtime(target={shown(target)}): only the host runtime (target=None) is supported")
+        # Validated now (the same rule the runtimes apply); None stays None so the environment
+        # variable is read when the run happens.
+        self._max_run_bytes = None if max_run_bytes is None else _npuc.max_run_bytes(max_run_bytes)
         # After build() or load_blob inference runs on the NPU simulator, prepared there; the FP32
         # host runtime is only built for a model that has no simulator (before build()).
         if self._simulator() is None:
@@ -687,6 +708,9 @@ class Toolkit:
         Raises:
             InputError: wrong number of inputs, or an input of the wrong shape or an array type
                 the rule above refuses (named, with what the input takes).
+            ResourceError: the run's outputs and activations exceed the cap of
+                ``init_runtime(max_run_bytes=...)`` / ``NPUC_MAX_RUN_BYTES`` or the memory the
+                machine has available (checked before anything is allocated).
             NpucError: no model loaded.
         """
         require("inference", self._stage)
@@ -703,7 +727,7 @@ class Toolkit:
                 continue
             x = _to_nchw(x, formats[i], info)
             feeds.append(coerce_input(x, info, where, partial(self._preprocessor.apply, i, info=info)))
-        return runtime.run(feeds)
+        return runtime.run(feeds, max_run_bytes=self._max_run_bytes)
 
     def eval_perf(
         self,

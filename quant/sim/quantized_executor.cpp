@@ -106,6 +106,13 @@ void QuantizedExecutor::compile() {
   }
   for (const Value* v : graph_->outputs()) output_slots_.push_back(slotFor(v));
   for (const auto& [v, slot] : slot_of) slot_by_name_[v->name()] = slot;
+
+  for (const Value* v : graph_->inputs()) footprint_.addTensor("input", v->name(), simDType(*v), v->shape());
+  for (const Node* n : graph_->nodes()) {
+    for (const Value* v : n->outputs()) footprint_.addTensor("value", v->name(), simDType(*v), v->shape());
+  }
+  for (const Value* v : graph_->outputs())
+    footprint_.addTensor("output", v->name(), DType::Float32, v->shape());
 }
 
 int QuantizedExecutor::slotOf(const std::string& value) const {
@@ -133,7 +140,15 @@ void QuantizedExecutor::checkInputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
-std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs) const {
+DType QuantizedExecutor::simDType(const Value& v) const {
+  const bool quantized = options_.mode == SimMode::Int8 && v.dtype() == DType::Float32 && plan_.has(v.name());
+  return quantized ? DType::Int8 : v.dtype();
+}
+
+std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs,
+                                           const RunMemoryLimits& limits) const {
+  checkInputs(inputs);  // a wrong input is reported as such, not as a size problem
+  footprint_.check(limits, /*pool_has_idle=*/false);
   const SimSlots slots = execute(inputs);
   std::vector<Tensor> outputs;
   for (int slot : output_slots_) outputs.push_back(dequantize(slots[static_cast<size_t>(slot)]));

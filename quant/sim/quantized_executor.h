@@ -16,6 +16,7 @@
 #include "ir/graph.h"
 #include "quant/graph/quant_plan.h"
 #include "quant/sim/sim_step.h"
+#include "runtime/run_memory.h"
 
 namespace npuc::quant {
 
@@ -35,9 +36,17 @@ class QuantizedExecutor {
   ~QuantizedExecutor();
 
   // One tensor per graph input, in order (float32 for float inputs). Returns the graph outputs,
-  // dequantized to float32. Throws InputError naming the input on a count/dtype/shape mismatch.
-  // Safe to call from several threads.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // dequantized to float32. Throws InputError naming the input on a count/dtype/shape mismatch,
+  // ResourceError, before the run allocates, when runFootprint() exceeds `limits` or the memory
+  // available. Safe to call from several threads.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits = {}) const;
+  // What run() holds (runtime/run_memory.h): the run keeps every activation until it ends, each in
+  // the simulator's representation (simDType), plus each graph output handed back as float32
+  // (dequantized, or the copy the caller makes of it: the Python binding's numpy array).
+  const RunFootprint& runFootprint() const { return footprint_; }
+  // The element type the simulator holds value `v` in: int8 for a float value the INT8 plan
+  // quantizes, its own dtype otherwise (FP16 mode keeps half-rounded float32).
+  DType simDType(const Value& v) const;
   // Every float value of the run (graph inputs and node outputs), dequantized, by value name:
   // what the accuracy analysis compares layer by layer.
   std::map<std::string, Tensor> runAllValues(const std::vector<Tensor>& inputs) const;
@@ -90,6 +99,7 @@ class QuantizedExecutor {
     std::vector<std::pair<const Value*, int>> inputs, outputs;
   };
   std::vector<StepFloatValues> step_float_values_;
+  RunFootprint footprint_;
   std::vector<int> input_slots_, output_slots_;
   std::map<std::string, int> slot_by_name_;                // every graph value's slot (slotOf)
   std::vector<std::pair<std::string, int>> float_values_;  // inputs and node outputs of float type

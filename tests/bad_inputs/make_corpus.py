@@ -235,6 +235,23 @@ def _constant_of_shape_huge() -> bytes:
     )
 
 
+def _tile_chain_huge() -> bytes:
+    """Tile x1024 four times: 16 B -> 16 KiB -> 16 MiB (folded) -> 16 GiB (kept: over the fold cap)
+    -> 16 TiB, which no tensor may hold. Sizes come from the inferred shapes; nothing big is built."""
+    inits = [numpy_helper.from_array(np.ones(4, np.float32), "c0"),
+             numpy_helper.from_array(np.array([1024], np.int64), "reps")]
+    nodes = [helper.make_node("Tile", [f"c{i}", "reps"], [f"c{i + 1}"], name=f"tile{i}") for i in range(4)]
+    return model_bytes(nodes, [], [float_info("c4", [4 << 40])], inits)
+
+
+def _tile_bytes_wrap() -> bytes:
+    """Tile of 4 int64 by 2**60: 2**62 elements, whose byte count (2**65) wraps int64 to 0."""
+    inits = [numpy_helper.from_array(np.arange(4, dtype=np.int64), "c"),
+             numpy_helper.from_array(np.array([1 << 60], np.int64), "reps")]
+    return model_bytes([helper.make_node("Tile", ["c", "reps"], ["t"], name="tile_wrap")], [],
+                       [helper.make_tensor_value_info("t", TensorProto.INT64, [1 << 62])], inits)
+
+
 def _shape_mismatch() -> bytes:
     b = numpy_helper.from_array(np.ones((1, 3), np.float32), "b")
     return model_bytes(
@@ -419,6 +436,12 @@ CASES: List[BadInput] = [
              r"tensor 'x' \(graph input\) is float32\[1048576,1048576\], which exceeds the 16 GiB tensor limit"),
     BadInput("constant_of_shape_huge", "ConstantOfShape producing 1<<40 floats (too big to fold)", _constant_of_shape_huge,
              "ResourceError", r"tensor 'y' \(output of node 'fill', ConstantOfShape\) is float32\[1048576,1048576\]"),
+    BadInput("tile_chain_huge", "four Tile x1024 of a 4-float constant: 16 TiB at the end", _tile_chain_huge,
+             "ResourceError", r"tensor 'c4' \(output of node 'tile3', Tile\) is float32\[4398046511104\], which "
+             r"exceeds the 16 GiB tensor limit"),
+    BadInput("tile_bytes_wrap", "Tile to 2**62 int64 elements (the byte count wraps int64)", _tile_bytes_wrap,
+             "ResourceError", r"tensor 't' \(output of node 'tile_wrap', Tile\) is int64\[4611686018427387904\], "
+             r"which exceeds the 16 GiB tensor limit"),
 ]
 
 

@@ -42,6 +42,23 @@ TEST(Graph, EraseRefusesUsedNode) {
   EXPECT_THROW(c.g.eraseNode(c.neg), GraphError);  // its output is a graph output
 }
 
+TEST(Graph, EraseIfUnusedConstantErasesOnlyDeadConstants) {
+  Chain c;
+  Value* read = c.g.addConstant(Tensor::scalar(1.0f), "read");
+  Value* dead = c.g.addConstant(Tensor::scalar(2.0f), "dead");
+  Value* out = c.g.addConstant(Tensor::scalar(3.0f), "out");
+  c.g.appendNode("Add", {c.neg->output(), read}, 1, "add");
+  c.g.addOutput(out);
+  EXPECT_FALSE(c.g.eraseIfUnusedConstant(read));              // read by Add
+  EXPECT_FALSE(c.g.eraseIfUnusedConstant(out));               // a graph output
+  EXPECT_FALSE(c.g.eraseIfUnusedConstant(c.x));               // not a constant
+  EXPECT_FALSE(c.g.eraseIfUnusedConstant(c.relu->output()));  // not a constant
+  EXPECT_TRUE(c.g.eraseIfUnusedConstant(dead));
+  EXPECT_EQ(c.g.findValue("dead"), nullptr);
+  EXPECT_NE(c.g.findValue("read"), nullptr);
+  c.g.verify();
+}
+
 TEST(Graph, ReplaceGraphOutputKeepsName) {
   Chain c;
   Node* abs = c.g.insertNodeAfter(c.neg, "Abs", {c.neg->output()}, 1);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "frontend/shape_inference.h"
+#include "opset/eval.h"
 #include "opset/registry.h"
 
 namespace npuc {
@@ -83,6 +84,26 @@ TEST(FrontendShapeInference, FoldingRespectsTheSizeCap) {
   EXPECT_EQ(folded.folded_nodes, 1u);
   EXPECT_EQ(roomy.numNodes(), 1u);
   EXPECT_EQ(roomy.findValue("fill_out0")->constant().numel(), 256 * 256);
+}
+
+TEST(FrontendShapeInference, FoldSizeIsEstimatedWithoutWrapping) {
+  // Tile of 4 int64 by 2^60: 2^62 elements, 2^65 bytes. The estimate saturates instead of wrapping
+  // to 0 (which would "fit" and send the node to the evaluator): the node is kept.
+  Graph g;
+  Node* tile =
+      g.appendNode("Tile", {i64s(g, {0, 1, 2, 3}, "c"), i64s(g, {int64_t{1} << 60}, "reps")}, 1, "tile");
+  g.addOutput(tile->output());
+  inferNode(*tile);
+  EXPECT_EQ(foldOutputBytes(*tile), INT64_MAX);
+  const FoldStats stats = inferShapesAndFold(g, kDefaultFoldLimitBytes);
+  EXPECT_EQ(stats.folded_nodes, 0u);
+  EXPECT_EQ(stats.kept_over_limit, 1u);
+  EXPECT_EQ(g.outputs()[0]->shape(), Shape({int64_t{1} << 62}));
+
+  Graph small;
+  Node* relu = small.appendNode("Relu", {small.addInput("x", DType::Float32, {2, 3})}, 1, "relu");
+  inferNode(*relu);
+  EXPECT_EQ(foldOutputBytes(*relu), 24);
 }
 
 TEST(FrontendShapeInference, DeadNodesAreRemoved) {

@@ -55,6 +55,17 @@ def _string(key: str, value: Any) -> None:
         raise _fail(key, value, "a string")
 
 
+def _custom_string(key: str, value: Any) -> None:
+    """A string the blob can record: its recorded text within the reader's limit (_npuc.BLOB_LIMITS),
+    checked by the blob writer's own function, so the numbers cannot drift apart."""
+    from npuc._npuc import CompileOptions
+
+    _string(key, value)
+    options = CompileOptions()
+    options.custom_string = value
+    options.check_blob_limits()  # ConfigError naming custom_string and the limit
+
+
 def _names(key: str, value: Any) -> None:
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise _fail(key, value, "a list of node names (strings)")
@@ -101,7 +112,7 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
         "quantized_method": _one_of(METHODS),
         "optimization_level": _one_of(OPTIMIZATION_LEVELS),
         "float_dtype": _one_of(FLOAT_DTYPES),
-        "custom_string": _string,
+        "custom_string": _custom_string,
         "op_target": _op_target,
         "hybrid_layers": _names,
         "disable_passes": _pass_names,

@@ -42,6 +42,9 @@ class PatternIndex {
 // pending (a node erased while queued is dropped from it, and its stale queue entry skipped).
 class Worklist : public Rewriter::Listener {
  public:
+  // Sized for every node at once (each sweep starts with all of them), so filling it does not
+  // rehash again and again.
+  explicit Worklist(size_t nodes) { members_.reserve(nodes); }
   void push(Node* n) {
     if (n && n->inGraph() && members_.insert(n).second) queue_.push_back(n);
   }
@@ -88,7 +91,9 @@ class Worklist : public Rewriter::Listener {
 // Keeps, of the failures recorded since `first`, one per (pattern, node, reason) and only those
 // whose node survived: a node that was rewritten later in the run did, in the end, match.
 void pruneMatchFailures(const Graph& graph, PassContext& ctx, size_t first) {
+  if (ctx.match_failures.size() == first) return;  // none recorded: no need to list every node name
   std::unordered_set<std::string> alive;
+  alive.reserve(graph.numNodes());
   for (const Node* n : graph.nodes()) alive.insert(n->name());
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   std::vector<MatchFailure> kept(ctx.match_failures.begin(), ctx.match_failures.begin() + first);
@@ -106,7 +111,7 @@ size_t applyPatternsGreedily(Graph& graph, const PatternSet& patterns, PassConte
   const PatternIndex index(patterns, ctx.allowsNumericsChange());
   if (index.empty()) return 0;
   const size_t failures_before = ctx.match_failures.size();
-  Worklist worklist;
+  Worklist worklist(graph.numNodes());
   Rewriter rw(graph, ctx, &worklist);
   std::vector<const RewritePattern*> candidates;
   size_t total = 0;

@@ -11,6 +11,8 @@
 #include "bindings/quantized_model.h"
 #include "blob/blob.h"
 #include "blob/blob_format.h"
+#include "blob/blob_limits.h"
+#include "blob/checksum.h"
 #include "common/error.h"
 #include "compile/compiled_model.h"
 #include "compile/compiled_model_io.h"
@@ -91,6 +93,16 @@ py::dict metaDict(const CompiledModel& m) {
   py::list extra;
   for (uint32_t kind : o.extra_sections) extra.append(blob::fourccName(kind));
   d["extra_sections"] = extra;
+  py::list sections;  // the section table as the reader checked it
+  for (const BlobOrigin::Section& s : o.sections) {
+    py::dict e;
+    e["kind"] = blob::fourccName(s.kind);
+    e["required"] = s.required;
+    e["offset"] = s.offset;
+    e["size"] = s.size;
+    sections.append(e);
+  }
+  d["sections"] = sections;
   d["program"] = programDict(m);
   return d;
 }
@@ -126,6 +138,10 @@ void bindOptions(py::module_& m) {
       .def_readwrite("std_values", &CompileOptions::std_values)
       .def("recorded", &encodeCompileOptions,
            "The options as the blob's META section records them (str -> str).")
+      .def(
+          "check_blob_limits",
+          [](const CompileOptions& o) { checkRecordedOptionLimits(encodeCompileOptions(o)); },
+          "ConfigError naming the option when its recorded text exceeds what a blob may hold (BLOB_LIMITS).")
       .def("__eq__", [](const CompileOptions& a, const CompileOptions& b) { return a == b; })
       .def("__repr__", [](const CompileOptions& o) {
         std::string out = "CompileOptions(";
@@ -275,6 +291,23 @@ void bindCompile(py::module_& m) {
       "compile_options, model_digest, extra_sections, program). BlobError as load_compiled.");
   m.attr("BLOB_FORMAT_VERSION") =
       std::to_string(blob::kFormatMajor) + "." + std::to_string(blob::kFormatMinor);
+  // The reader's limits (blob/blob_limits.h), the numbers the writer and Toolkit.config refuse with.
+  py::dict limits;
+  limits["name_bytes"] = blob::kMaxNameBytes;
+  limits["text_bytes"] = blob::kMaxTextBytes;
+  limits["rank"] = blob::kMaxRank;
+  limits["sections"] = blob::kMaxSections;
+  m.attr("BLOB_LIMITS") = limits;
+  m.def(
+      "xxh3_128",
+      [](const py::bytes& data) {
+        const std::string v = data;
+        const blob::Digest d = blob::xxh128(v.data(), v.size());
+        return py::bytes(reinterpret_cast<const char*>(d.data()), d.size());
+      },
+      py::arg("data"),
+      "XXH3-128 (seed 0) of `data` as the blob stores digests: low 64 bits then high 64 bits, each "
+      "little-endian (docs/blob_format.md).");
 }
 
 }  // namespace npuc::bindings

@@ -57,15 +57,24 @@ struct BlobMeta {
   Digest model_digest{};  // XXH3-128 of the source graph's canonical encoding (GRAPH + weights)
 };
 
+// One entry of a loaded blob's section table.
+struct SectionEntry {
+  uint32_t kind = 0;
+  bool required = false;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
 struct LoadedBlob {
   BlobMeta meta;
-  std::unique_ptr<Graph> graph;  // constants share the blob's buffer (zero copy)
+  std::unique_ptr<Graph> graph;  // constants point into the blob's bytes (zero copy; a file is mapped)
   std::map<std::string, QuantParams> quant;
   // Sections this reader does not decode itself, verbatim (the reserved kinds, and unknown
   // optional kinds from newer minor versions), in file order.
   std::vector<ExtraSection> extra_sections;
   uint64_t file_bytes = 0;                     // the whole blob
   std::map<uint32_t, uint64_t> section_bytes;  // payload size of every section, by kind
+  std::vector<SectionEntry> sections;          // the section table, in file order
 };
 
 // Serializes `graph` (which must verify()) into blob bytes.
@@ -74,10 +83,14 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options);
 void writeBlob(const Graph& graph, const std::string& path, const BlobWriteOptions& options);
 
 // Verifies and decodes blob bytes. With `expected_soc`, a blob for another SoC is refused.
-// `origin` names the bytes in messages (a path).
+// `origin` names the bytes in messages (a path). Every section's payload is checked against the
+// digest SDIG records for it before any of it is decoded.
 LoadedBlob readBlobBytes(const std::string& bytes,
                          const std::optional<std::string>& expected_soc = std::nullopt,
                          const std::string& origin = "<memory>");
+// The header (magic, version, declared size == file size, section table bounds) is read and checked
+// before anything else; only then is the file memory-mapped (read-only, private) and checksummed
+// from the mapping, so a huge file that is not a blob costs one 128-byte read.
 LoadedBlob loadBlob(const std::string& path, const std::optional<std::string>& expected_soc = std::nullopt);
 
 // Payload size of every section of blob bytes this process wrote (the section table only; nothing is

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "blob/blob_limits.h"
 #include "ir/tensor.h"
 
 namespace npuc::blob {
@@ -23,7 +24,12 @@ constexpr char kMagic[4] = {'N', 'P', 'U', 'B'};
 // Minor: bumped for additive changes (new optional sections); an older reader of the same major
 // reads the blob and ignores what it does not know.
 constexpr uint16_t kFormatMajor = 1;
-constexpr uint16_t kFormatMinor = 1;  // 1.1: one writer, one section order (docs/blob_format.md)
+// 1.1: one writer, one section order; 1.2: the SDIG section of per-section digests
+// (docs/blob_format.md).
+constexpr uint16_t kFormatMinor = 2;
+// The oldest minor this reader accepts: blobs before 1.2 carry no section digests, so a section
+// spliced in from another blob could not be told apart; they are refused, naming their version.
+constexpr uint16_t kOldestReadableMinor = 2;
 
 // Sections and every weight inside WEIGHTS start at multiples of this, so a memory-mapped blob
 // hands out tensors aligned as npuc allocates them (kTensorAlignment, the one number in ir/tensor.h).
@@ -51,8 +57,6 @@ constexpr size_t kSectionEntrySize = 32;
 // section otherwise.
 constexpr uint32_t kSectionRequired = 1u << 0;
 constexpr uint32_t kKnownSectionFlags = kSectionRequired;
-// More sections than this is not a blob npuc wrote; bounds the table before reading it.
-constexpr uint32_t kMaxSections = 64;
 
 // Section kinds are four ASCII characters read as a little-endian u32, so a hex dump shows them.
 constexpr uint32_t fourcc(const char (&s)[5]) {
@@ -65,6 +69,9 @@ std::string fourccName(uint32_t kind);  // "META"; non-printable bytes as \xNN
 constexpr uint32_t kSectionMeta = fourcc("META");
 constexpr uint32_t kSectionGraph = fourcc("GRPH");
 constexpr uint32_t kSectionWeights = fourcc("WGHT");
+// The digest of every other section's payload (blob/section_digests.h); written last, optional so
+// a 1.1 reader skips it.
+constexpr uint32_t kSectionDigests = fourcc("SDIG");
 // Reserved for the NPU lowering (written by later producers; a 1.0 reader keeps them as raw
 // bytes in LoadedBlob::extra_sections when optional, refuses them when required).
 constexpr uint32_t kSectionTasks = fourcc("TASK");
@@ -87,11 +94,6 @@ constexpr uint8_t kMaxLayoutTag = 0;
 
 // A node input slot left empty (an omitted optional input).
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;
-// Longest string the META section holds (SoC name, option keys and values): the reader refuses
-// more, so encodeCompileOptions refuses to record more (compile/options_codec.cpp).
-constexpr size_t kMaxMetaString = size_t{1} << 16;
-// Largest rank a shape may declare (ONNX has no limit; real models stay far below).
-constexpr uint32_t kMaxRank = 32;
 // Unknown dims are stored as -1; anything below is corrupt.
 constexpr int64_t kUnknownDim = -1;
 

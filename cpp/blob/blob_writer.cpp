@@ -1,4 +1,5 @@
 // Assembles the .npub file: header, section table, META / GRAPH / WEIGHTS and any extra sections.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "blob/byte_io.h"
 #include "blob/checksum.h"
 #include "blob/graph_section.h"
+#include "blob/section_digests.h"
 #include "blob/soc_name.h"
 #include "common/error.h"
 
@@ -29,11 +31,11 @@ struct PendingSection {
 std::string encodeMeta(const std::string& soc, const std::map<std::string, std::string>& options,
                        const Digest& digest) {
   ByteWriter w;
-  w.str(soc);
+  w.str(soc, kMaxNameBytes, "SoC name");
   w.count(options.size(), "build options");
   for (const auto& [k, v] : options) {
-    w.str(k);
-    w.str(v);
+    w.str(k, kMaxNameBytes, "build option key");
+    w.str(v, kMaxTextBytes, "build option value");
   }
   w.raw(digest.data(), digest.size());
   return w.take();
@@ -52,15 +54,27 @@ std::string producerString() {
 }
 
 void checkExtraSections(const std::vector<ExtraSection>& extra) {
-  std::set<uint32_t> kinds{kSectionMeta, kSectionGraph, kSectionWeights};
+  std::set<uint32_t> kinds{kSectionMeta, kSectionGraph, kSectionWeights, kSectionDigests};
   for (const ExtraSection& s : extra)
     if (!kinds.insert(s.kind).second)
       throw BlobError("cannot write blob: section kind '" + fourccName(s.kind) +
                       "' is given twice or is built in");
 }
 
+// The SDIG section over `sections` (every other section, in table order).
+PendingSection digestSection(const std::vector<PendingSection>& sections) {
+  std::vector<SectionDigest> digests;
+  for (const PendingSection& s : sections)
+    digests.push_back(
+        {s.kind, sectionDigest(reinterpret_cast<const uint8_t*>(s.bytes.data()), s.bytes.size())});
+  return {kSectionDigests, false, encodeSectionDigests(digests)};
+}
+
 // Header + table + sections, each section at a multiple of kBlobAlignment; checksum last.
 std::string assemble(const std::vector<PendingSection>& sections) {
+  if (sections.size() > kMaxSections)
+    throw BlobError(fmt::format("cannot write blob: {} sections, more than the .npub limit of {}",
+                                sections.size(), kMaxSections));
   const uint64_t table_end = kHeaderSize + sections.size() * kSectionEntrySize;
   std::vector<uint64_t> offsets;
   uint64_t pos = (table_end + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
@@ -146,6 +160,7 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options) 
   sections.push_back({kSectionGraph, true, std::move(enc.graph)});
   sections.push_back({kSectionWeights, true, std::move(enc.weights)});
   for (const ExtraSection& s : options.extra_sections) sections.push_back({s.kind, s.required, s.bytes});
+  sections.push_back(digestSection(sections));
   return assemble(sections);
 }
 

@@ -25,7 +25,17 @@ void ByteWriter::count(size_t n, const char* what) {
   u32(static_cast<uint32_t>(n));
 }
 
-void ByteWriter::str(const std::string& s) {
+void ByteWriter::str(const std::string& s, size_t max_len, const char* what) {
+  if (s.size() > max_len) {
+    constexpr size_t kShown = 40;  // enough to recognize the string, not to flood the message
+    throw BlobError(
+        fmt::format("cannot write blob: {} '{}{}' is {} bytes long, more than the .npub limit of {}", what,
+                    s.substr(0, kShown), s.size() > kShown ? "..." : "", s.size(), max_len));
+  }
+  unboundedStr(s);
+}
+
+void ByteWriter::unboundedStr(const std::string& s) {
   count(s.size(), "bytes in a string");
   bytes_.append(s);
 }

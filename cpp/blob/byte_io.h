@@ -20,8 +20,12 @@ class ByteWriter {
   void i32(int32_t v) { u32(static_cast<uint32_t>(v)); }
   void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
   void f32(float v);
-  // u32 byte length, then the bytes (no terminator).
-  void str(const std::string& s);
+  // u32 byte length, then the bytes (no terminator). A string longer than `max_len` (the limit the
+  // reader enforces for this field, blob/blob_limits.h) is refused with a BlobError naming `what`.
+  void str(const std::string& s, size_t max_len, const char* what);
+  // The same encoding with no limit, for byte strings no reader parses field by field (the
+  // canonical pipeline params, hashed and stored whole; their total is limited where stored).
+  void unboundedStr(const std::string& s);
   // A count that must fit the format's u32 (throws BlobError naming `what` otherwise).
   void count(size_t n, const char* what);
   void raw(const void* data, size_t n);

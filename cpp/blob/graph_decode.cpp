@@ -18,10 +18,8 @@ namespace npuc::blob {
 
 namespace {
 
-// Names (values, nodes, ops, domains, attribute and metadata keys) longer than this are corrupt.
-constexpr size_t kMaxNameBytes = size_t{1} << 16;
-// String attribute and metadata values (doc strings, equations) may be longer, within reason.
-constexpr size_t kMaxTextBytes = size_t{1} << 24;
+// Names (values, nodes, ops, domains, attribute and metadata keys) longer than kMaxNameBytes and
+// text (string attributes, metadata values) longer than kMaxTextBytes are corrupt (blob_limits.h).
 // Bytes each element of a list takes at least, to bound counts before allocating.
 constexpr size_t kMinValueRecordBytes = 4 + 1 + 1 + 4 + 4;  // empty name, flags, layout, dtype, rank
 constexpr size_t kMinNodeRecordBytes = 4 * 3 + 4 * 3;       // three empty strings, three counts

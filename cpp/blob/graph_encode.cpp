@@ -30,7 +30,12 @@ class WeightsWriter {
   ByteWriter w_;
 };
 
-void writeShape(ByteWriter& w, const Shape& shape) {
+// `describe()` names the shape's owner; called only for the message (this runs once per value).
+template <typename Describe>
+void writeShape(ByteWriter& w, const Shape& shape, Describe describe) {
+  if (shape.size() > kMaxRank)
+    throw BlobError(fmt::format("cannot write blob: {} has rank {}, more than the .npub limit of {}",
+                                describe(), shape.size(), kMaxRank));
   w.count(shape.size(), "dims");
   for (int64_t d : shape) w.i64(d);
 }
@@ -41,7 +46,7 @@ void writeTensor(ByteWriter& w, WeightsWriter& weights, const Tensor& t, const s
     throw BlobError("cannot write blob: " + what + " holds no storable tensor (dtype " +
                     dtypeName(t.dtype()) + ")");
   w.i32(static_cast<int32_t>(t.dtype()));
-  writeShape(w, t.shape());
+  writeShape(w, t.shape(), [&] { return what; });
   w.u64(weights.add(t));
   w.u64(t.nbytes());
 }
@@ -59,7 +64,7 @@ void writeQuant(ByteWriter& w, const QuantParams& q, const std::string& value) {
 
 void writeAttr(ByteWriter& w, WeightsWriter& weights, const std::string& name, const AttrValue& a,
                const Node& node) {
-  w.str(name);
+  w.str(name, kMaxNameBytes, "attribute name");
   w.u8(static_cast<uint8_t>(attrKind(a)));
   struct Visitor {
     ByteWriter& w;
@@ -67,7 +72,7 @@ void writeAttr(ByteWriter& w, WeightsWriter& weights, const std::string& name, c
     std::string where;
     void operator()(int64_t v) const { w.i64(v); }
     void operator()(float v) const { w.f32(v); }
-    void operator()(const std::string& v) const { w.str(v); }
+    void operator()(const std::string& v) const { w.str(v, kMaxTextBytes, "string attribute"); }
     void operator()(const std::vector<int64_t>& v) const {
       w.count(v.size(), "ints");
       for (int64_t x : v) w.i64(x);
@@ -78,7 +83,7 @@ void writeAttr(ByteWriter& w, WeightsWriter& weights, const std::string& name, c
     }
     void operator()(const std::vector<std::string>& v) const {
       w.count(v.size(), "strings");
-      for (const std::string& x : v) w.str(x);
+      for (const std::string& x : v) w.str(x, kMaxTextBytes, "strings attribute element");
     }
     void operator()(const Tensor& t) const { writeTensor(w, weights, t, where); }
   };
@@ -97,7 +102,7 @@ std::vector<const Value*> canonicalValueOrder(const Graph& graph) {
 }
 
 void writeValue(ByteWriter& w, WeightsWriter& weights, const Value& v, const QuantParams* quant) {
-  w.str(v.name());
+  w.str(v.name(), kMaxNameBytes, "value name");
   uint8_t flags = 0;
   if (v.hasShape() || v.isConstant()) flags |= kValueHasShape;
   if (v.isConstant()) flags |= kValueConstant;
@@ -110,7 +115,7 @@ void writeValue(ByteWriter& w, WeightsWriter& weights, const Value& v, const Qua
     w.u8(flags);
     w.u8(static_cast<uint8_t>(Layout::Plain));
     w.i32(static_cast<int32_t>(v.dtype()));
-    writeShape(w, v.hasShape() ? v.shape() : Shape{});
+    writeShape(w, v.hasShape() ? v.shape() : Shape{}, [&] { return "value '" + v.name() + "'"; });
   }
   if (quant) writeQuant(w, *quant, v.name());
 }
@@ -118,8 +123,8 @@ void writeValue(ByteWriter& w, WeightsWriter& weights, const Value& v, const Qua
 void writeStringMap(ByteWriter& w, const std::map<std::string, std::string>& m, const char* what) {
   w.count(m.size(), what);
   for (const auto& [k, v] : m) {
-    w.str(k);
-    w.str(v);
+    w.str(k, kMaxNameBytes, "metadata key");
+    w.str(v, kMaxTextBytes, "metadata value");
   }
 }
 
@@ -128,10 +133,10 @@ void writeStringMap(ByteWriter& w, const std::map<std::string, std::string>& m, 
 EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantParams>& quant) {
   ByteWriter w;
   WeightsWriter weights;
-  w.str(graph.name);
+  w.str(graph.name, kMaxNameBytes, "graph name");
   w.count(graph.opset_imports.size(), "opset imports");
   for (const auto& [domain, version] : graph.opset_imports) {
-    w.str(domain);
+    w.str(domain, kMaxNameBytes, "opset import domain");
     w.i64(version);
   }
   writeStringMap(w, graph.metadata, "metadata entries");
@@ -165,9 +170,9 @@ EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantPa
 
   w.count(graph.numNodes(), "nodes");
   for (const Node* n : graph.nodes()) {
-    w.str(n->opType());
-    w.str(n->domain());
-    w.str(n->name());
+    w.str(n->opType(), kMaxNameBytes, "op type");
+    w.str(n->domain(), kMaxNameBytes, "node domain");
+    w.str(n->name(), kMaxNameBytes, "node name");
     const std::string where = "node '" + n->name() + "' (" + n->opType() + ")";
     w.count(n->numInputs(), "node inputs");
     for (const Value* in : n->inputs()) w.u32(indexOf(in, where));

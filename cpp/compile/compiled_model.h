@@ -32,6 +32,12 @@ struct BlobOrigin {
   std::map<std::string, std::string> recorded_options;  // META verbatim, for display
   std::array<uint8_t, 16> model_digest{};               // META's digest of the graph
   std::vector<uint32_t> extra_sections;                 // kinds past META/GRPH/WGHT, file order
+  struct Section {
+    uint32_t kind = 0;
+    bool required = false;
+    uint64_t offset = 0, size = 0;
+  };
+  std::vector<Section> sections;  // the whole section table, file order (what `npuc info` lists)
   uint64_t file_bytes = 0;
   uint64_t weight_section_bytes = 0;         // WGHT
   uint64_t packed_weight_section_bytes = 0;  // NWGT

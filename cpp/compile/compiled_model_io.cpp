@@ -1,5 +1,9 @@
 #include "compile/compiled_model_io.h"
 
+#include <fmt/format.h>
+
+#include <unordered_set>
+
 #include "blob/blob.h"
 #include "blob/blob_format.h"
 #include "common/error.h"
@@ -17,6 +21,7 @@ blob::BlobWriteOptions writeOptions(const CompiledModel& m) {
   blob::BlobWriteOptions opts;
   opts.soc = m.soc->name;
   opts.options = encodeCompileOptions(m.options);
+  checkRecordedOptionLimits(opts.options);  // ConfigError naming the option, before any byte is written
   if (m.quant_plan)
     opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(*m.quant_plan)});
   if (m.program)
@@ -39,6 +44,32 @@ PartitionReport recordedPlacement(const Graph& graph, const SocProfile& soc, con
   }
 }
 
+// QUNT against the graph it quantizes: every entry names a value or node the graph has, and a
+// per-channel entry has one scale per channel of its axis. The simulator relies on all of it.
+void checkQuantPlan(const quant::QuantPlan& plan, const Graph& graph, const std::string& origin) {
+  for (const auto& [name, q] : plan.tensors) {
+    const Value* v = graph.findValue(name);
+    if (!v)
+      throw BlobError("blob '" + origin + "': QUNT section quantizes value '" + name +
+                      "', which its graph lacks");
+    if (q.axis >= 0) {
+      const Shape& shape = v->shape();
+      if (!v->hasShape() || q.axis >= static_cast<int64_t>(shape.size()) ||
+          shape[static_cast<size_t>(q.axis)] != static_cast<int64_t>(q.scales.size()))
+        throw BlobError(fmt::format(
+            "blob '{}': QUNT section gives value '{}' {} scales along axis {}, which do not "
+            "match its shape {}",
+            origin, name, q.scales.size(), q.axis, v->hasShape() ? shapeStr(shape) : "(unknown)"));
+    }
+  }
+  std::unordered_set<std::string> nodes;
+  for (const Node* n : graph.nodes()) nodes.insert(n->name());
+  for (const auto& [name, precision] : plan.nodes)
+    if (!nodes.count(name))
+      throw BlobError("blob '" + origin + "': QUNT section gives node '" + name +
+                      "' a precision, but its graph has no such node");
+}
+
 }  // namespace
 
 std::string serializeCompiledModel(const CompiledModel& m) {
@@ -56,7 +87,10 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
   m.options = decodeCompileOptions(b.meta.options, origin);
   const blob::ExtraSection* plan_section = nullptr;
   for (const blob::ExtraSection& s : b.extra_sections) {
-    if (s.kind == blob::kSectionQuant) m.quant_plan = quant::decodeQuantPlan(s.bytes);
+    if (s.kind == blob::kSectionQuant) {
+      m.quant_plan = quant::decodeQuantPlan(s.bytes);
+      checkQuantPlan(*m.quant_plan, *b.graph, origin);
+    }
     if (s.kind == blob::kSectionMemoryPlan) plan_section = &s;
   }
   if (b.meta.options.count("quantized") && m.options.quantized != m.quant_plan.has_value())
@@ -90,6 +124,7 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
   o.recorded_options = b.meta.options;
   o.model_digest = b.meta.model_digest;
   for (const blob::ExtraSection& s : b.extra_sections) o.extra_sections.push_back(s.kind);
+  for (const blob::SectionEntry& s : b.sections) o.sections.push_back({s.kind, s.required, s.offset, s.size});
   o.file_bytes = b.file_bytes;
   auto size_of = [&](uint32_t kind) { return b.section_bytes.count(kind) ? b.section_bytes.at(kind) : 0; };
   o.weight_section_bytes = size_of(blob::kSectionWeights);
@@ -99,13 +134,25 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
   return m;
 }
 
+// The section decoders (QUNT, TASK/PIPE/CPUO, MPLN) report "corrupt blob: <section> at offset N:
+// ..." without knowing the file; every refusal names it.
+static CompiledModel fromLoadedBlobNamed(blob::LoadedBlob b, const std::string& origin) {
+  try {
+    return fromLoadedBlob(std::move(b), origin);
+  } catch (const BlobError& e) {
+    const std::string msg = e.what();
+    if (msg.find("'" + origin + "'") != std::string::npos) throw;
+    throw BlobError("cannot load blob '" + origin + "': " + msg);
+  }
+}
+
 CompiledModel readCompiledModel(const std::string& bytes, const std::optional<std::string>& expected_soc,
                                 const std::string& origin) {
-  return fromLoadedBlob(blob::readBlobBytes(bytes, expected_soc, origin), origin);
+  return fromLoadedBlobNamed(blob::readBlobBytes(bytes, expected_soc, origin), origin);
 }
 
 CompiledModel loadCompiledModel(const std::string& path, const std::optional<std::string>& expected_soc) {
-  return fromLoadedBlob(blob::loadBlob(path, expected_soc), path);
+  return fromLoadedBlobNamed(blob::loadBlob(path, expected_soc), path);
 }
 
 }  // namespace npuc

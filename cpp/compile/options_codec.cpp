@@ -1,9 +1,11 @@
 #include "compile/options_codec.h"
 
+#include <fmt/format.h>
+
 #include <functional>
 #include <stdexcept>
 
-#include "blob/blob_format.h"
+#include "blob/blob_limits.h"
 #include "common/error.h"
 #include "compile/py_literal.h"
 
@@ -26,15 +28,20 @@ RecordedOptions encodeCompileOptions(const CompileOptions& o) {
   if (!o.op_target.empty()) out["op_target"] = repr(o.op_target);
   if (!o.mean_values.empty()) out["mean_values"] = repr(o.mean_values);
   if (!o.std_values.empty()) out["std_values"] = repr(o.std_values);
-  // A blob whose reader would refuse it is never written: the limit is the reader's.
-  for (const auto& [key, value] : out) {
-    if (value.size() > blob::kMaxMetaString) {
-      throw ConfigError("build option '" + key + "' takes " + std::to_string(value.size()) +
-                        " bytes in the blob's metadata, more than the " +
-                        std::to_string(blob::kMaxMetaString) + " a blob can hold");
-    }
-  }
   return out;
+}
+
+void checkRecordedOptionLimits(const RecordedOptions& recorded) {
+  for (const auto& [key, text] : recorded) {
+    if (key.size() > blob::kMaxNameBytes)
+      throw ConfigError(fmt::format("build option key '{}...' is {} bytes, more than the .npub limit of {}",
+                                    key.substr(0, 40), key.size(), blob::kMaxNameBytes));
+    if (text.size() > blob::kMaxTextBytes)
+      throw ConfigError(
+          fmt::format("build option {} is {} bytes as the blob records it (its Python literal), "
+                      "more than the .npub limit of {} bytes",
+                      key, text.size(), blob::kMaxTextBytes));
+  }
 }
 
 namespace {

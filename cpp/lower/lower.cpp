@@ -169,9 +169,8 @@ class Lowerer {
     CpuOp op;
     op.node = node_index_.at(&n);
     op.op_type = n.opType();
-    for (const NodePlacement& p : placement.nodes)
-      if (p.node == &n)
-        op.reason = std::string(placementReasonName(p.reason)) + (p.detail.empty() ? "" : ": " + p.detail);
+    const NodePlacement& p = placement.placementOf(&n);
+    op.reason = std::string(placementReasonName(p.reason)) + (p.detail.empty() ? "" : ": " + p.detail);
     task.cpu_op = static_cast<uint32_t>(program_.cpu_ops.size());
     program_.cpu_ops.push_back(std::move(op));
     bindIo(t, TensorDevice::Host, task);

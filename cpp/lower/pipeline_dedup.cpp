@@ -14,12 +14,12 @@ void encodeShape(blob::ByteWriter& w, const Value& v) {
 }
 
 void encodeAttribute(blob::ByteWriter& w, const std::string& name, const AttrValue& value) {
-  w.str(name);
+  w.unboundedStr(name);
   w.u8(static_cast<uint8_t>(attrKind(value)));
   switch (attrKind(value)) {
     case AttrKind::Int: w.i64(std::get<int64_t>(value)); break;
     case AttrKind::Float: w.f32(std::get<float>(value)); break;
-    case AttrKind::String: w.str(std::get<std::string>(value)); break;
+    case AttrKind::String: w.unboundedStr(std::get<std::string>(value)); break;
     case AttrKind::Ints: {
       const auto& v = std::get<std::vector<int64_t>>(value);
       w.count(v.size(), "ints");
@@ -35,7 +35,7 @@ void encodeAttribute(blob::ByteWriter& w, const std::string& name, const AttrVal
     case AttrKind::Strings: {
       const auto& v = std::get<std::vector<std::string>>(value);
       w.count(v.size(), "strings");
-      for (const std::string& x : v) w.str(x);
+      for (const std::string& x : v) w.unboundedStr(x);
       break;
     }
     case AttrKind::Tensor: {  // a parameter of the op (rare): its bytes are part of the kernel
@@ -57,8 +57,8 @@ std::string canonicalTaskEncoding(const std::vector<const Node*>& nodes, ElemTyp
   w.u8(static_cast<uint8_t>(compute));
   w.count(nodes.size(), "nodes");
   for (const Node* n : nodes) {
-    w.str(n->opType());
-    w.str(n->domain());
+    w.unboundedStr(n->opType());
+    w.unboundedStr(n->domain());
     w.count(n->attrs().all().size(), "attributes");
     for (const auto& [name, value] : n->attrs().all()) encodeAttribute(w, name, value);
     w.count(n->inputs().size(), "inputs");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "blob/blob_limits.h"
 #include "blob/byte_io.h"
 #include "common/error.h"
 #include "lower/pipeline_dedup.h"
@@ -11,10 +12,10 @@ namespace npuc::lower {
 
 namespace {
 
-// Longest value name / op pattern / reason accepted when decoding.
-constexpr size_t kMaxNameBytes = 1 << 16;
-// Canonical pipeline params: a few hundred bytes per fused node in practice.
-constexpr size_t kMaxParamsBytes = 1 << 24;
+// Names (tensor values, op types, task patterns) take blob::kMaxNameBytes; pipeline params (a
+// few hundred bytes per fused node in practice) and CPU placement reasons blob::kMaxTextBytes.
+using blob::kMaxNameBytes;
+using blob::kMaxTextBytes;
 
 void checkVersion(blob::ByteReader& r, const char* what) {
   const uint32_t v = r.u32(what);
@@ -49,7 +50,7 @@ std::string encodeTasks(const LoweredProgram& p) {
   w.u32(kProgramCodecVersion);
   w.count(p.tensors.size(), "tensors");
   for (const ProgramTensor& t : p.tensors) {
-    w.str(t.value);
+    w.str(t.value, kMaxNameBytes, "program tensor name");
     w.u8(static_cast<uint8_t>(t.device));
     w.u8(static_cast<uint8_t>(t.layout));
     w.u8(static_cast<uint8_t>(t.elem));
@@ -59,7 +60,7 @@ std::string encodeTasks(const LoweredProgram& p) {
   for (const Task& t : p.tasks) {
     w.u8(static_cast<uint8_t>(t.kind));
     writeIds(w, t.nodes, "task nodes");
-    w.str(t.pattern);
+    w.str(t.pattern, kMaxNameBytes, "task pattern");
     w.u8(static_cast<uint8_t>(t.compute));
     w.u8(t.tile.tiled ? 1 : 0);
     w.i64(t.tile.oc_block);
@@ -90,8 +91,8 @@ std::string encodePipelines(const LoweredProgram& p) {
   w.count(p.pipelines.size(), "pipelines");
   for (const Pipeline& q : p.pipelines) {
     w.raw(q.digest.data(), q.digest.size());
-    w.str(q.op_type);
-    w.str(q.params);
+    w.str(q.op_type, kMaxNameBytes, "pipeline op type");
+    w.str(q.params, kMaxTextBytes, "pipeline params");
   }
   return w.take();
 }
@@ -102,8 +103,8 @@ std::string encodeCpuOps(const LoweredProgram& p) {
   w.count(p.cpu_ops.size(), "CPU ops");
   for (const CpuOp& op : p.cpu_ops) {
     w.u32(op.node);
-    w.str(op.op_type);
-    w.str(op.reason);
+    w.str(op.op_type, kMaxNameBytes, "CPU op type");
+    w.str(op.reason, kMaxTextBytes, "CPU op reason");
   }
   return w.take();
 }
@@ -117,7 +118,7 @@ void decodePipelines(const std::string& bytes, LoweredProgram& p) {
     Pipeline q;
     for (uint8_t& b : q.digest) b = r.u8("pipeline digest");
     q.op_type = r.str("pipeline op type", kMaxNameBytes);
-    q.params = r.str("pipeline params", kMaxParamsBytes);
+    q.params = r.str("pipeline params", kMaxTextBytes);
     if (pipelineDigest(q.params) != q.digest)
       r.fail(fmt::format("pipeline {} ({}): digest does not match its params", i, q.op_type));
     for (const Pipeline& earlier : p.pipelines)
@@ -135,7 +136,7 @@ void decodeCpuOps(const std::string& bytes, LoweredProgram& p) {
     CpuOp op;
     op.node = r.u32("CPU op node index");
     op.op_type = r.str("CPU op type", kMaxNameBytes);
-    op.reason = r.str("CPU op reason", kMaxNameBytes);
+    op.reason = r.str("CPU op reason", kMaxTextBytes);
     p.cpu_ops.push_back(std::move(op));
   }
   r.expectEnd();

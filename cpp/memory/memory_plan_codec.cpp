@@ -10,8 +10,8 @@ namespace npuc::memory {
 
 namespace {
 
-// Longest value name or strategy accepted when decoding (ONNX names are far shorter in practice).
-constexpr size_t kMaxNameBytes = 1 << 16;
+// Value names and the strategy take the blob's name limit (blob/blob_limits.h).
+using blob::kMaxNameBytes;
 // Largest alignment a plan may ask for: far above any DMA requirement, so anything bigger is
 // corruption rather than a real plan.
 constexpr uint64_t kMaxAlignment = 1 << 20;
@@ -27,13 +27,17 @@ std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
   w.u64(plan.alignment);
   w.u64(plan.arena_bytes);
   w.u64(plan.lower_bound_bytes);
-  w.str(plan.strategy);
+  w.str(plan.strategy, kMaxNameBytes, "memory plan strategy");
   w.count(plan.buffers.size(), "planned buffers");
   for (const PlannedBuffer& b : plan.buffers) {
-    w.str(b.value);
+    w.str(b.value, kMaxNameBytes, "planned buffer name");
     w.u8(static_cast<uint8_t>(b.format));
     w.u8(static_cast<uint8_t>(b.home));
     w.i32(static_cast<int32_t>(b.dtype));
+    if (b.shape.size() > blob::kMaxRank)
+      throw BlobError(
+          fmt::format("cannot write blob: planned buffer '{}' has rank {}, more than the .npub limit of {}",
+                      b.value, b.shape.size(), blob::kMaxRank));
     w.count(b.shape.size(), "shape dims");
     for (int64_t d : b.shape) w.i64(d);
     w.u64(b.bytes);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <queue>
 #include <set>
 
 #include "memory/arena_placement.h"
@@ -214,6 +215,63 @@ std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
   return "";
 }
 
+namespace {
+
+// Two arena buffers live at the same step that share a byte, as "buffers A and B overlap", or "".
+// A sweep over the steps (buffers in order of `first`, expired ones dropped by `last`): the buffers
+// live at one step must be pairwise disjoint, so each newcomer is compared with its neighbours by
+// offset only, O(n log n) where comparing every pair was quadratic in the buffer count. A buffer of
+// zero bytes shares a byte with one that strictly contains its offset, as the pairwise rule had it.
+std::string findLiveOverlap(std::vector<const PlannedBuffer*> arena) {
+  std::stable_sort(arena.begin(), arena.end(),
+                   [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->first < b->first; });
+  std::map<uint64_t, const PlannedBuffer*> live;        // non-empty buffers live now, by offset (disjoint)
+  std::multimap<uint64_t, const PlannedBuffer*> empty;  // zero-byte ones, by offset
+  using Expiry = std::pair<int64_t, const PlannedBuffer*>;
+  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiring;
+  auto overlap = [](const PlannedBuffer& a, const PlannedBuffer& b) {
+    return "buffers " + describe(a) + " and " + describe(b) + " overlap";
+  };
+  for (const PlannedBuffer* b : arena) {
+    while (!expiring.empty() && expiring.top().first < b->first) {
+      const PlannedBuffer* gone = expiring.top().second;
+      expiring.pop();
+      if (gone->bytes) {
+        live.erase(gone->offset);
+      } else {
+        auto [lo, hi] = empty.equal_range(gone->offset);
+        for (auto it = lo; it != hi; ++it)
+          if (it->second == gone) {
+            empty.erase(it);
+            break;
+          }
+      }
+    }
+    const uint64_t end = b->offset + b->bytes;
+    if (b->bytes) {
+      auto next = live.lower_bound(b->offset);  // first live buffer starting at or after b
+      if (next != live.end() && next->first < end) return overlap(*next->second, *b);
+      if (next != live.begin() &&
+          std::prev(next)->second->offset + std::prev(next)->second->bytes > b->offset)
+        return overlap(*std::prev(next)->second, *b);
+      auto inside = empty.upper_bound(b->offset);  // a zero-byte buffer strictly inside b
+      if (inside != empty.end() && inside->first < end) return overlap(*inside->second, *b);
+      live.emplace(b->offset, b);
+    } else {
+      auto holder = live.lower_bound(b->offset);  // the live buffer starting before b's offset
+      if (holder != live.begin() &&
+          std::prev(holder)->second->offset + std::prev(holder)->second->bytes > b->offset &&
+          std::prev(holder)->first < b->offset)
+        return overlap(*std::prev(holder)->second, *b);
+      empty.emplace(b->offset, b);
+    }
+    expiring.push({b->last, b});
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string findPlanViolation(const NpuMemoryPlan& plan) {
   if (!isPowerOfTwo(plan.alignment)) return fmt::format("alignment {} is not a power of two", plan.alignment);
   if (plan.lower_bound_bytes > plan.arena_bytes) {
@@ -240,16 +298,7 @@ std::string findPlanViolation(const NpuMemoryPlan& plan) {
   if (bound != plan.lower_bound_bytes) {
     return fmt::format("lower bound {} does not match its buffers ({})", plan.lower_bound_bytes, bound);
   }
-  for (size_t i = 0; i < arena.size(); ++i) {
-    for (size_t j = i + 1; j < arena.size(); ++j) {
-      const PlannedBuffer& a = *arena[i];
-      const PlannedBuffer& b = *arena[j];
-      const bool live_together = a.first <= b.last && b.first <= a.last;
-      const bool share_bytes = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-      if (live_together && share_bytes) return "buffers " + describe(a) + " and " + describe(b) + " overlap";
-    }
-  }
-  return "";
+  return findLiveOverlap(arena);
 }
 
 }  // namespace npuc::memory

@@ -9,10 +9,6 @@ namespace npuc {
 
 namespace {
 
-bool rangesIntersect(const BufferRequest& a, const BufferRequest& b) {
-  return a.first <= b.last && b.first <= a.last;
-}
-
 struct Placed {
   size_t offset;
   size_t bytes;
@@ -38,6 +34,63 @@ size_t bestFitOffset(std::vector<Placed>& busy, size_t bytes) {
   return best_gap == std::numeric_limits<size_t>::max() ? cursor : best_offset;
 }
 
+// The placed buffers, indexed by live range so "which of them are live during [first, last]" costs
+// O((answers + 1) log n) instead of a scan of every placed buffer (which made placement quadratic
+// in the buffer count): a max-tree over the requests sorted by `first`, holding each placed
+// request's `last` (unplaced ones hold the lowest value and are never reported).
+class PlacedByLiveRange {
+ public:
+  explicit PlacedByLiveRange(const std::vector<BufferRequest>& requests) : requests_(requests) {
+    by_first_.resize(requests.size());
+    std::iota(by_first_.begin(), by_first_.end(), 0);
+    std::stable_sort(by_first_.begin(), by_first_.end(),
+                     [&](size_t a, size_t b) { return requests[a].first < requests[b].first; });
+    slot_of_.resize(requests.size());
+    for (size_t s = 0; s < by_first_.size(); ++s) slot_of_[by_first_[s]] = s;
+    while (leaves_ < requests.size()) leaves_ *= 2;
+    max_last_.assign(2 * leaves_, kNone);
+  }
+
+  void place(size_t idx) {
+    size_t node = leaves_ + slot_of_[idx];
+    max_last_[node] = requests_[idx].last;
+    for (node /= 2; node >= 1; node /= 2)
+      max_last_[node] = std::max(max_last_[2 * node], max_last_[2 * node + 1]);
+  }
+
+  // Calls f(idx) for every placed request whose live range intersects [first, last].
+  template <typename F>
+  void forEachLiveDuring(int64_t first, int64_t last, F f) const {
+    // Candidates start no later than `last`: a prefix of by_first_.
+    const size_t end =
+        static_cast<size_t>(std::upper_bound(by_first_.begin(), by_first_.end(), last,
+                                             [&](int64_t v, size_t i) { return v < requests_[i].first; }) -
+                            by_first_.begin());
+    visit(1, 0, leaves_, end, first, f);
+  }
+
+ private:
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+
+  template <typename F>
+  void visit(size_t node, size_t lo, size_t hi, size_t end, int64_t first, F& f) const {
+    if (lo >= end || max_last_[node] < first) return;  // outside the prefix, or nothing live that late
+    if (hi - lo == 1) {
+      f(by_first_[lo]);
+      return;
+    }
+    const size_t mid = (lo + hi) / 2;
+    visit(2 * node, lo, mid, end, first, f);
+    visit(2 * node + 1, mid, hi, end, first, f);
+  }
+
+  const std::vector<BufferRequest>& requests_;
+  std::vector<size_t> by_first_;  // request indices sorted by first
+  std::vector<size_t> slot_of_;   // request index -> position in by_first_
+  size_t leaves_ = 1;
+  std::vector<int64_t> max_last_;  // 1-based max-tree over by_first_
+};
+
 }  // namespace
 
 size_t liveBytesLowerBound(const std::vector<BufferRequest>& requests, size_t alignment) {
@@ -60,20 +113,19 @@ MemoryPlan placeInOrder(const std::vector<BufferRequest>& requests, size_t align
                         const std::vector<size_t>& order) {
   MemoryPlan plan;
   plan.offsets.assign(requests.size(), 0);
-  std::vector<size_t> placed;  // indices already placed
+  PlacedByLiveRange placed(requests);
   std::vector<Placed> busy;
   for (size_t idx : order) {
     const BufferRequest& r = requests[idx];
     const size_t bytes = alignUp(r.bytes, alignment);
     if (bytes == 0) continue;  // empty tensors need no storage; offset 0 is as good as any
     busy.clear();
-    for (size_t p : placed) {
-      if (rangesIntersect(r, requests[p]))
-        busy.push_back({plan.offsets[p], alignUp(requests[p].bytes, alignment)});
-    }
+    placed.forEachLiveDuring(r.first, r.last, [&](size_t p) {
+      busy.push_back({plan.offsets[p], alignUp(requests[p].bytes, alignment)});
+    });
     plan.offsets[idx] = bestFitOffset(busy, bytes);
     plan.arena_bytes = std::max(plan.arena_bytes, plan.offsets[idx] + bytes);
-    placed.push_back(idx);
+    placed.place(idx);
   }
   return plan;
 }

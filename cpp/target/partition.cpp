@@ -259,6 +259,8 @@ PartitionReport partitionGraph(const Graph& graph, const SocProfile& soc, const 
   report.handovers = countHandovers(graph, placement);
   countSegments(report, placement);
   addWarnings(report, graph, soc, op_target);
+  report.position.reserve(report.nodes.size());
+  for (size_t i = 0; i < report.nodes.size(); ++i) report.position.emplace(report.nodes[i].node, i);
   return report;
 }
 
@@ -277,9 +279,12 @@ const NodePlacement* PartitionReport::find(const std::string& label) const {
   return nullptr;
 }
 
-Device PartitionReport::deviceOf(const Node* node) const {
-  for (const NodePlacement& p : nodes)
-    if (p.node == node) return p.device;
+const NodePlacement& PartitionReport::placementOf(const Node* node) const {
+  auto it = position.find(node);
+  if (it != position.end() && it->second < nodes.size() && nodes[it->second].node == node)
+    return nodes[it->second];
+  for (const NodePlacement& p : nodes)  // a report assembled by hand, or edited since
+    if (p.node == node) return p;
   throw GraphError("PartitionReport: node is not part of the partitioned graph");
 }
 

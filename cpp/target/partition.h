@@ -18,6 +18,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -60,12 +61,18 @@ struct PartitionReport {
   int64_t npu_macs = 0;
   int64_t total_macs = 0;
   std::vector<std::string> warnings;
+  // Where each node sits in `nodes`, filled by partitionGraph: deviceOf is then a lookup, not a
+  // scan (every lowering, planning and costing step asks it once per node or per use).
+  std::unordered_map<const Node*, size_t> position;
 
   size_t count(Device d) const;
   // Fraction of MACs that run on the NPU (1 for a graph without MAC-bound ops).
   double npuMacShare() const;
   const NodePlacement* find(const std::string& label) const;
-  Device deviceOf(const Node* node) const;
+  // The placement of `node` (GraphError if the report does not hold it); a lookup through
+  // `position` when partitionGraph filled it.
+  const NodePlacement& placementOf(const Node* node) const;
+  Device deviceOf(const Node* node) const { return placementOf(node).device; }
   // A readable summary: totals, then every CPU node with its reason, then warnings.
   std::string toText() const;
 };

@@ -1,5 +1,7 @@
 #include "passes/core/greedy_driver.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <set>
 #include <tuple>
@@ -38,12 +40,76 @@ class PatternIndex {
   std::vector<const RewritePattern*> any_;
 };
 
+// A set of node pointers in one flat table (open addressing, linear probing): the worklist inserts
+// and erases every node of the graph on every sweep of every pattern pass, and a node-based set
+// paid a heap allocation and a free for each, which dominated large graphs' optimization time.
+class NodeSet {
+ public:
+  void reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap > slots_.size()) rehash(cap);
+  }
+  bool insert(Node* n) {
+    if (2 * (used_ + 1) > slots_.size()) {  // at most half full, tombstones included
+      size_t cap = 16;
+      while (cap < 4 * (live_ + 1)) cap *= 2;
+      rehash(cap);
+    }
+    size_t i = home(n), tomb = kNone;
+    for (; slots_[i] != nullptr; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i] == n) return false;
+      if (slots_[i] == tombstone() && tomb == kNone) tomb = i;
+    }
+    if (tomb != kNone) {
+      slots_[tomb] = n;
+    } else {
+      slots_[i] = n;
+      ++used_;
+    }
+    ++live_;
+    return true;
+  }
+  bool erase(Node* n) {
+    if (slots_.empty()) return false;
+    for (size_t i = home(n); slots_[i] != nullptr; i = (i + 1) & (slots_.size() - 1))
+      if (slots_[i] == n) {
+        slots_[i] = tombstone();
+        --live_;
+        return true;
+      }
+    return false;
+  }
+
+ private:
+  static constexpr size_t kNone = ~size_t{0};
+  // A marker no real node has: the table's own address, never handed out as a Node.
+  Node* tombstone() const { return reinterpret_cast<Node*>(const_cast<NodeSet*>(this)); }
+  size_t home(const Node* n) const {
+    const uint64_t h = reinterpret_cast<uintptr_t>(n) * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing
+    return static_cast<size_t>(h >> 20) & (slots_.size() - 1);
+  }
+  void rehash(size_t cap) {
+    std::vector<Node*> old(cap, nullptr);
+    old.swap(slots_);
+    used_ = live_ = 0;
+    for (Node* n : old)
+      if (n != nullptr && n != tombstone()) insert(n);
+  }
+  std::vector<Node*> slots_;
+  size_t used_ = 0;  // slots not empty (members and tombstones): bounds the probe lengths
+  size_t live_ = 0;  // members
+};
+
 // The worklist. Nodes are visited first-in first-out; `members_` is the truth about what is
 // pending (a node erased while queued is dropped from it, and its stale queue entry skipped).
 class Worklist : public Rewriter::Listener {
  public:
+  // Sized for every node at once (each sweep starts with all of them), so filling it does not
+  // rehash again and again.
+  explicit Worklist(size_t nodes) { members_.reserve(nodes); }
   void push(Node* n) {
-    if (n && n->inGraph() && members_.insert(n).second) queue_.push_back(n);
+    if (n && n->inGraph() && members_.insert(n)) queue_.push_back(n);
   }
   Node* pop() {
     while (!queue_.empty()) {
@@ -81,14 +147,16 @@ class Worklist : public Rewriter::Listener {
   }
 
   std::deque<Node*> queue_;
-  std::unordered_set<Node*> members_;
+  NodeSet members_;
   std::unordered_set<Node*> erased_;
 };
 
 // Keeps, of the failures recorded since `first`, one per (pattern, node, reason) and only those
 // whose node survived: a node that was rewritten later in the run did, in the end, match.
 void pruneMatchFailures(const Graph& graph, PassContext& ctx, size_t first) {
+  if (ctx.match_failures.size() == first) return;  // none recorded: no need to list every node name
   std::unordered_set<std::string> alive;
+  alive.reserve(graph.numNodes());
   for (const Node* n : graph.nodes()) alive.insert(n->name());
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   std::vector<MatchFailure> kept(ctx.match_failures.begin(), ctx.match_failures.begin() + first);
@@ -106,7 +174,7 @@ size_t applyPatternsGreedily(Graph& graph, const PatternSet& patterns, PassConte
   const PatternIndex index(patterns, ctx.allowsNumericsChange());
   if (index.empty()) return 0;
   const size_t failures_before = ctx.match_failures.size();
-  Worklist worklist;
+  Worklist worklist(graph.numNodes());
   Rewriter rw(graph, ctx, &worklist);
   std::vector<const RewritePattern*> candidates;
   size_t total = 0;

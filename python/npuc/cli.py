@@ -8,11 +8,12 @@ the traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
 import traceback
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -113,14 +114,15 @@ def cmd_info_for(
 def _print_blob_header(path: str):
     """Prints a blob's metadata and section table; returns its Model."""
     import npuc
-    from npuc.blob_info import read_section_table
 
-    model, meta = npuc._npuc.load_blob(path)  # verifies structure, checksum and format version
+    # The one reader: header first, then checksum, section digests and every section, read once.
+    compiled = npuc._npuc.load_compiled(path)
+    model, meta = compiled.model, compiled.meta
     options = meta["options"]
     print(f"blob: {path} ({os.path.getsize(path)} bytes)")
     print(f"format: {meta['format_version']} (written by {meta['producer']})")
     print(f"soc: {meta['soc']}")
-    print(f"quantized: {_blob_precision(path, meta)}")
+    print(f"quantized: {_blob_precision(compiled)}")
     print(f"model digest: {meta['model_digest']}")
     print("options:")
     for key in sorted(options):
@@ -132,18 +134,17 @@ def _print_blob_header(path: str):
               f"{program['reuse_rate']:.2f}), {program['total_tiles']} tiles, "
               f"{program['packed_weight_bytes']} bytes of packed NPU weights")
     print("sections:")
-    for s in read_section_table(path):
-        print(f"  {s.kind:<6}{'required' if s.required else 'optional':<10}{s.size:>10} bytes at offset {s.offset}")
+    for s in meta["sections"]:
+        print(f"  {s['kind']:<6}{'required' if s['required'] else 'optional':<10}{s['size']:>10} bytes at offset "
+              f"{s['offset']}")
     return model
 
 
-def _blob_precision(path: str, meta: Dict) -> str:
+def _blob_precision(compiled) -> str:
     """'yes (int8: N nodes, fp16: M nodes)' for a quantized blob, 'no (fp16 on the NPU)' for a float one."""
-    import npuc
-
-    if "QUNT" not in meta["extra_sections"]:
+    if not compiled.quantized:
         return "no (float build: the NPU runs it in fp16)"
-    precisions = npuc._npuc.load_compiled(path).simulator().node_precisions
+    precisions = compiled.simulator().node_precisions
     counts: Dict[str, int] = {}
     for precision in precisions.values():
         counts[precision] = counts.get(precision, 0) + 1
@@ -183,18 +184,26 @@ def cmd_run(args: argparse.Namespace) -> int:
             arrays.append(np.load(path, allow_pickle=False))
         except (ValueError, OSError) as e:
             raise UserError(f"cannot read {shown_path(path)} as a .npy array: {capped(str(e), 300)}") from None
-    model = _load(args)
-    if len(arrays) != len(model.inputs):
-        raise UserError(f"the model has {len(model.inputs)} input(s), got {len(arrays)} --input file(s)")
-    feeds = [coerce_input(a, info, f"--input {shown_path(path)}") for a, info, path in zip(arrays, model.inputs, args.input)]
     inputs = JobInputs()
-    inputs.add(args.model, "the loaded model")
+    inputs.add(args.model, "the blob" if args.model.endswith(".npub") else "the loaded model")
     inputs.add_all((path, f"--input {i}") for i, path in enumerate(args.input))
-    paths = [os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy") if args.output_dir else None
-             for info in model.outputs]
-    for path in filter(None, paths):  # every file checked before the model runs
-        refuse_output(path, "an output array", inputs)
-    outputs = npuc.Runtime(model).run(feeds, max_run_bytes=args.max_run_bytes)
+    with contextlib.ExitStack() as stack:
+        if args.model.endswith(".npub"):  # as Toolkit.load_blob + inference: the NPU simulator
+            tk = stack.enter_context(npuc.Toolkit())
+            model = _load_blob_for_run(args, tk)
+            run = lambda: tk.inference(inputs=arrays)  # noqa: E731
+        else:
+            model = _load(args)
+            if len(arrays) != len(model.inputs):
+                raise UserError(f"the model has {len(model.inputs)} input(s), got {len(arrays)} --input file(s)")
+            feeds = [coerce_input(a, info, f"--input {shown_path(path)}")
+                     for a, info, path in zip(arrays, model.inputs, args.input)]
+            run = lambda: npuc.Runtime(model).run(feeds, max_run_bytes=args.max_run_bytes)  # noqa: E731
+        paths = [os.path.join(args.output_dir, _safe_filename(info["name"]) + ".npy") if args.output_dir else None
+                 for info in model.outputs]
+        for path in filter(None, paths):  # every file checked before the model runs
+            refuse_output(path, "an output array", inputs)
+        outputs = run()
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
     for info, value, path in zip(model.outputs, outputs, paths):
@@ -205,6 +214,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             line += f" -> {path}"
         print(line)
     return EXIT_OK
+
+
+def _load_blob_for_run(args: argparse.Namespace, tk: Any) -> Any:
+    """Loads the blob into `tk` (verified before use, like every reader of a blob) with the run
+    memory cap; returns its model."""
+    if not os.path.isfile(args.model):
+        raise UserError(f"model file {shown_path(args.model)} does not exist")
+    if args.input_name or args.input_size or args.output_name:
+        raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
+    tk.load_blob(args.model)
+    tk.init_runtime(max_run_bytes=args.max_run_bytes)
+    return tk.model
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -232,10 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p, "path of the .onnx model or .npub blob")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("run", help="run a model on .npy inputs (FP32 host runtime)",
-                       description="Runs an ONNX model on the FP32 host runtime and prints each output's "
-                       "name, dtype and shape; with --output-dir, writes <output name>.npy files.")
-    _add_model_args(p)
+    p = sub.add_parser("run", help="run a model on .npy inputs (FP32 host runtime; a blob on the NPU simulator)",
+                       description="Runs an ONNX model on the FP32 host runtime, or a .npub blob on the NPU "
+                       "simulator (as Toolkit.load_blob + inference), and prints each output's name, dtype and "
+                       "shape; with --output-dir, writes <output name>.npy files.")
+    _add_model_args(p, "path of the .onnx model or .npub blob")
     p.add_argument("--input", action="append", default=[], required=True, metavar="FILE.npy",
                    help="one .npy array per model input, in model input order")
     p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")

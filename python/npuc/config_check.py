@@ -97,18 +97,15 @@ def _string(key: str, value: Any) -> None:
         raise _fail(key, value, "a string (valid Unicode text)")
 
 
-def _recordable_string(key: str, value: Any) -> None:
-    """A string the blob can record: the codec that writes the blob's options refuses what its
-    reader would refuse (a custom_string over 64 KiB once gave a blob that could not be loaded)."""
+def _custom_string(key: str, value: Any) -> None:
+    """A string the blob can record: its recorded text within the reader's limit (_npuc.BLOB_LIMITS),
+    checked by the blob writer's own function, so the numbers cannot drift apart."""
     from npuc._npuc import CompileOptions
 
     _string(key, value)
     options = CompileOptions()
-    setattr(options, key, value)
-    try:
-        options.recorded()
-    except ConfigError as e:
-        raise ConfigError(f"config({key}=<{len(value)} characters>): {e}") from None
+    options.custom_string = value
+    options.check_blob_limits()  # ConfigError naming custom_string and the limit
 
 
 def _names(key: str, value: Any) -> None:
@@ -186,7 +183,7 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
         "quantized_method": _one_of(METHODS),
         "optimization_level": _one_of(OPTIMIZATION_LEVELS),
         "float_dtype": _one_of(FLOAT_DTYPES),
-        "custom_string": _recordable_string,
+        "custom_string": _custom_string,
         "op_target": _op_target,
         "hybrid_layers": _names,
         "disable_passes": _pass_names,

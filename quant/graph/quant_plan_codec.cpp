@@ -2,14 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "blob/blob_limits.h"
 #include "blob/byte_io.h"
 
 namespace npuc::quant {
 
 namespace {
 
-// Longest value or node name accepted when decoding (ONNX names are far shorter in practice).
-constexpr size_t kMaxNameBytes = 1 << 16;
+// Value and node names take the blob's name limit (blob/blob_limits.h).
+using blob::kMaxNameBytes;
 
 uint8_t dtypeCode(QuantDType t) {
   return static_cast<uint8_t>(t);
@@ -29,7 +30,7 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
   w.u8(plan.weight_granularity == WeightGranularity::PerChannel ? 1 : 0);
   w.count(plan.tensors.size(), "quantized tensors");
   for (const auto& [name, q] : plan.tensors) {
-    w.str(name);
+    w.str(name, kMaxNameBytes, "quantized tensor name");
     w.u8(dtypeCode(q.dtype));
     w.i64(q.axis);
     w.count(q.scales.size(), "scales");
@@ -39,7 +40,7 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
   }
   w.count(plan.nodes.size(), "node precisions");
   for (const auto& [name, p] : plan.nodes) {
-    w.str(name);
+    w.str(name, kMaxNameBytes, "node name");
     w.u8(p == NodePrecision::Int8 ? 0 : 1);
   }
   return w.take();

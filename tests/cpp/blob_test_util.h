@@ -4,10 +4,12 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "blob/blob.h"
 #include "blob/blob_format.h"
 #include "blob/checksum.h"
+#include "blob/section_digests.h"
 #include "ir/graph.h"
 
 namespace npuc::blobtest {
@@ -92,10 +94,40 @@ inline void writeField(std::string& b, size_t off, int n, uint64_t v) {
   for (int i = 0; i < n; ++i) b[off + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
 }
 
-// Recomputes the checksum after a deliberate edit (what a buggy or hostile writer would produce).
-inline void reseal(std::string& b) {
+// Recomputes only the header checksum after a deliberate edit: a section edited or spliced this way
+// no longer matches the digest SDIG records for it.
+inline void resealHeaderOnly(std::string& b) {
   const blob::Digest d = blob::blobChecksum(reinterpret_cast<const uint8_t*>(b.data()), b.size());
   std::memcpy(&b[blob::kOffChecksum], d.data(), d.size());
+}
+
+// Recomputes the section digests (SDIG, rewritten in place) and then the checksum after a
+// deliberate edit: what a hostile writer produces, so the edit reaches the decoders behind both.
+// Sections whose table entry lies outside the file are skipped (the reader refuses those itself).
+inline void reseal(std::string& b) {
+  const uint64_t count = readField(b, blob::kOffSectionCount, 4);
+  const uint64_t table = readField(b, blob::kOffSectionTable, 8);
+  std::vector<blob::SectionDigest> digests;
+  uint64_t sdig_at = 0, sdig_size = 0;
+  for (uint64_t i = 0;
+       i < count && table <= b.size() && (i + 1) * blob::kSectionEntrySize <= b.size() - table; ++i) {
+    const size_t e = table + i * blob::kSectionEntrySize;
+    const uint32_t kind = static_cast<uint32_t>(readField(b, e, 4));
+    const uint64_t at = readField(b, e + 8, 8), size = readField(b, e + 16, 8);
+    if (kind == blob::kSectionDigests) {
+      sdig_at = at;
+      sdig_size = size;
+      continue;
+    }
+    const bool inside = at <= b.size() && size <= b.size() - at;
+    digests.push_back({kind, inside
+                                 ? blob::sectionDigest(reinterpret_cast<const uint8_t*>(b.data()) + at, size)
+                                 : blob::Digest{}});
+  }
+  const std::string sdig = blob::encodeSectionDigests(digests);
+  if (sdig_at && sdig.size() == sdig_size && sdig_at <= b.size() && sdig_size <= b.size() - sdig_at)
+    b.replace(sdig_at, sdig_size, sdig);
+  resealHeaderOnly(b);
 }
 
 // File offset of the first section of `kind`, or 0.

@@ -157,6 +157,33 @@ TEST(BlobVersioning, UnknownRequiredSectionIsRefused) {
   EXPECT_THROW(blob::writeBlobBytes(*blobtest::smallConvModel(), opts), BlobError);
 }
 
+// A section taken from another blob with the header checksum recomputed is refused by its SDIG
+// digest, naming it; a writer forging SDIG as well gets a blob of the other weights (the digests
+// guard against splicing and corruption, not against a writer that rewrites everything).
+TEST(BlobDigests, ASectionSplicedFromAnotherBlobIsRefusedNamingIt) {
+  auto other = blobtest::smallConvModel();
+  other->findValue("shift")->setConstant(Tensor(DType::Float32, {1, 4, 1, 1}));
+  const std::string theirs = blob::writeBlobBytes(*other, options());
+  std::string b = blob::writeBlobBytes(*blobtest::smallConvModel(), options());
+  uint64_t size = 0, their_size = 0;
+  const uint64_t at = blobtest::sectionOffset(b, blob::kSectionWeights, &size);
+  const uint64_t their_at = blobtest::sectionOffset(theirs, blob::kSectionWeights, &their_size);
+  ASSERT_EQ(size, their_size);
+  b.replace(at, size, theirs.substr(their_at, their_size));
+  blobtest::resealHeaderOnly(b);
+  try {
+    blob::readBlobBytes(b);
+    FAIL() << "a spliced WGHT section loaded";
+  } catch (const BlobError& e) {
+    EXPECT_NE(std::string(e.what()).find("section 'WGHT' at offset " + std::to_string(at) +
+                                         " does not match the digest SDIG records for it"),
+              std::string::npos)
+        << e.what();
+  }
+  blobtest::reseal(b);
+  EXPECT_EQ(blob::readBlobBytes(b).meta.model_digest.size(), 16u);
+}
+
 TEST(BlobSoc, WrongSocIsRefusedNamingBoth) {
   const std::string b = blob::writeBlobBytes(*blobtest::smallConvModel(), options("rk3566"));
   EXPECT_NO_THROW(blob::readBlobBytes(b, std::string("RK3566")));

@@ -146,22 +146,6 @@ TEST(OptionsCodec, EveryFieldRoundTripsAndOldSpellingsRead) {
   EXPECT_EQ(old.mean_values, (std::vector<std::vector<double>>{{0, 0.5, 1e-05}}));
 }
 
-TEST(OptionsCodec, AValueTheReaderWouldRefuseIsNotRecorded) {
-  // The META reader refuses strings over blob::kMaxMetaString; the codec refuses to record one, so
-  // no blob is written that load_blob cannot read (a 100 KB custom_string once was).
-  CompileOptions o;
-  o.custom_string = std::string(blob::kMaxMetaString - 2, 'x');  // + 2 quotes: exactly the limit
-  EXPECT_EQ(encodeCompileOptions(o).at("custom_string").size(), blob::kMaxMetaString);
-  o.custom_string += "x";
-  try {
-    encodeCompileOptions(o);
-    FAIL() << "a too-long option was recorded";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("build option 'custom_string' takes 65537 bytes"), std::string::npos)
-        << e.what();
-  }
-}
-
 TEST(OptionsCodec, MalformedRecordsAreBlobErrorsNamingTheOption) {
   for (const RecordedOptions& bad :
        {RecordedOptions{{"op_target", "{'r2': 'cpu'"}}, RecordedOptions{{"op_target", "{'r2': 'gpu'}"}},

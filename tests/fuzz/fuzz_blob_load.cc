@@ -6,10 +6,11 @@
 //        otherwise:            the FP32 Executor (memory plan, kernels)
 //     -> one run on zero inputs when every input is small
 //
-// The XXH3-128 checksum turns away every mutated byte at the door, so the first input byte picks
-// a mode: even = the bytes as they are (tests the door itself), odd = "re-seal": the header's
-// file-size field is set to the real size and the checksum recomputed, the way a buggy or hostile
-// writer would produce them, so the mutation reaches the section table and the decoders behind it.
+// The XXH3-128 checksum turns away every mutated byte at the door, and the section digests (SDIG)
+// every mutated section behind it, so the first input byte picks a mode: even = the bytes as they
+// are (tests the door itself), odd = "re-seal": the header's file-size field is set to the real
+// size, the section digests and then the checksum recomputed, the way a buggy or hostile writer
+// would produce them, so the mutation reaches the section table and the decoders behind it.
 //
 // Any npuc::Error is a correct refusal. Anything else is a finding: a sanitizer report, another
 // exception type escaping (std::terminate -> abort), a timeout or an allocation above
@@ -29,6 +30,7 @@
 #include "quant/graph/quant_plan_codec.h"
 #include "quant/sim/quantized_executor.h"
 #include "runtime/executor.h"
+#include "tests/cpp/blob_test_util.h"
 
 namespace {
 
@@ -38,11 +40,8 @@ constexpr int64_t kMaxRunElements = int64_t{1} << 16;
 
 void reseal(std::string& bytes) {
   if (bytes.size() < npuc::blob::kHeaderSize) return;
-  uint8_t* f = reinterpret_cast<uint8_t*>(bytes.data());
-  const uint64_t size = bytes.size();
-  for (int i = 0; i < 8; ++i) f[npuc::blob::kOffFileSize + i] = static_cast<uint8_t>(size >> (8 * i));
-  const npuc::blob::Digest d = npuc::blob::blobChecksum(f, bytes.size());
-  std::memcpy(f + npuc::blob::kOffChecksum, d.data(), d.size());
+  npuc::blobtest::writeField(bytes, npuc::blob::kOffFileSize, 8, bytes.size());
+  npuc::blobtest::reseal(bytes);  // SDIG, then the checksum
 }
 
 // Zero tensors for the graph inputs, or an empty vector when any input is dynamic or too large.

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import re
 import sys
 import traceback
-from typing import Any, Callable, Dict, Optional, Sequence
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -296,11 +298,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ImportError as e:  # the extension is not built or does not load
         print(f"npuc: error: cannot load the npuc extension module ({e}); build it first", file=sys.stderr)
         return EXIT_INTERNAL_ERROR
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv):  # undecodable bytes arrive as lone surrogates (surrogateescape)
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            print(f"npuc: error: argument {i + 1} ({capped(ascii(arg))}) is not valid UTF-8 text", file=sys.stderr)
+            return EXIT_USER_ERROR
     parser = build_parser()
     args = parser.parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.func
     try:
-        return command(args)
+        with _diagnostics_after_success():
+            return command(args)
     except (NpucError, UserError) as e:
         print(f"npuc: error: {_one_line(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -316,6 +326,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"npuc: internal error: {type(e).__name__}: {_one_line(str(e))} "
               "(please report it; NPUC_DEBUG=1 shows the traceback)", file=sys.stderr)
         return EXIT_INTERNAL_ERROR
+
+
+@contextlib.contextmanager
+def _diagnostics_after_success() -> Iterator[None]:
+    """Holds npuc's log records and Python warnings back while a command runs and prints them only
+    when it succeeds: a failing command says one line, its error (a warning that led to it, e.g. a
+    layer kept in FP16 before a later refusal, would otherwise come first and look like the cause)."""
+    held: List[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = held.append  # type: ignore[method-assign]
+    # npuc's loggers have no handlers of their own unless asked (verbose): their warnings reach
+    # stderr through logging's last-resort handler, which this holds back instead.
+    last_resort, logging.lastResort = logging.lastResort, handler
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            yield
+    finally:
+        logging.lastResort = last_resort
+    for record in held:
+        print(record.getMessage(), file=sys.stderr)
+    for w in caught:
+        print(warnings.formatwarning(w.message, w.category, w.filename, w.lineno).rstrip(), file=sys.stderr)
 
 
 def _one_line(text: str) -> str:

@@ -129,7 +129,9 @@ def load_yaml_config(path: "str | os.PathLike[str]", error: Type[Exception] = Co
         return loader.construct_document(root)
     except _Refused as e:
         raise error(f"{path}: refused: {e}") from None
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
+        # PyYAML's constructors raise plain ValueError/TypeError/OverflowError for a tagged scalar they
+        # cannot convert (`!!float 1 2`, `!!int 1e999`), not YAMLError.
         message = " ".join(str(e).split())
         if len(message) > _MAX_PARSER_MESSAGE:
             message = message[:_MAX_PARSER_MESSAGE] + "..."

@@ -37,7 +37,8 @@ FUZZ_ENV = {"OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "NPUC_DEBUG": "1"}
 MAX_ERROR_CHARS = 2000
 ERROR_PREFIX = "npuc: error: "
 INTERNAL_PREFIX = "npuc: internal error: "
-# argparse's usage errors end with "npuc[ SUBCOMMAND]: error: ..." after the usage lines.
+# argparse's usage errors: "npuc[ SUBCOMMAND]: error: ... (see npuc SUBCOMMAND --help)", one line
+# (npuc's parser), or that line after argparse's usage block.
 _USAGE_ERROR = re.compile(r"^npuc( [\w-]+)?: error: \S")
 
 
@@ -411,7 +412,8 @@ def check_cli(result: CliResult, allow_usage: bool, quoted: int, what: str = "")
                        f"lines:{_template(lines[0] if lines else '')}")
     else:
         message = lines[0]
-        if not message.startswith(ERROR_PREFIX) or not message[len(ERROR_PREFIX):].strip():
+        usage_line = allow_usage and _USAGE_ERROR.match(message)
+        if not usage_line and (not message.startswith(ERROR_PREFIX) or not message[len(ERROR_PREFIX):].strip()):
             return Finding("oracle", f"{what}exit code 1 without an 'npuc: error: <message>' line: {one_line(message)}",
                            f"prefix:{_template(message)}")
     if too_long(message, quoted):

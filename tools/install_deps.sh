@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages npuc builds and tests with, only those missing (idempotent).
-# Usage: tools/install_deps.sh [build|test|bench]   (each level includes the ones before it)
+# Usage: tools/install_deps.sh [build|test|bench|fuzz]
+#   build < test < bench: each includes the ones before it; fuzz = build + what tests/fuzz/run.sh
+#   needs (clang and its libFuzzer/sanitizer runtimes, which the base image lacks).
 set -euo pipefail
 level=${1:-build}
 
@@ -11,10 +13,12 @@ build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-ve
 # The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node).
 test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision nodejs npm ca-certificates)
 bench_pkgs=(python3-sklearn python3-scipy fonts-dejavu-core)
+fuzz_pkgs=(clang libclang-rt-14-dev)
 
 want=("${build_pkgs[@]}")
 [[ $level == test || $level == bench ]] && want+=("${test_pkgs[@]}")
 [[ $level == bench ]] && want+=("${bench_pkgs[@]}")
+[[ $level == fuzz ]] && want+=("${fuzz_pkgs[@]}")
 
 missing=()
 for p in "${want[@]}"; do

@@ -109,6 +109,7 @@ run_target() {
 }
 
 main() {
+  "$REPO/tools/install_deps.sh" fuzz  # clang + libFuzzer runtime, only those missing
   local names=() cc_names=()
   for src in "$REPO"/tests/fuzz/fuzz_*.cc "$REPO"/tests/fuzz/fuzz_*.py; do
     local name

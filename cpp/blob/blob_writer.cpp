@@ -1,12 +1,8 @@
 // Assembles the .npub file: header, section table, META / GRAPH / WEIGHTS and any extra sections.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "blob/blob.h"
@@ -16,6 +12,7 @@
 #include "blob/graph_section.h"
 #include "blob/section_digests.h"
 #include "blob/soc_name.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 
 namespace npuc::blob {
@@ -166,30 +163,8 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options) 
 
 void writeBlob(const Graph& graph, const std::string& path, const BlobWriteOptions& options) {
   const std::string bytes = writeBlobBytes(graph, options);
-  // Written next to the destination and renamed into place, so a failure (full disk, a killed
-  // process) never leaves a half-written blob, nor a destroyed earlier file, at `path`.
-  namespace fs = std::filesystem;
-  static std::atomic<uint64_t> counter{0};
-  const fs::path target(path);
-  fs::path tmp = target;
-  tmp += ".npuc-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw BlobError("cannot write blob file '" + path + "'");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw BlobError("cannot write blob file '" + path + "': " + ec.message());
-  }
+  const std::string failure = writeFileAtomically(path, bytes);
+  if (!failure.empty()) throw BlobError("cannot write blob file '" + path + "': " + failure);
 }
 
 }  // namespace npuc::blob

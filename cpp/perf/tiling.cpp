@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 
 namespace npuc::perf {
@@ -42,13 +43,14 @@ bool TilingCache::fits(const Digest128& key) const {
 }
 
 void TilingCache::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw ConfigError("tuning cache '" + path + "': cannot be written");
+  std::ostringstream out;
   out << kCacheHeader << "\n";
   for (const auto& [key, e] : entries_)
     out << key.hex() << ' ' << e.tiling.oc_block << ' ' << e.tiling.tile_rows << ' ' << e.tiling.spatial_outer
         << ' ' << e.fits << "\n";
-  if (!out) throw ConfigError("tuning cache '" + path + "': write failed");
+  // Replaced whole, as every output is: an interrupted save keeps the previous cache.
+  const std::string failure = writeFileAtomically(path, out.str());
+  if (!failure.empty()) throw ConfigError("tuning cache '" + path + "': cannot be written: " + failure);
 }
 
 bool TilingCache::load(const std::string& path) {

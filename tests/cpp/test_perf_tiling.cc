@@ -2,8 +2,12 @@
 // cached under the op's digest, survive a save/load round trip, and a bad cache file is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "perf/perf_eval.h"
@@ -127,6 +131,41 @@ TEST(PerfTiling, CacheFileErrors) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
   }
   std::remove(path.c_str());
+}
+
+// A save replaces the file whole (written next to it, then renamed): a failed save keeps the
+// previous cache and leaves no temporary behind; a saved cache is a new file, so a hard link to the
+// old one keeps the old bytes.
+TEST(PerfTiling, CacheSaveIsAtomic) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "npuc_cache_atomic";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "cache.txt";
+  TilingCache cache;
+  Tiling t;
+  t.oc_block = 32;
+  t.tile_rows = 4;
+  cache.store(digest128("a"), t, true);
+  cache.save(path.string());
+  fs::create_hard_link(path, dir / "link.txt");
+  cache.store(digest128("b"), t, false);
+  cache.save(path.string());
+  TilingCache old_copy, new_copy;
+  ASSERT_TRUE(old_copy.load((dir / "link.txt").string()));
+  ASSERT_TRUE(new_copy.load(path.string()));
+  EXPECT_EQ(old_copy.size(), 1u);
+  EXPECT_EQ(new_copy.size(), 2u);
+
+  // A folder where the cache should go: refused, the folder untouched, nothing else written.
+  fs::create_directory(dir / "a_folder");
+  EXPECT_THROW(cache.save((dir / "a_folder").string()), ConfigError);
+  EXPECT_TRUE(fs::is_directory(dir / "a_folder"));
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a_folder", "cache.txt", "link.txt"}));
+  fs::remove_all(dir);
 }
 
 TEST(PerfTiling, DigestIsStableAndHexRoundTrips) {

@@ -112,4 +112,9 @@ def coerce_input(
         )
     if transform is not None:
         array = np.asarray(transform(array))
-    return np.ascontiguousarray(array, dtype=target)
+    # A float64 value beyond float32 becomes +/-Inf here, as a cast does; numpy's overflow warning
+    # is silenced because the value is not lost silently: calibration refuses non-finite samples
+    # by name after this conversion, and inference follows IEEE (the CLI prints one line, not a
+    # warning above it).
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(array, dtype=target)

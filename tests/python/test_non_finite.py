@@ -78,6 +78,7 @@ def test_python_samples_are_checked_too(loaded) -> None:
         loaded.build(do_quantization=True, dataset=[_good(), _one_inf()])
 
 
+@pytest.mark.filterwarnings("error")  # the refusal is the message; no RuntimeWarning above it
 def test_overflow_after_normalization_is_refused(conv_relu_path: Path) -> None:
     with npuc.Toolkit() as tk, contextlib.redirect_stdout(io.StringIO()):
         tk.load_onnx(model=str(conv_relu_path))

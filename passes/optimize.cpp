@@ -27,7 +27,11 @@ OptimizationReport optimize(Graph& graph, const OptimizeOptions& options) {
   pm_options.target = options.target;
   PassManager pm(std::move(pm_options));
   for (const auto& [stage, passes] : optimizationPipeline()) pm.addStage(stage, passes);
-  if (options.target) pm.addStage("target", {"align_channels"});
+  if (options.target) {
+    std::vector<std::string> target_passes{"legalize_conv_stride"};
+    if (options.align_channels) target_passes.emplace_back("align_channels");
+    pm.addStage("target", target_passes);
+  }
   return pm.run(graph);
 }
 

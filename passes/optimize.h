@@ -6,7 +6,7 @@
 //   fuse       fuse_layernorm, fuse_activations, fuse_glu, transpose_reorder, channel_shuffle_to_conv,
 //              fold_focus (NPU-oriented fusions; numerics-changing ones run at level 3 only)
 //   cleanup    dead_code_elimination
-//   target     align_channels                     (only with OptimizeOptions::target)
+//   target     legalize_conv_stride, align_channels  (only with OptimizeOptions::target)
 // each stage to its own fixed point, and the whole list again until nothing changes.
 #pragma once
 
@@ -29,8 +29,11 @@ struct OptimizeOptions {
   // Graph dumps after each stage (see StageCallback).
   StageCallback on_stage;
   // The SoC and NPU dtype to compile for: adds the target stage, whose passes read it from the
-  // PassContext. Toolkit.build does not set it yet (the padded graph changes every blob).
+  // PassContext (legalizations that keep ops on the NPU, then channel padding).
   std::optional<PassTarget> target;
+  // Whether the target stage pads channels (align_channels). Toolkit.build turns it off: the
+  // padded graph changes every blob, and its benefit has not been measured against the cost model.
+  bool align_channels = true;
 };
 
 OptimizationReport optimize(Graph& graph, const OptimizeOptions& options = {});

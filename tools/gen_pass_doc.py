@@ -202,6 +202,12 @@ def fuse_matmul_bias() -> onnx.ModelProto:
                    _const("b", r.standard_normal(4).astype(np.float32))])
 
 
+def legalize_conv_stride() -> onnx.ModelProto:
+    w = _rng().standard_normal((16, 3, 8, 8)).astype(np.float32)
+    n = [helper.make_node("Conv", ["x", "w"], ["y"], name="patch_embed", kernel_shape=[8, 8], strides=[8, 8])]
+    return _model(n, [_f("x", [1, 3, 32, 32])], [_f("y", [1, 16, 4, 4])], [_const("w", w)])
+
+
 def fuse_hardsigmoid() -> onnx.ModelProto:
     n = [helper.make_node("Add", ["x", "three"], ["s"], name="add3"),
          helper.make_node("Clip", ["s", "zero", "six"], ["c"], name="relu6"),
@@ -220,8 +226,10 @@ class Example:
     also: List[str] = field(default_factory=list)
     #: "pass": before = the imported graph, after = the pass ran (it must fire).
     #: "importer": the importer already does this on load; before = the ONNX file as written.
-    #: "target": not part of optimize(); no example can be run from Python.
+    #: "target": a target pass no example shows (see its section).
     mode: str = "pass"
+    #: The SoC a target-stage pass rewrites for (``npuc.optimize(..., soc=...)``).
+    soc: str = ""
 
 
 EXAMPLES: Dict[str, Example] = {
@@ -253,6 +261,11 @@ EXAMPLES: Dict[str, Example] = {
                                 "HardSigmoid(alpha = 1/6, beta = 0.5)"),
     "fold_focus": Example(fold_focus, "the YOLOv5 Focus stem (4 strided Slices + Concat + Conv) becomes one "
                           "stride-2 Conv on the input"),
+    "legalize_conv_stride": Example(legalize_conv_stride, "a Conv whose stride or kernel the target NPU does "
+                                    "not run (a ViT patch embedding, 8x8 stride 8, on rk3588: strides 1-7) "
+                                    "becomes SpaceToDepth + a Conv within the limits, so it stays on the NPU "
+                                    "(target stage, run for `config(target_platform)`; shown for rk3588)",
+                                    soc="rk3588"),
 }
 
 
@@ -261,17 +274,19 @@ def _section(name: str, example: Example) -> str:
     note = example.note[0].upper() + example.note[1:]
     if example.mode == "target":
         return "\n".join(title + [
-            f"{note}. Target-specific: it needs a SoC and an NPU data type, so it is not part of "
-            "`npuc.optimize()` or `Toolkit.build()` today (C++ callers and tests build it with "
-            "`createAlignChannelsPass(soc, dtype)`, see `passes/align_channels.h`); eval_perf models the "
-            "alignment padding itself. Listed by `npuc.pass_names()`, so it can be named in `disable_passes`.",
+            f"{note}. Target-specific, and the one pass of the target stage that `npuc.optimize(..., soc=...)` "
+            "and `Toolkit.build()` leave out today: the padded graph changes every blob, and its benefit has "
+            "not been measured against the cost model (C++ callers and tests run it with "
+            "`OptimizeOptions::align_channels` or `createAlignChannelsPass(soc, dtype)`, see "
+            "`passes/align_channels.h`); eval_perf models the alignment padding itself. Listed by "
+            "`npuc.pass_names()`, so it can be named in `disable_passes`.",
             "",
         ])
     proto = example.build()
     model = npuc.Model.from_bytes(proto.SerializeToString())
     keep = {name, *example.also}
     disabled = [p for p in npuc.pass_names() if p not in keep]
-    optimized, report = npuc.optimize(model, 3, disabled, "")
+    optimized, report = npuc.optimize(model, 3, disabled, "", soc=example.soc)
     fired = dict(report["fired"])
     if example.mode == "importer":
         if model.dump() != optimized.dump():

@@ -8,7 +8,9 @@
 #include "bindings/model.h"
 #include "frontend/onnx_export.h"
 #include "passes/core/pass_registry.h"
+#include "common/error.h"
 #include "passes/optimize.h"
+#include "target/soc_profile.h"
 
 namespace npuc::bindings {
 
@@ -53,16 +55,31 @@ StageCallback stageDumper(const std::string& dir) {
 
 }  // namespace
 
+PassTarget buildTarget(const std::string& soc, const std::string& dtype, const OpTargetMap& op_target) {
+  std::optional<NpuDType> t = npuDTypeFromName(dtype);
+  if (!t) throw ConfigError("dtype '" + dtype + "' is not one of int8, int16, fp16, bf16, tf32");
+  const SocProfile& profile = socProfile(soc);
+  // A SoC without FP16 computes a float build's tasks in int16, as the lowering does.
+  if (*t == NpuDType::Float16 && !profile.supportsDtype(*t) && profile.supportsDtype(NpuDType::Int16))
+    t = NpuDType::Int16;
+  return PassTarget{&profile, *t, op_target};
+}
+
 void bindPasses(py::module_& m) {
   m.def(
       "optimize",
       [](const Model& model, int optimization_level, const std::vector<std::string>& disable_passes,
-         const std::string& dump_dir) {
+         const std::string& dump_dir, const std::string& soc, const std::string& dtype,
+         const OpTargetMap& op_target) {
         auto graph = model.graph().clone();
         OptimizeOptions opts;
         opts.optimization_level = optimization_level;
         opts.disable_passes = disable_passes;
         if (!dump_dir.empty()) opts.on_stage = stageDumper(dump_dir);
+        if (!soc.empty()) {
+          opts.target = buildTarget(soc, dtype, op_target);
+          opts.align_channels = false;  // see OptimizeOptions::align_channels
+        }
         OptimizationReport report;
         {
           py::gil_scoped_release release;
@@ -72,8 +89,12 @@ void bindPasses(py::module_& m) {
       },
       py::arg("model"), py::arg("optimization_level") = 3,
       py::arg("disable_passes") = std::vector<std::string>{}, py::arg("dump_dir") = std::string(),
+      py::arg("soc") = std::string(), py::arg("dtype") = std::string("int8"),
+      py::arg("op_target") = OpTargetMap{},
       "Runs the graph optimization pipeline on a copy of `model`; returns (optimized Model, report dict). "
-      "dump_dir, if given, receives check<N>_<stage>.onnx after each stage.");
+      "dump_dir, if given, receives check<N>_<stage>.onnx after each stage. With soc (and the NPU dtype "
+      "the build computes in, and the user's op_target), the target stage runs too: rewrites that keep "
+      "ops on that SoC's NPU (legalize_conv_stride); channels are not padded.");
   m.def("pass_names", &registeredPassNames, "Names of every registered graph pass (for disable_passes).");
 }
 

@@ -104,7 +104,12 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
     py::gil_scoped_release release;
     if (!tuning_cache.empty()) cache.load(tuning_cache);
     std::unique_ptr<Graph> g = m.graph().clone();
-    if (run_optimize) optimize(*g);
+    if (run_optimize) {
+      OptimizeOptions opts;  // as Toolkit.build optimizes for this SoC: legalized, not padded
+      opts.target = buildTarget(soc_name, dtype, op_target);
+      opts.align_channels = false;
+      optimize(*g, opts);
+    }
     report = perf::evaluatePerf(*g, soc, options, &cache);
     if (!tuning_cache.empty()) cache.save(tuning_cache);
   }

@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "memory/memory_report.h"
+#include "passes/core/pass_context.h"
 #include "perf/cost_model.h"
 #include "perf/perf_report.h"
 
@@ -29,6 +30,10 @@ void bindCompile(py::module_& m);  // bind_compile.cpp: CompileOptions, Compiled
 // Report dicts shared by the functions that produce the reports (bind_perf.cpp, bind_memory.cpp).
 py::dict perfReportDict(const perf::PerfReport& report, const perf::CostModel& model);
 py::dict memoryReportDict(const memory::MemoryReport& report);
+
+// The optimizer's target (PassContext::target) from the Python spellings: a SoC name, an NPU dtype
+// name ("int8", "fp16", ...) and op_target; ConfigError for an unknown SoC or dtype.
+PassTarget buildTarget(const std::string& soc, const std::string& dtype, const OpTargetMap& op_target);
 
 // The numpy dtype holding `dtype` elements (native byte order).
 py::dtype toNumpyDType(DType dtype);

@@ -30,6 +30,12 @@ const char* placementReasonName(PlacementReason r) {
   return "?";
 }
 
+const std::pair<const std::string, std::string>* userOpTargetEntry(const Node& n, const OpTargetMap& op_target) {
+  auto it = n.name().empty() ? op_target.end() : op_target.find(n.name());
+  if (it == op_target.end()) it = op_target.find(n.opType());
+  return it == op_target.end() ? nullptr : &*it;
+}
+
 namespace {
 
 using Placement = std::map<const Node*, Device>;
@@ -44,13 +50,6 @@ Device parseTargetValue(const std::string& key, const std::string& value) {
   throw ConfigError("op_target['" + key + "']: expected \"cpu\" or \"npu\", got '" + value + "'");
 }
 
-// The user's op_target entry for a node: its name first, then its op type.
-const std::pair<const std::string, std::string>* userEntry(const Node& n, const OpTargetMap& op_target) {
-  auto it = n.name().empty() ? op_target.end() : op_target.find(n.name());
-  if (it == op_target.end()) it = op_target.find(n.opType());
-  return it == op_target.end() ? nullptr : &*it;
-}
-
 std::string violationsText(const std::vector<Violation>& vs) {
   std::string out;
   for (const Violation& v : vs) out += (out.empty() ? "" : "; ") + v.message;
@@ -63,7 +62,7 @@ NodePlacement placeNode(const Node& n, size_t index, const SocProfile& soc, cons
   p.node = &n;
   p.label = nodeLabel(n, index);
   std::vector<Violation> violations = npuViolations(n, soc);
-  const auto* entry = userEntry(n, op_target);
+  const auto* entry = userOpTargetEntry(n, op_target);
   std::optional<Device> forced;
   if (entry) forced = parseTargetValue(entry->first, entry->second);
   if (forced == Device::Cpu) {

@@ -51,6 +51,8 @@ struct NodePlacement {
 
 // {node name or op type -> "cpu" | "npu"}; a node-name entry wins over an op-type entry.
 using OpTargetMap = std::map<std::string, std::string>;
+// The user's op_target entry for `n` (its name first, then its op type), or null.
+const std::pair<const std::string, std::string>* userOpTargetEntry(const Node& n, const OpTargetMap& op_target);
 
 struct PartitionReport {
   std::string soc;

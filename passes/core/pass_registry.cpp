@@ -23,6 +23,7 @@ std::unique_ptr<Pass> createChannelShuffleToConvPass();
 std::unique_ptr<Pass> createFoldFocusPass();
 std::unique_ptr<Pass> createFuseMatMulBiasPass();
 std::unique_ptr<Pass> createFuseHardSigmoidPass();
+std::unique_ptr<Pass> createLegalizeConvStridePass();  // target-specific: reads PassContext::target
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -45,6 +46,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fold_focus", createFoldFocusPass},
       {"fuse_matmul_bias", createFuseMatMulBiasPass},
       {"fuse_hardsigmoid", createFuseHardSigmoidPass},
+      {"legalize_conv_stride", createLegalizeConvStridePass},
   };
   return kPasses;
 }

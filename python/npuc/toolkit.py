@@ -291,7 +291,9 @@ class Toolkit:
 
         The graph optimizer runs first, at ``config(optimization_level=...)`` (default 3; 0 runs
         nothing, 1-2 only passes that cannot change numerics) minus ``config(disable_passes=[...])``.
-        Its report (passes that fired, node counts, why fusions did not apply) is printed and kept
+        With ``config(target_platform=...)`` set it also runs the target stage: rewrites that keep
+        ops on that SoC's NPU (``legalize_conv_stride``: a Conv stride or kernel beyond the NPU's
+        limits becomes SpaceToDepth + a Conv within them). Its report (passes that fired, node counts, why fusions did not apply) is printed and kept
         in :attr:`optimization_report`.
 
         Args:
@@ -328,7 +330,11 @@ class Toolkit:
             self._add_inputs(dataset_files(dataset))
         source = self._float_model or self._model
         with staged_folder(dump_dir, "an optimizer dump", self._inputs) as staging:
-            optimized, report = optimize(source, level, disabled, staging)
+            soc = self._config.get("target_platform") or ""
+            optimized, report = optimize(
+                source, level, disabled, staging, soc=soc, dtype="int8" if do_quantization else "fp16",
+                op_target=dict(self._config.get("op_target") or {}),
+            )
         self.optimization_report = report
         self._emit(report["text"])
         if verify:

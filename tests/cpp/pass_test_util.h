@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -146,11 +147,13 @@ struct PassRun {
 
 // Runs pass `name` once at `level`, then checks what every pass must keep true: the graph
 // verifies, every node is typed consistently with shape inference, and (differential) results
-// match the original within `rtol` on random inputs.
-inline PassRun runPassChecked(Graph& g, const std::string& name, double rtol = 1e-5, int level = 3) {
+// match the original within `rtol` on random inputs. Target-specific passes read `target`.
+inline PassRun runPassChecked(Graph& g, const std::string& name, double rtol = 1e-5, int level = 3,
+                              std::optional<PassTarget> target = std::nullopt) {
   std::unique_ptr<Graph> original = g.clone();
   PassRun r;
   r.ctx.optimization_level = level;
+  r.ctx.target = std::move(target);
   r.ctx.current_pass = name;
   r.changes = createPass(name)->run(g, r.ctx);
   verifyOptimizedGraph(g, "pass '" + name + "'");

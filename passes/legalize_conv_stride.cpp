@@ -12,8 +12,7 @@
 // (b*K >= k, and the t window never extends further than the x window by b or more).
 //
 // b is the smallest divisor of both strides for which the SpaceToDepth and the new Conv pass every
-// check partitioning applies on the target (op_constraints.h, asked of the candidate nodes
-// themselves): the smallest block moves the least data. H and W must be multiples of b.
+// check partitioning applies on the target (npu_candidate.h): the smallest block moves the least data. H and W must be multiples of b.
 // The new Conv sums the same products in another order: level 3 only. INT8 keeps the same
 // per-channel weight scales (the same weights plus zeros) and SpaceToDepth keeps its input's scale.
 //
@@ -27,7 +26,7 @@
 #include <variant>
 
 #include "passes/core/pattern_pass.h"
-#include "target/op_constraints.h"
+#include "passes/npu_candidate.h"
 #include "target/partition.h"
 
 namespace npuc {
@@ -79,8 +78,7 @@ Tensor spaceToDepthWeights(const Tensor& w, const Legalized& g) {
   const int64_t out_ch = w.dim(0), c = w.dim(1), kh = w.dim(2), kw = w.dim(3), b = g.block;
   const int64_t kh2 = g.kernel[0], kw2 = g.kernel[1], c2 = c * b * b;
   Tensor r(DType::Float32, {out_ch, c2, kh2, kw2});
-  float* dst = r.data<float>();
-  std::fill(dst, dst + r.numel(), 0.0f);
+  float* dst = r.data<float>();  // zero-filled: the taps past the kernel stay 0
   const float* src = w.data<float>();
   for (int64_t o = 0; o < out_ch; ++o)
     for (int64_t ci = 0; ci < c; ++ci)
@@ -92,28 +90,24 @@ Tensor spaceToDepthWeights(const Tensor& w, const Legalized& g) {
   return r;
 }
 
-// Every NPU check the candidate SpaceToDepth and Conv fail, asked of the nodes themselves in a
-// scratch graph (the weights are zeros of the new shape: the checks read shapes, not values).
-std::vector<Violation> candidateViolations(const Node& conv, const Legalized& g, const SocProfile& soc) {
-  Graph scratch;
+// Every NPU check the SpaceToDepth and the new Conv of `g` fail (npu_candidate.h).
+std::vector<Violation> legalizedViolations(const Node& conv, const Legalized& g, const SocProfile& soc) {
   const Value& x = *conv.input(0);
-  Value* in = scratch.addInput("x", x.dtype(), x.shape());
-  Node* s2d = scratch.appendNode("SpaceToDepth", {in}, 1);
-  s2d->attrs().set("blocksize", g.block);
   const Shape& xs = x.shape();
-  const int64_t b = g.block;
-  s2d->output()->setType(x.dtype(), {xs[0], xs[1] * b * b, xs[2] / b, xs[3] / b});
   const Shape& ws = conv.input(1)->shape();
-  Tensor zeros(DType::Float32, {ws[0], ws[1] * b * b, g.kernel[0], g.kernel[1]});
-  std::fill(zeros.data<float>(), zeros.data<float>() + zeros.numel(), 0.0f);
-  std::vector<Value*> inputs{s2d->output(), scratch.addConstant(std::move(zeros), "w")};
-  Node* legal = scratch.appendNode("Conv", inputs, 1);
-  legal->attrs().set("kernel_shape", g.kernel);
-  legal->attrs().set("strides", g.strides);
-  legal->attrs().set("pads", g.pads);
-  legal->output()->setType(conv.output()->dtype(), conv.output()->shape());
-  std::vector<Violation> all = npuViolations(*s2d, soc);
-  for (Violation& v : npuViolations(*legal, soc)) all.push_back(std::move(v));
+  const int64_t b = g.block;
+  const Shape t{xs[0], xs[1] * b * b, xs[2] / b, xs[3] / b};
+  Attributes s2d;
+  s2d.set("blocksize", b);
+  std::vector<Violation> all = candidateViolations("SpaceToDepth", {{x.dtype(), xs}}, s2d, x.dtype(), t, soc);
+  Attributes a;
+  a.set("kernel_shape", g.kernel);
+  a.set("strides", g.strides);
+  a.set("pads", g.pads);
+  const CandidateInput weights{DType::Float32, {ws[0], ws[1] * b * b, g.kernel[0], g.kernel[1]}, true};
+  for (Violation& v : candidateViolations("Conv", {{x.dtype(), t}, weights}, a, conv.output()->dtype(),
+                                          conv.output()->shape(), soc))
+    all.push_back(std::move(v));
   return all;
 }
 
@@ -150,7 +144,7 @@ class LegalizeConvStride : public RewritePattern {
       std::string reason;
       if (auto* r = std::get_if<std::string>(&g)) {
         reason = *r;
-      } else if (std::vector<Violation> left = candidateViolations(root, std::get<Legalized>(g), soc);
+      } else if (std::vector<Violation> left = legalizedViolations(root, std::get<Legalized>(g), soc);
                  !left.empty()) {
         reason = left.front().message;
       } else {

@@ -208,6 +208,11 @@ def legalize_conv_stride() -> onnx.ModelProto:
     return _model(n, [_f("x", [1, 3, 32, 32])], [_f("y", [1, 16, 4, 4])], [_const("w", w)])
 
 
+def reduce_transpose_rank() -> onnx.ModelProto:
+    n = [helper.make_node("Transpose", ["x"], ["y"], name="qkv_heads", perm=[2, 0, 3, 1, 4])]
+    return _model(n, [_f("x", [1, 40, 3, 8, 15])], [_f("y", [3, 1, 8, 40, 15])])
+
+
 def fuse_hardsigmoid() -> onnx.ModelProto:
     n = [helper.make_node("Add", ["x", "three"], ["s"], name="add3"),
          helper.make_node("Clip", ["s", "zero", "six"], ["c"], name="relu6"),
@@ -266,6 +271,11 @@ EXAMPLES: Dict[str, Example] = {
                                     "becomes SpaceToDepth + a Conv within the limits, so it stays on the NPU "
                                     "(target stage, run for `config(target_platform)`; shown for rk3588)",
                                     soc="rk3588"),
+    "reduce_transpose_rank": Example(reduce_transpose_rank, "a Transpose above the target NPU's rank limit (the "
+                                     "rank-5 q/k/v head split of an attention export; rk3588 runs rank 4) becomes "
+                                     "Reshape + a Transpose of the smallest equivalent rank + Reshape: size-1 axes "
+                                     "dropped, axes that move together merged (target stage; shown for rk3588)",
+                                     soc="rk3588"),
 }
 
 

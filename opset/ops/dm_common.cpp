@@ -73,6 +73,20 @@ std::string dimsStr(const std::vector<int64_t>& v) {
   return shapeStr(v);
 }
 
+int64_t dimMul(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw ShapeError(std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t dimAdd(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r))
+    throw ShapeError(std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
 // ---------------------------------------------------------------- StridedCopy
 
 std::vector<int64_t> StridedCopy::contiguousStrides(const Shape& shape, size_t elem_bytes) {

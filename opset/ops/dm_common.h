@@ -43,6 +43,11 @@ std::vector<int64_t> constIntInput(const KernelContext& ctx, size_t i, const cha
 // Throws ShapeError on out-of-range or repeated axes.
 std::vector<int64_t> normalizedAxes(const std::vector<int64_t>& axes, int64_t rank, const char* what);
 
+// a * b and a + b for output dims computed from a file's numbers (Tile repeats, block sizes, pads):
+// a result int64 cannot hold is a ShapeError naming `what`, not a wrapped (undefined) value.
+int64_t dimMul(int64_t a, int64_t b, const char* what);
+int64_t dimAdd(int64_t a, int64_t b, const char* what);
+
 // "Concat inputs 0 and 2 differ ..." helpers keep messages uniform.
 std::string dimsStr(const std::vector<int64_t>& v);
 

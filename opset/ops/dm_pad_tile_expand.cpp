@@ -56,7 +56,8 @@ PadAmounts padAmounts(const Shape& in, const Tensor& pads_t, const Tensor* axes_
 
 Shape paddedShape(const Shape& in, const PadAmounts& p) {
   Shape out(in.size());
-  for (size_t d = 0; d < in.size(); ++d) out[d] = in[d] + p.begin[d] + p.end[d];
+  for (size_t d = 0; d < in.size(); ++d)
+    out[d] = dm::dimAdd(dm::dimAdd(in[d], p.begin[d], "Pad output dim"), p.end[d], "Pad output dim");
   return out;
 }
 
@@ -169,7 +170,7 @@ void inferTile(InferContext& ctx) {
   const Shape& in = ctx.inputShape(0);
   const auto repeats = tileRepeats(in, ctx.requireConstInput(1, "Tile repeats"));
   Shape out(in.size());
-  for (size_t d = 0; d < in.size(); ++d) out[d] = in[d] * repeats[d];
+  for (size_t d = 0; d < in.size(); ++d) out[d] = dm::dimMul(in[d], repeats[d], "Tile output dim");
   ctx.setOutput(0, ctx.inputDType(0), out);
 }
 

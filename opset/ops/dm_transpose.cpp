@@ -78,6 +78,7 @@ BlockParams blockParams(const Node& node, const Shape& in) {
   if (in.size() != 4) throw ShapeError("input must be 4-D NCHW, got " + shapeStr(in));
   const int64_t bs = node.attrs().i("blocksize");
   if (bs <= 0) throw ShapeError("blocksize must be positive, got " + std::to_string(bs));
+  dm::dimMul(bs, bs, "blocksize^2");  // every later use multiplies by it
   return {in[0], in[1], in[2], in[3], bs};
 }
 
@@ -95,7 +96,9 @@ void inferDepthToSpace(InferContext& ctx) {
     throw ShapeError("channels " + std::to_string(p.c) +
                      " are not divisible by blocksize^2 = " + std::to_string(p.bs * p.bs));
   }
-  ctx.setOutput(0, ctx.inputDType(0), {p.n, p.c / (p.bs * p.bs), p.h * p.bs, p.w * p.bs});
+  ctx.setOutput(0, ctx.inputDType(0),
+                {p.n, p.c / (p.bs * p.bs), dm::dimMul(p.h, p.bs, "DepthToSpace output height"),
+                 dm::dimMul(p.w, p.bs, "DepthToSpace output width")});
 }
 
 std::unique_ptr<Kernel> makeDepthToSpace(const KernelContext& ctx) {
@@ -119,7 +122,8 @@ void inferSpaceToDepth(InferContext& ctx) {
     throw ShapeError("spatial dims " + std::to_string(p.h) + "x" + std::to_string(p.w) +
                      " are not divisible by blocksize " + std::to_string(p.bs));
   }
-  ctx.setOutput(0, ctx.inputDType(0), {p.n, p.c * p.bs * p.bs, p.h / p.bs, p.w / p.bs});
+  ctx.setOutput(0, ctx.inputDType(0),
+                {p.n, dm::dimMul(p.c, p.bs * p.bs, "SpaceToDepth output channels"), p.h / p.bs, p.w / p.bs});
 }
 
 std::unique_ptr<Kernel> makeSpaceToDepth(const KernelContext& ctx) {

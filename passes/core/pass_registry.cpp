@@ -23,7 +23,8 @@ std::unique_ptr<Pass> createChannelShuffleToConvPass();
 std::unique_ptr<Pass> createFoldFocusPass();
 std::unique_ptr<Pass> createFuseMatMulBiasPass();
 std::unique_ptr<Pass> createFuseHardSigmoidPass();
-std::unique_ptr<Pass> createLegalizeConvStridePass();  // target-specific: reads PassContext::target
+std::unique_ptr<Pass> createLegalizeConvStridePass();   // target-specific: reads PassContext::target
+std::unique_ptr<Pass> createReduceTransposeRankPass();  // target-specific: reads PassContext::target
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -47,6 +48,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fuse_matmul_bias", createFuseMatMulBiasPass},
       {"fuse_hardsigmoid", createFuseHardSigmoidPass},
       {"legalize_conv_stride", createLegalizeConvStridePass},
+      {"reduce_transpose_rank", createReduceTransposeRankPass},
   };
   return kPasses;
 }

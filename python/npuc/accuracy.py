@@ -26,7 +26,7 @@ import numpy as np
 from npuc import dataset as _dataset
 from npuc.errors import InputError, OutputError
 from npuc.messages import shown_path
-from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
+from npuc.output_files import JobInputs, atomic_output, make_folder, refuse_output, write_text_output
 
 __all__ = ["AccuracyReport", "analyze", "check_output_dir", "format_table", "input_files", "load_inputs",
            "sanitize_tensor_name", "weight_outlier_report"]
@@ -190,10 +190,7 @@ def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Union[str, "o
     for path, _ in dumps:
         refuse_output(path, _DUMP_WHAT, inputs)
     for folder in DUMP_FOLDERS.values():
-        try:
-            (out / folder).mkdir(parents=True, exist_ok=True)
-        except OSError as e:  # e.g. a file where the folder goes
-            raise OutputError(f"cannot create the accuracy_analysis folder '{out / folder}': {e.strerror}") from None
+        make_folder(out / folder, "the accuracy_analysis dumps")
     for path, tensor in dumps:
         with atomic_output(path, _DUMP_WHAT, inputs) as tmp:
             np.save(tmp, tensor)

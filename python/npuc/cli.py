@@ -176,7 +176,7 @@ def _safe_filename(name: str) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     import npuc
     from npuc.input_dtype import coerce_input
-    from npuc.output_files import JobInputs, atomic_output, refuse_output
+    from npuc.output_files import JobInputs, atomic_output, make_folder, refuse_output
 
     arrays = []
     for path in args.input:
@@ -207,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             refuse_output(path, "an output array", inputs)
         outputs = run()
     if args.output_dir:
-        os.makedirs(args.output_dir, exist_ok=True)
+        make_folder(args.output_dir, "the output arrays")
     for info, value, path in zip(model.outputs, outputs, paths):
         line = f"{info['name']}: {value.dtype}[{','.join(str(d) for d in value.shape)}]"
         if path:

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
 from npuc.dataset import dataset_files
-from npuc.output_files import JobInputs, refuse_output
+from npuc.output_files import JobInputs, make_folder, refuse_output
 from npuc.errors import ConfigError
 from npuc.messages import shown, shown_key, shown_path
 
@@ -52,7 +52,7 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
                          outputs=job.outputs or None)
             tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify)
             perf = tk.eval_perf(is_print=False)
-            Path(job.output).parent.mkdir(parents=True, exist_ok=True)
+            make_folder(os.path.dirname(job.output) or ".", "the blob")
             tk.export_blob(job.output)
             report = tk.optimization_report or {}
             partition = tk.partition_report

@@ -29,7 +29,7 @@ from npuc._npuc import Model, QuantizedModel, quantize_from_ranges
 from npuc.config_check import check_config_values, finite_float32
 from npuc.errors import ConfigError, ModelLoadError
 from npuc.messages import capped, shown, shown_key, shown_path
-from npuc.output_files import JobInputs, atomic_output, refuse_output, write_text_output
+from npuc.output_files import JobInputs, atomic_output, make_folder, refuse_output, write_text_output
 from npuc.quantize import calibrate, settings_from_config
 from npuc.yaml_config import load_yaml_config
 
@@ -246,7 +246,7 @@ def step1(
     if proposal:
         custom.update({c.node: FLOAT16 for c in _choose(worst, cos, euc)})
 
-    paths["cfg"].parent.mkdir(parents=True, exist_ok=True)
+    make_folder(paths["cfg"].parent, "the hybrid quantization files")
     with atomic_output(paths["model"], STEP1_FILES["model"], inputs) as tmp:
         model.export_onnx(tmp)
     names = sorted(ranges)

@@ -32,6 +32,7 @@ __all__ = [
     "atomic_output",
     "write_text_output",
     "staged_folder",
+    "make_folder",
     "AppendedLog",
     "onnx_external_files",
 ]
@@ -165,8 +166,8 @@ def staged_folder(folder: Optional[PathLike], what: str, inputs: Optional[JobInp
     name = os.fspath(folder)
     if os.path.exists(name) and not os.path.isdir(name):
         raise OutputError(f"cannot write {what} into '{name}': it is a file, not a folder")
+    make_folder(name, what)
     try:
-        os.makedirs(name, exist_ok=True)
         staging = tempfile.mkdtemp(prefix=".npuc-tmp-", dir=name)
     except OSError as e:
         raise _write_error(what, name, e) from None
@@ -207,6 +208,26 @@ def _fsync(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_folder(folder: PathLike, what: str) -> None:
+    """Creates `folder` and its missing parents, like ``os.makedirs(exist_ok=True)``, but never
+    through a ``..`` that follows a folder this call would create: ``out/new/../x`` would leave an
+    empty ``out/new`` behind, where ``open()`` refuses such a path. That is an :class:`OutputError`
+    naming `what`, as is a file standing where a folder goes."""
+    name = os.fspath(folder)
+    prefix = ""
+    for part in name.split(os.sep):
+        if part == ".." and prefix and not os.path.isdir(prefix):
+            raise OutputError(
+                f"cannot create the folder for {what} '{name}': '{prefix}' does not exist, and '..' after it "
+                "would leave it behind"
+            )
+        prefix = os.path.join(prefix, part) if prefix or part else os.sep
+    try:
+        os.makedirs(name, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create the folder for {what} '{name}': {e.strerror or e}") from None
 
 
 def _write_error(what: str, name: str, e: OSError) -> OutputError:

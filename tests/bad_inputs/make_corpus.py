@@ -252,6 +252,15 @@ def _tile_bytes_wrap() -> bytes:
                        [helper.make_tensor_value_info("t", TensorProto.INT64, [1 << 62])], inits)
 
 
+def _tile_dim_overflow() -> bytes:
+    """Tile of 4 int64 by 2**62: the output dim itself (2**64) does not fit int64 (fuzz_onnx_import
+    found it: the multiplication was unchecked, undefined behaviour under UBSan)."""
+    inits = [numpy_helper.from_array(np.arange(4, dtype=np.int64), "c"),
+             numpy_helper.from_array(np.array([1 << 62], np.int64), "reps")]
+    return model_bytes([helper.make_node("Tile", ["c", "reps"], ["t"], name="tile_overflow")], [],
+                       [helper.make_tensor_value_info("t", TensorProto.INT64, [4])], inits)
+
+
 def _shape_mismatch() -> bytes:
     b = numpy_helper.from_array(np.ones((1, 3), np.float32), "b")
     return model_bytes(
@@ -442,6 +451,8 @@ CASES: List[BadInput] = [
     BadInput("tile_bytes_wrap", "Tile to 2**62 int64 elements (the byte count wraps int64)", _tile_bytes_wrap,
              "ResourceError", r"tensor 't' \(output of node 'tile_wrap', Tile\) is int64\[4611686018427387904\], "
              r"which exceeds the 16 GiB tensor limit"),
+    BadInput("tile_dim_overflow", "Tile to a dim of 2**64 (beyond int64)", _tile_dim_overflow,
+             "ShapeError", r"tile_overflow.*Tile output dim: 4 x 4611686018427387904 overflows int64"),
 ]
 
 

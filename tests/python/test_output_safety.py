@@ -109,6 +109,24 @@ def test_convert_refuses_a_directory(job, capsys) -> None:
                       "cannot write the blob to 'out': it is a directory")
 
 
+@pytest.mark.parametrize("command", [("convert", "m.onnx", "-t", SOC, "-o", "new/../m.npub"),
+                                     ("run", "m.onnx", "--input", "s0.npy", "--output-dir", "new/../out")])
+def test_a_dotdot_after_a_missing_folder_creates_nothing(job, capsys, command: tuple) -> None:
+    # mkdir -p would create 'new' and leave it behind; open() refuses the path. So does npuc
+    # (found by fuzz_cli_args: `convert M -o <missing>/../x` created the missing folder).
+    before = folder_listing(job["dir"])
+    assert_user_error(run_cli(capsys, *command), "'new' does not exist, and '..' after it would leave it behind")
+    assert folder_listing(job["dir"]) == before
+
+
+def test_missing_output_folders_are_still_created(job, capsys) -> None:
+    for out in ("a/b/m.npub", "../c/a/../new/m.npub"):  # '..' after folders that exist is fine
+        code, _, err = run_cli(capsys, "convert", "m.onnx", "-t", SOC, "-o", out)
+        assert code == 0, err
+    assert (job["dir"] / "a" / "b" / "m.npub").is_file()
+    assert (job["dir"] / "new" / "m.npub").is_file()
+
+
 def test_convert_refuses_the_yaml_config_as_output(job, capsys) -> None:
     config = job["dir"] / "conv.npub"  # the YAML may have any name: here the one its blob gets
     config.write_text("models:\n  name: conv\n  model_file_path: m.onnx\n")

@@ -283,7 +283,8 @@ def test_build_reports_cpu_fallbacks_with_reasons(tmp_path: Path, capsys: pytest
     graph = helper.make_graph(
         [helper.make_node("Conv", ["x", "w"], ["y"], name="wide_stride", strides=[8, 8]),
          helper.make_node("Relu", ["y"], ["z"], name="relu")],
-        "fallback", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        # 33x33: no SpaceToDepth block divides it, so legalize_conv_stride cannot keep it on the NPU
+        "fallback", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 33, 33])],
         [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4, 4, 4])], [w])
     path = tmp_path / "fallback.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
@@ -295,4 +296,6 @@ def test_build_reports_cpu_fallbacks_with_reasons(tmp_path: Path, capsys: pytest
         reasons = {n["node"]: n["detail"] for n in report["cpu_nodes"]}
         assert "stride 8x8 exceeds 7x7" in reasons["wide_stride"]
         assert "relu" in reasons and report["npu_mac_share"] == 0.0
-        assert "stride 8x8 exceeds 7x7" in capsys.readouterr().out
+        printed = capsys.readouterr().out
+        assert "stride 8x8 exceeds 7x7" in printed
+        assert "not legalized for rk3588: block 2: input dim 2 (33) is not a multiple of block 2" in printed

@@ -348,7 +348,9 @@ first line lists the graph inputs and the last `return` its outputs.
 
 `Toolkit.build()` runs them (all but `align_channels`, see its section) at
 `config(optimization_level=3)`, the default; levels 1-2 run only the bit-exact ones, 0 runs none;
-`config(disable_passes=[...])` skips passes by name. The table lists `npuc.pass_names()` in order. `build()` prints which passes fired and why a fusion did not apply. How to write
+`config(disable_passes=[...])` skips passes by name. With `config(target_platform=...)` set, `build()` also runs
+the target stage (`legalize_conv_stride`, `reduce_transpose_rank`); what it changes on the shared models is
+measured in [target_stage.md](target_stage.md). The table lists `npuc.pass_names()` in order. `build()` prints which passes fired and why a fusion did not apply. How to write
 a pass: [passes/README.md](../passes/README.md).
 
 | pass | what it does |

@@ -12,9 +12,9 @@
 // (b*K >= k, and the t window never extends further than the x window by b or more).
 //
 // b is the smallest divisor of both strides for which the SpaceToDepth and the new Conv pass every
-// check partitioning applies on the target (npu_candidate.h): the smallest block moves the least data. H and W must be multiples of b.
-// The new Conv sums the same products in another order: level 3 only. INT8 keeps the same
-// per-channel weight scales (the same weights plus zeros) and SpaceToDepth keeps its input's scale.
+// check partitioning applies on the target (npu_candidate.h): the smallest block moves the least data. H and
+// W must be multiples of b. The new Conv sums the same products in another order: level 3 only. INT8 keeps
+// the same per-channel weight scales (the same weights plus zeros) and SpaceToDepth keeps its input's scale.
 //
 // Not legalized (a match failure says which): grouped and dilated Convs, auto_pad, a pad that is not
 // a multiple of b, H or W not a multiple of b, a Conv the user put on the CPU (op_target), and
@@ -27,17 +27,11 @@
 
 #include "passes/core/pattern_pass.h"
 #include "passes/npu_candidate.h"
-#include "target/partition.h"
 
 namespace npuc {
 namespace {
 
 constexpr size_t kSpatialDims = 2;  // 2-D convs only (1-D ones run as 2-D with height 1 anyway)
-
-// Checks a block size could remove: the others (op support, dtype, pads, ...) are not the stride's.
-bool blockSizeCanFix(const Violation& v) {
-  return v.check == "Conv.stride" || v.check == "Conv.kernel";
-}
 
 // The Conv on the SpaceToDepth output that replaces the original (file header), for one block size.
 struct Legalized {
@@ -68,7 +62,8 @@ std::variant<Legalized, std::string> geometryFor(const Node& conv, int64_t b) {
     g.pads[d] = begin / b;
     // The last output's window in t ends at row (s/b)*(out-1) - p/b + K - 1; t has size/b rows.
     const int64_t out = y[2 + d];
-    g.pads[kSpatialDims + d] = std::max<int64_t>(0, g.strides[d] * (out - 1) - g.pads[d] + g.kernel[d] - size / b);
+    g.pads[kSpatialDims + d] =
+        std::max<int64_t>(0, g.strides[d] * (out - 1) - g.pads[d] + g.kernel[d] - size / b);
   }
   return g;
 }
@@ -85,7 +80,8 @@ Tensor spaceToDepthWeights(const Tensor& w, const Legalized& g) {
       for (int64_t u = 0; u < kh; ++u)
         for (int64_t v = 0; v < kw; ++v) {
           const int64_t block = (u % b) * b + (v % b);
-          dst[((o * c2 + block * c + ci) * kh2 + u / b) * kw2 + v / b] = src[((o * c + ci) * kh + u) * kw + v];
+          dst[((o * c2 + block * c + ci) * kh2 + u / b) * kw2 + v / b] =
+              src[((o * c + ci) * kh + u) * kw + v];
         }
   return r;
 }
@@ -116,20 +112,17 @@ class LegalizeConvStride : public RewritePattern {
   LegalizeConvStride() : RewritePattern("legalize_conv_stride", {"Conv"}, /*changes_numerics=*/true) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
-    const std::optional<PassTarget>& target = rw.context().target;
-    if (!target || !target->soc || !root.domain().empty()) return failure();
-    const SocProfile& soc = *target->soc;
-    const std::vector<Violation> violations = npuViolations(root, soc);
-    if (violations.empty()) return failure();  // already runs on the NPU
+    const auto subject = legalizationSubject(root, rw.context(), {"Conv.stride", "Conv.kernel"});
+    if (!subject) return failure();
+    const SocProfile& soc = *subject->soc;
     auto refuse = [&](const std::string& why) {
       return rw.notifyMatchFailure(root, fmt::format("Conv '{}' ({}) not legalized for {}: {}", root.name(),
-                                                     violations.front().message, soc.name, why));
+                                                     subject->violations.front().message, soc.name, why));
     };
-    for (const Violation& v : violations)
-      if (!blockSizeCanFix(v)) return failure();  // on the CPU for a reason this pass does not touch
-    if (userOpTargetEntry(root, target->op_target)) return refuse("op_target places it");
+    if (subject->placed_by_user) return refuse("op_target places it");
     const Value* w = root.input(1);
-    if (root.input(0)->rank() != 4 || !w || !w->isConstant() || w->dtype() != DType::Float32 || w->rank() != 4)
+    if (root.input(0)->rank() != 4 || !w || !w->isConstant() || w->dtype() != DType::Float32 ||
+        w->rank() != 4)
       return refuse("not a 2-D Conv with constant float32 weights");
     if (root.attrs().i("group", 1) != 1) return refuse("grouped");
     if (root.attrs().s("auto_pad", "NOTSET") != "NOTSET") return refuse("auto_pad");
@@ -167,7 +160,8 @@ class LegalizeConvStride : public RewritePattern {
     a.set("kernel_shape", g.kernel);
     a.set("strides", g.strides);
     a.set("pads", g.pads);
-    std::vector<Value*> inputs{t, rw.constant(spaceToDepthWeights(root.input(1)->constant(), g), root.name() + "_s2d_w")};
+    std::vector<Value*> inputs{
+        t, rw.constant(spaceToDepthWeights(root.input(1)->constant(), g), root.name() + "_s2d_w")};
     if (root.input(2)) inputs.push_back(root.input(2));
     Node* conv = rw.createLike(*root.output(), "Conv", inputs, a, root.name());
     rw.replaceOp(&root, {conv->output()});

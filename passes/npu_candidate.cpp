@@ -1,12 +1,15 @@
 #include "passes/npu_candidate.h"
 
+#include <algorithm>
 #include <string>
+
+#include "target/partition.h"
 
 namespace npuc {
 
-std::vector<Violation> candidateViolations(const std::string& op_type, const std::vector<CandidateInput>& inputs,
-                                           const Attributes& attrs, DType out_dtype, const Shape& out_shape,
-                                           const SocProfile& soc) {
+std::vector<Violation> candidateViolations(const std::string& op_type,
+                                           const std::vector<CandidateInput>& inputs, const Attributes& attrs,
+                                           DType out_dtype, const Shape& out_shape, const SocProfile& soc) {
   Graph scratch;
   std::vector<Value*> values;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -22,6 +25,19 @@ std::vector<Violation> candidateViolations(const std::string& op_type, const std
   node->attrs() = attrs;
   node->output()->setType(out_dtype, out_shape);
   return npuViolations(*node, soc);
+}
+
+std::optional<LegalizationSubject> legalizationSubject(const Node& node, const PassContext& ctx,
+                                                       const std::vector<std::string>& fixable) {
+  if (!ctx.target || !ctx.target->soc || !node.domain().empty()) return std::nullopt;
+  LegalizationSubject s;
+  s.soc = ctx.target->soc;
+  s.violations = npuViolations(node, *s.soc);
+  if (s.violations.empty()) return std::nullopt;
+  for (const Violation& v : s.violations)
+    if (std::find(fixable.begin(), fixable.end(), v.check) == fixable.end()) return std::nullopt;
+  s.placed_by_user = userOpTargetEntry(node, ctx.target->op_target) != nullptr;
+  return s;
 }
 
 }  // namespace npuc

@@ -4,10 +4,12 @@
 // fallback for another and the limits are written once, in the SoC profile.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/core/pass_context.h"
 #include "target/op_constraints.h"
 
 namespace npuc {
@@ -22,8 +24,22 @@ struct CandidateInput {
 
 // The violations of an `op_type` node with these inputs, attributes and output type on `soc`
 // (empty: it would run on the NPU). Built in a scratch graph; the real graph is not touched.
-std::vector<Violation> candidateViolations(const std::string& op_type, const std::vector<CandidateInput>& inputs,
-                                           const Attributes& attrs, DType out_dtype, const Shape& out_shape,
-                                           const SocProfile& soc);
+std::vector<Violation> candidateViolations(const std::string& op_type,
+                                           const std::vector<CandidateInput>& inputs, const Attributes& attrs,
+                                           DType out_dtype, const Shape& out_shape, const SocProfile& soc);
+
+// What a target-stage rewrite knows about `node` before it tries anything: the SoC, the NPU checks
+// the node fails, and whether the user placed it (op_target; then the rewrite leaves it, saying so).
+struct LegalizationSubject {
+  const SocProfile* soc = nullptr;
+  std::vector<Violation> violations;  // never empty
+  bool placed_by_user = false;
+};
+
+// nullopt when there is nothing for the rewrite to do: no target in `ctx`, an op of another domain,
+// a node the NPU already runs, or one that fails a check not named in `fixable` (e.g. "Conv.stride"):
+// its CPU placement has a reason this rewrite does not remove.
+std::optional<LegalizationSubject> legalizationSubject(const Node& node, const PassContext& ctx,
+                                                       const std::vector<std::string>& fixable);
 
 }  // namespace npuc

@@ -20,8 +20,6 @@
 #include "passes/core/ir_helpers.h"
 #include "passes/core/pattern_pass.h"
 #include "passes/npu_candidate.h"
-#include "target/op_constraints.h"
-#include "target/partition.h"
 
 namespace npuc {
 namespace {
@@ -44,8 +42,8 @@ Reduced reduceTranspose(const Shape& in, const std::vector<int64_t>& perm) {
   // Runs: consecutive output positions holding consecutive kept input axes form one group.
   std::vector<std::vector<int64_t>> groups;  // input axes of each group, in output order of groups
   for (size_t i = 0; i < order.size(); ++i) {
-    const bool continues = i > 0 && kept_rank[static_cast<size_t>(order[i])] ==
-                                        kept_rank[static_cast<size_t>(order[i - 1])] + 1;
+    const bool continues =
+        i > 0 && kept_rank[static_cast<size_t>(order[i])] == kept_rank[static_cast<size_t>(order[i - 1])] + 1;
     if (continues) {
       groups.back().push_back(order[i]);
     } else {
@@ -55,7 +53,8 @@ Reduced reduceTranspose(const Shape& in, const std::vector<int64_t>& perm) {
   // Groups in input order give the reshaped input; their output order gives the permutation.
   std::vector<size_t> by_input(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) by_input[g] = g;
-  std::sort(by_input.begin(), by_input.end(), [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  std::sort(by_input.begin(), by_input.end(),
+            [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
   Reduced r;
   std::vector<int64_t> position(groups.size());
   for (size_t i = 0; i < by_input.size(); ++i) {
@@ -79,40 +78,40 @@ class ReduceTransposeRank : public RewritePattern {
   ReduceTransposeRank() : RewritePattern("reduce_transpose_rank", {"Transpose"}) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
-    const std::optional<PassTarget>& target = rw.context().target;
-    if (!target || !target->soc || !root.domain().empty()) return failure();
-    const SocProfile& soc = *target->soc;
-    const std::vector<Violation> violations = npuViolations(root, soc);
-    if (violations.empty()) return failure();  // already runs on the NPU
-    for (const Violation& v : violations)
-      if (v.check != "Transpose.max_rank") return failure();  // on the CPU for another reason
+    const auto subject = legalizationSubject(root, rw.context(), {"Transpose.max_rank"});
+    if (!subject) return failure();
+    const SocProfile& soc = *subject->soc;
     auto refuse = [&](const std::string& why) {
-      return rw.notifyMatchFailure(root, fmt::format("Transpose '{}' ({}) not reduced for {}: {}", root.name(),
-                                                     violations.front().message, soc.name, why));
+      return rw.notifyMatchFailure(root,
+                                   fmt::format("Transpose '{}' ({}) not reduced for {}: {}", root.name(),
+                                               subject->violations.front().message, soc.name, why));
     };
-    if (userOpTargetEntry(root, target->op_target)) return refuse("op_target places it");
+    if (subject->placed_by_user) return refuse("op_target places it");
     Value* x = root.input(0);
     const Reduced r = reduceTranspose(x->shape(), transposePerm(root, x->rank()));
     const Shape out = permuted(r.shape, r.perm);
     if (!isIdentityPerm(r.perm)) {
       Attributes a;
       a.set("perm", r.perm);
-      const std::vector<Violation> left = candidateViolations("Transpose", {{x->dtype(), r.shape}}, a, x->dtype(), out, soc);
+      const std::vector<Violation> left =
+          candidateViolations("Transpose", {{x->dtype(), r.shape}}, a, x->dtype(), out, soc);
       if (!left.empty())
         return refuse(fmt::format("its smallest form, {} perm {}, fails too: {}", shapeStr(r.shape),
                                   fmt::join(r.perm, ","), left.front().message));
     }
     rw.setInsertionPointBefore(&root);
-    Value* view = rw.create("Reshape", {x, rw.constant(int64Vector(r.shape), root.name() + "_shape")}, {},
-                            root.name())->output();
+    Value* view =
+        rw.create("Reshape", {x, rw.constant(int64Vector(r.shape), root.name() + "_shape")}, {}, root.name())
+            ->output();
     if (!isIdentityPerm(r.perm)) {
       Attributes a;
       a.set("perm", r.perm);
       view = rw.create("Transpose", {view}, a, root.name())->output();
     }
     const Shape& y = root.output()->shape();
-    Node* back = rw.createLike(*root.output(), "Reshape", {view, rw.constant(int64Vector(y), root.name() + "_out_shape")},
-                               {}, root.name());
+    Node* back =
+        rw.createLike(*root.output(), "Reshape",
+                      {view, rw.constant(int64Vector(y), root.name() + "_out_shape")}, {}, root.name());
     rw.replaceOp(&root, {back->output()});
     return success();
   }
@@ -122,7 +121,8 @@ class ReduceTransposeRankPass : public PatternPass {
  public:
   const char* name() const override { return "reduce_transpose_rank"; }
   const char* description() const override {
-    return "Transpose above the target NPU's rank limit -> Reshape + Transpose of the smallest equivalent rank + "
+    return "Transpose above the target NPU's rank limit -> Reshape + Transpose of the smallest equivalent "
+           "rank + "
            "Reshape (target stage only)";
   }
 

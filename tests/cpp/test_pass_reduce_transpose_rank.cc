@@ -49,19 +49,18 @@ TEST_P(PassReduceTransposeRank, BecomesALowerRankTransposeOnTheNpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, PassReduceTransposeRank,
-    ::testing::Values(
-        // The SVTR / MultiheadAttention head split: batch 1 dropped, (q/k/v, heads) move as one
-        // block -> [40, 24, 15] perm (1, 0, 2).
-        RankCase{"qkv_split", {1, 40, 3, 8, 15}, {2, 0, 3, 1, 4}, 3},
-        // Adjacent pairs move together: [6, 20, 42] perm (0, 2, 1).
-        RankCase{"pairs", {2, 3, 4, 5, 6, 7}, {0, 1, 4, 5, 2, 3}, 3},
-        // Batch 2 kept, the two trailing axes merge: [2, 3, 4, 30] perm (3, 0, 2, 1).
-        RankCase{"batch2", {2, 3, 4, 5, 6}, {3, 4, 0, 2, 1}, 4},
-        // Only axes of size 1 move: no Transpose is needed at all.
-        RankCase{"ones_only", {1, 4, 1, 5, 6}, {2, 0, 1, 3, 4}, 0}),
-    [](const ::testing::TestParamInfo<RankCase>& info) { return info.param.label; });
+INSTANTIATE_TEST_SUITE_P(Cases, PassReduceTransposeRank,
+                         ::testing::Values(
+                             // The SVTR / MultiheadAttention head split: batch 1 dropped, (q/k/v, heads) move
+                             // as one block -> [40, 24, 15] perm (1, 0, 2).
+                             RankCase{"qkv_split", {1, 40, 3, 8, 15}, {2, 0, 3, 1, 4}, 3},
+                             // Adjacent pairs move together: [6, 20, 42] perm (0, 2, 1).
+                             RankCase{"pairs", {2, 3, 4, 5, 6, 7}, {0, 1, 4, 5, 2, 3}, 3},
+                             // Batch 2 kept, the two trailing axes merge: [2, 3, 4, 30] perm (3, 0, 2, 1).
+                             RankCase{"batch2", {2, 3, 4, 5, 6}, {3, 4, 0, 2, 1}, 4},
+                             // Only axes of size 1 move: no Transpose is needed at all.
+                             RankCase{"ones_only", {1, 4, 1, 5, 6}, {2, 0, 1, 3, 4}, 0}),
+                         [](const ::testing::TestParamInfo<RankCase>& info) { return info.param.label; });
 
 TEST(PassReduceTransposeRankRefusals, NothingWithoutATargetOrForARank4Transpose) {
   GraphBuilder b;
@@ -99,11 +98,14 @@ TEST_P(PassReduceTransposeRankRefuses, SaysWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, PassReduceTransposeRankRefuses,
-    ::testing::Values(
-        RankRefusal{"user_cpu", {1, 40, 3, 8, 15}, {2, 0, 3, 1, 4}, true, "op_target"},
-        RankRefusal{"all_axes_independent", {2, 3, 4, 5, 6}, {4, 3, 2, 1, 0}, false,
-                    "its smallest form, [2,3,4,5,6] perm 4,3,2,1,0, fails too"},
-        RankRefusal{"merged_dim_too_big", {2, 200, 100, 3, 2}, {3, 4, 0, 1, 2}, false, "above 16384"}),
+    ::testing::Values(RankRefusal{"user_cpu", {1, 40, 3, 8, 15}, {2, 0, 3, 1, 4}, true, "op_target"},
+                      RankRefusal{"all_axes_independent",
+                                  {2, 3, 4, 5, 6},
+                                  {4, 3, 2, 1, 0},
+                                  false,
+                                  "its smallest form, [2,3,4,5,6] perm 4,3,2,1,0, fails too"},
+                      RankRefusal{
+                          "merged_dim_too_big", {2, 200, 100, 3, 2}, {3, 4, 0, 1, 2}, false, "above 16384"}),
     [](const ::testing::TestParamInfo<RankRefusal>& info) { return info.param.label; });
 
 // The attention block of issue #24: a [1, 40, 360] token tensor split into q, k, v of 8 heads of

@@ -145,6 +145,15 @@ struct PassRun {
   }
 };
 
+// Target-stage passes (legalize_conv_stride, reduce_transpose_rank): RK3588 computing in int8, and
+// how many nodes its partition puts on the CPU.
+inline PassTarget rk3588Target() {
+  return PassTarget{&socProfile("rk3588"), NpuDType::Int8, {}};
+}
+inline size_t cpuNodeCount(const Graph& g, const PassTarget& t) {
+  return partitionGraph(g, *t.soc, t.op_target).count(Device::Cpu);
+}
+
 // Runs pass `name` once at `level`, then checks what every pass must keep true: the graph
 // verifies, every node is typed consistently with shape inference, and (differential) results
 // match the original within `rtol` on random inputs. Target-specific passes read `target`.

@@ -17,10 +17,6 @@ using passtest::runPassChecked;
 
 constexpr double kReorderedSumTolerance = 1e-5;
 
-PassTarget rk3588() {
-  return PassTarget{&socProfile("rk3588"), NpuDType::Int8, {}};
-}
-
 struct StrideCase {
   std::string label;
   Shape x;                       // NCHW input
@@ -37,22 +33,18 @@ Value* conv(GraphBuilder& b, Value* x, const StrideCase& c, int64_t out_channels
   return b.op("Conv", in, attrs({{"strides", c.strides}, {"pads", c.pads}}), "conv");
 }
 
-size_t cpuNodes(const Graph& g, const PassTarget& t) {
-  return partitionGraph(g, *t.soc, t.op_target).count(Device::Cpu);
-}
-
 class PassLegalizeConvStride : public ::testing::TestWithParam<StrideCase> {};
 
 TEST_P(PassLegalizeConvStride, MovesTheConvOntoTheNpu) {
   const StrideCase c = GetParam();
   GraphBuilder b;
   b.output(conv(b, b.input("x", c.x), c));
-  const PassTarget t = rk3588();
-  ASSERT_EQ(cpuNodes(b.graph(), t), 1u) << "the case must start on the CPU";
+  const PassTarget t = passtest::rk3588Target();
+  ASSERT_EQ(passtest::cpuNodeCount(b.graph(), t), 1u) << "the case must start on the CPU";
   auto r = runPassChecked(b.graph(), "legalize_conv_stride", kReorderedSumTolerance, 3, t);
   EXPECT_EQ(r.changes, 1u);
   EXPECT_EQ(countOps(b.graph(), "SpaceToDepth"), 1u);
-  EXPECT_EQ(cpuNodes(b.graph(), t), 0u);
+  EXPECT_EQ(passtest::cpuNodeCount(b.graph(), t), 0u);
   for (const Node* n : b.graph().nodes()) {
     if (n->opType() == "SpaceToDepth") {
       EXPECT_EQ(n->attrs().i("blocksize", 0), c.block);
@@ -89,7 +81,7 @@ TEST(PassLegalizeConvStrideRefusals, NothingWithoutATargetOrBelowLevel3) {
   GraphBuilder b;
   b.output(conv(b, b.input("x", c.x), c));
   EXPECT_EQ(runPassChecked(b.graph(), "legalize_conv_stride", 0.0).changes, 0u);
-  EXPECT_EQ(runPassChecked(b.graph(), "legalize_conv_stride", 0.0, 2, rk3588()).changes, 0u);
+  EXPECT_EQ(runPassChecked(b.graph(), "legalize_conv_stride", 0.0, 2, passtest::rk3588Target()).changes, 0u);
   EXPECT_EQ(countOps(b.graph(), "SpaceToDepth"), 0u);
 }
 
@@ -97,7 +89,7 @@ TEST(PassLegalizeConvStrideRefusals, ANpuConvIsLeftAlone) {
   const StrideCase c{"", {1, 3, 32, 32}, {3, 3}, {2, 2}, {1, 1, 1, 1}, true, 0};
   GraphBuilder b;
   b.output(conv(b, b.input("x", c.x), c));
-  auto r = runPassChecked(b.graph(), "legalize_conv_stride", 0.0, 3, rk3588());
+  auto r = runPassChecked(b.graph(), "legalize_conv_stride", 0.0, 3, passtest::rk3588Target());
   EXPECT_EQ(r.changes, 0u);
   EXPECT_TRUE(r.ctx.match_failures.empty());
 }
@@ -126,7 +118,7 @@ TEST_P(PassLegalizeConvStrideRefuses, SaysWhy) {
                        {"group", f.group},
                        {"dilations", std::vector<int64_t>{f.dilation, f.dilation}}}),
                 "conv"));
-  PassTarget t = rk3588();
+  PassTarget t = passtest::rk3588Target();
   if (f.on_cpu_by_user) t.op_target = {{"conv", "cpu"}};
   auto r = runPassChecked(b.graph(), "legalize_conv_stride", 0.0, 3, t);
   EXPECT_EQ(r.changes, 0u);

@@ -15,14 +15,6 @@ using passtest::countOps;
 using passtest::GraphBuilder;
 using passtest::runPassChecked;
 
-PassTarget rk3588() {
-  return PassTarget{&socProfile("rk3588"), NpuDType::Int8, {}};
-}
-
-size_t cpuNodes(const Graph& g, const PassTarget& t) {
-  return partitionGraph(g, *t.soc, t.op_target).count(Device::Cpu);
-}
-
 struct RankCase {
   std::string label;
   Shape x;
@@ -36,11 +28,11 @@ TEST_P(PassReduceTransposeRank, BecomesALowerRankTransposeOnTheNpu) {
   const RankCase c = GetParam();
   GraphBuilder b;
   b.output(b.op("Transpose", {b.input("x", c.x)}, attrs({{"perm", c.perm}}), "t"));
-  const PassTarget t = rk3588();
-  ASSERT_EQ(cpuNodes(b.graph(), t), 1u) << "the case must start on the CPU";
+  const PassTarget t = passtest::rk3588Target();
+  ASSERT_EQ(passtest::cpuNodeCount(b.graph(), t), 1u) << "the case must start on the CPU";
   auto r = runPassChecked(b.graph(), "reduce_transpose_rank", 0.0, 3, t);
   EXPECT_EQ(r.changes, 1u);
-  EXPECT_EQ(cpuNodes(b.graph(), t), 0u);
+  EXPECT_EQ(passtest::cpuNodeCount(b.graph(), t), 0u);
   EXPECT_EQ(countOps(b.graph(), "Transpose"), c.reduced_rank ? 1u : 0u);
   for (const Node* n : b.graph().nodes()) {
     if (n->opType() == "Transpose") {
@@ -69,7 +61,7 @@ TEST(PassReduceTransposeRankRefusals, NothingWithoutATargetOrForARank4Transpose)
   Value* y = b.op("Reshape", {t5, b.int64s({3, 8, 40, 15})});
   b.output(b.op("Transpose", {y}, attrs({{"perm", std::vector<int64_t>{0, 1, 3, 2}}})));
   EXPECT_EQ(runPassChecked(b.graph(), "reduce_transpose_rank", 0.0).changes, 0u);
-  auto r = runPassChecked(b.graph(), "reduce_transpose_rank", 0.0, 3, rk3588());
+  auto r = runPassChecked(b.graph(), "reduce_transpose_rank", 0.0, 3, passtest::rk3588Target());
   EXPECT_EQ(r.changes, 1u) << "only the rank-5 Transpose is rewritten";
   EXPECT_TRUE(r.ctx.match_failures.empty());
 }
@@ -88,7 +80,7 @@ TEST_P(PassReduceTransposeRankRefuses, SaysWhy) {
   const RankRefusal f = GetParam();
   GraphBuilder b;
   b.output(b.op("Transpose", {b.input("x", f.x)}, attrs({{"perm", f.perm}}), "t"));
-  PassTarget t = rk3588();
+  PassTarget t = passtest::rk3588Target();
   if (f.on_cpu_by_user) t.op_target = {{"t", "cpu"}};
   auto r = runPassChecked(b.graph(), "reduce_transpose_rank", 0.0, 3, t);
   EXPECT_EQ(r.changes, 0u);
@@ -126,8 +118,8 @@ TEST(PassReduceTransposeRankPipeline, AttentionBlockRunsWithNoCpuOp) {
   Value* ctx = b.op("MatMul", {attn, v});
   Value* merged = b.op("Transpose", {ctx}, attrs({{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
   b.output(b.op("Reshape", {merged, b.int64s({1, 40, 120})}));
-  const PassTarget t = rk3588();
-  ASSERT_GE(cpuNodes(b.graph(), t), 1u);
+  const PassTarget t = passtest::rk3588Target();
+  ASSERT_GE(passtest::cpuNodeCount(b.graph(), t), 1u);
   std::unique_ptr<Graph> original = b.graph().clone();
   OptimizeOptions options;
   options.target = t;

@@ -68,6 +68,15 @@ std::variant<Legalized, std::string> geometryFor(const Node& conv, int64_t b) {
   return g;
 }
 
+// Whether W' of `g` stays within the IR's tensor limit (a large block multiplies the input channels
+// by b^2; computed without overflow).
+bool fitsTensorLimit(const Value& w, const Legalized& g) {
+  int64_t n = static_cast<int64_t>(sizeof(float));
+  for (int64_t d : {w.shape()[0], w.shape()[1], g.block, g.block, g.kernel[0], g.kernel[1]})
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  return n <= kMaxTensorBytes;
+}
+
 // W' of the file header.
 Tensor spaceToDepthWeights(const Tensor& w, const Legalized& g) {
   const int64_t out_ch = w.dim(0), c = w.dim(1), kh = w.dim(2), kw = w.dim(3), b = g.block;
@@ -130,13 +139,19 @@ class LegalizeConvStride : public RewritePattern {
       if (d != 1) return refuse("dilated");
     const auto strides = attrOr(root, "strides", {1, 1});
     const int64_t common = std::gcd(strides[0], strides[1]);
+    // A block must also divide H and W, so none beyond the smaller of them can work: this bounds the
+    // search by a real tensor dim (a hostile stride of 2^40 costs no more than one of 64).
+    const Shape& xs = root.input(0)->shape();
+    const int64_t largest = std::min({common, xs[2], xs[3]});
     std::string why;  // one entry per block size tried
-    for (int64_t b = 2; b <= common; ++b) {
+    for (int64_t b = 2; b <= largest; ++b) {
       if (common % b) continue;
       auto g = geometryFor(root, b);
       std::string reason;
       if (auto* r = std::get_if<std::string>(&g)) {
         reason = *r;
+      } else if (!fitsTensorLimit(*w, std::get<Legalized>(g))) {
+        reason = "the re-laid-out weights would exceed the tensor size limit";
       } else if (std::vector<Violation> left = legalizedViolations(root, std::get<Legalized>(g), soc);
                  !left.empty()) {
         reason = left.front().message;
@@ -146,7 +161,9 @@ class LegalizeConvStride : public RewritePattern {
       }
       why += fmt::format("{}block {}: {}", why.empty() ? "" : "; ", b, reason);
     }
-    if (why.empty()) why = fmt::format("no block size divides strides {}x{}", strides[0], strides[1]);
+    if (why.empty())
+      why = fmt::format("no block size divides strides {}x{} and input {}x{}", strides[0], strides[1], xs[2],
+                        xs[3]);
     return refuse(why);
   }
 

@@ -19,7 +19,8 @@ std::vector<Violation> candidateViolations(const std::string& op_type,
       values.push_back(scratch.addInput(name, in.dtype, in.shape));
       continue;
     }
-    values.push_back(scratch.addConstant(Tensor(in.dtype, in.shape), name));  // zero-filled
+    // Shape only, no storage: the checks read shapes, and a candidate's weights can be large.
+    values.push_back(scratch.addConstant(Tensor::wrap(in.dtype, in.shape, nullptr, nullptr), name));
   }
   Node* node = scratch.appendNode(op_type, values, 1);
   node->attrs() = attrs;

@@ -14,8 +14,8 @@
 
 namespace npuc {
 
-// One input of the candidate node: its type, and whether it is a constant (weights; built as zeros
-// of that shape, since the checks read shapes, not values).
+// One input of the candidate node: its type, and whether it is a constant (weights). A constant
+// carries its shape but no values: the partition checks read shapes only, and nothing is allocated.
 struct CandidateInput {
   DType dtype = DType::Float32;
   Shape shape;

@@ -157,12 +157,19 @@ INSTANTIATE_TEST_SUITE_P(
                 1,
                 false,
                 "block 11: input dim 2 (32) is not a multiple of block 11"},
+        // A hostile stride: the search stops at the input size (64), not at 2^20.
+        Refusal{"huge_stride",
+                {"", {1, 3, 64, 64}, {8, 8}, {int64_t{1} << 20, int64_t{1} << 20}, {0, 0, 0, 0}, false, 0},
+                1,
+                1,
+                false,
+                "block 64: Conv stride"},
         Refusal{"stride_1",
                 {"", {1, 3, 40, 40}, {33, 33}, {1, 1}, {0, 0, 0, 0}, false, 0},
                 1,
                 1,
                 false,
-                "no block size divides strides 1x1"}),
+                "no block size divides strides 1x1 and input 40x40"}),
     [](const ::testing::TestParamInfo<Refusal>& info) { return info.param.label; });
 
 // optimize() with a target: the patch embedding of a ViT (Conv 8x8/8 -> Reshape -> Transpose, as

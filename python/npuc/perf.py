@@ -12,7 +12,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from npuc import _npuc
 from npuc.errors import ConfigError, OutputError
@@ -79,7 +79,9 @@ class PerfReport:
         return text
 
     def plot(self, path: Union[str, Path]) -> Path:
-        """Writes the plot (PNG for ``.png``): per-layer DDR vs NPU cycles (stacked bars), and a
+        """Writes the plot (PNG for ``.png``): each layer's time as eval_perf adds it up (a bar of
+        TotalCycles: the bounding side's cycles coloured by the bottleneck, then the task overhead and
+        any hand-over; a tick at the other side's cycles; the slowest layers named), and a
         roofline of the MAC layers (arithmetic intensity vs achieved MAC/s under the SoC's compute
         and DDR roofs). The format follows the extension, checked before drawing
         (:func:`check_plot_path`: OutputError naming the formats :func:`plot_formats` lists)."""
@@ -102,15 +104,51 @@ class PerfReport:
             plt.close(fig)
         return Path(path)
 
+    def cycle_parts(self) -> List[Dict[str, float]]:
+        """Each row's TotalCycles split into what eval_perf adds up, for the plot: ``bound`` (NPU
+        rows: max(NPU, DDR) cycles, the side named by Bottleneck; CPU rows: their CPU cycles),
+        ``overhead`` (the per-task cost on top) and ``handover`` (NPU<->CPU copies of the inputs);
+        ``other`` is the side that did not bound the row (drawn as a tick, not added)."""
+        parts = []
+        for r in self.rows:
+            total = float(r["TotalCycles"])
+            handover = total * r["Handover(us)"] / r["Time(us)"] if r["Time(us)"] > 0 else 0.0
+            if r["Target"] == "NPU":
+                bound = min(max(r["NPUCycles"], r["DDRCycles"]), total - handover)
+                other = min(r["NPUCycles"], r["DDRCycles"])
+            else:
+                bound, other = total - handover, 0.0
+            parts.append({"bound": bound, "overhead": total - handover - bound, "handover": handover, "other": other})
+        return parts
+
     def _plot_cycles(self, ax) -> None:
         ids = [r["ID"] for r in self.rows]
-        ddr = [r["DDRCycles"] for r in self.rows]
-        npu = [r["NPUCycles"] for r in self.rows]
-        ax.bar(ids, npu, label="NPU (compute) cycles", color="tab:blue")
-        ax.bar(ids, ddr, bottom=npu, label="DDR cycles", color="tab:orange")
+        parts = self.cycle_parts()
+        colors = {"NPU": "tab:blue", "DDR": "tab:orange", "CPU": "tab:red"}
+        bound = [p["bound"] for p in parts]
+        overhead = [p["overhead"] for p in parts]
+        handover = [p["handover"] for p in parts]
+        ax.bar(ids, bound, color=[colors.get(r["Bottleneck"], "tab:gray") for r in self.rows])
+        ax.bar(ids, overhead, bottom=bound, color="lightgray")
+        ax.bar(ids, handover, bottom=[b + o for b, o in zip(bound, overhead)], color="tab:purple")
+        ax.scatter(ids, [p["other"] for p in parts], marker="_", color="black", s=60, zorder=3)
+        handles = [_legend_patch(colors["NPU"], "compute-bound: NPU cycles"),
+                   _legend_patch(colors["DDR"], "memory-bound: DDR cycles"),
+                   _legend_patch(colors["CPU"], "CPU op"),
+                   _legend_patch("lightgray", "per-task overhead"),
+                   _legend_patch("tab:purple", "NPU<->CPU hand-over")]
+        top = max((r["TotalCycles"] for r in self.rows), default=1.0)
+        ax.set_ylim(0, top * 1.6)  # room above the bars for the legend and the slowest layers' names
+        ax.legend(handles=handles, fontsize="small", ncol=3, loc="upper left",
+                  title="bar = TotalCycles; tick = the side that did not bound it", title_fontsize="small")
+        slowest = sorted(range(len(self.rows)), key=lambda i: -self.rows[i]["TotalCycles"])[:_LABELLED_LAYERS]
+        for i in slowest:
+            name = self.rows[i]["FullName"]
+            name = name if len(name) <= 28 else "..." + name[-25:]
+            ax.annotate(name, (ids[i], self.rows[i]["TotalCycles"]), rotation=45, fontsize=7, ha="left", va="bottom")
         ax.set_xlabel("layer ID")
-        ax.set_ylabel("cycles")
-        ax.legend()
+        ax.set_ylabel("cycles (NPU clock)")
+        ax.set_title("time per layer: max(NPU, DDR) + overhead (+ hand-over); the slowest labelled", fontsize=9)
 
     def _plot_roofline(self, ax) -> None:
         peak = float(self.summary["peak_macs_per_s"])
@@ -130,6 +168,17 @@ class PerfReport:
         ax.set_xlabel("arithmetic intensity (MACs per DDR byte)")
         ax.set_ylabel("achieved MAC/s")
         ax.legend()
+
+
+#: How many of the slowest layers the cycle plot names.
+_LABELLED_LAYERS = 5
+
+
+def _legend_patch(color: str, label: str):
+    """A legend entry (a coloured square)."""
+    from matplotlib.patches import Patch
+
+    return Patch(color=color, label=label)
 
 
 #: What error messages call the report's files.

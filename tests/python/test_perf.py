@@ -60,6 +60,34 @@ def test_csv_json_and_plot(model, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cycle_plot_draws_what_the_total_is(tmp_path):
+    # glu_net on rk3588 has NPU rows of both bottlenecks, a CPU op and hand-overs (bench/target_stage.py).
+    folder = shared_models_dir()
+    if folder is None:
+        pytest.skip("shared models not found (set NPUC_SHARED_MODELS)")
+    report = npuc.perf.eval_perf(str(folder / "glu_net.onnx"), "rk3588")
+    assert {r["Target"] for r in report.rows} == {"NPU", "CPU"}
+    assert any(r["Handover(us)"] > 0 for r in report.rows)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    report._plot_cycles(ax)
+    heights = {}  # layer ID -> sum of its stacked bar segments
+    for patch in ax.patches:
+        x = round(patch.get_x() + patch.get_width() / 2)
+        heights[x] = heights.get(x, 0.0) + patch.get_height()
+    plt.close(fig)
+    for r, part in zip(report.rows, report.cycle_parts()):
+        assert heights[r["ID"]] == pytest.approx(r["TotalCycles"], rel=1e-9), r
+        assert min(part["bound"], part["overhead"], part["handover"]) >= 0, (r, part)
+        if r["Target"] == "NPU":
+            assert part["bound"] == pytest.approx(max(r["NPUCycles"], r["DDRCycles"])), r
+    assert report.plot(tmp_path / "glu.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_tuning_cache_file(conv_relu_path, tmp_path):
     cache = tmp_path / "tiling.cache"
     first = npuc.perf.eval_perf(str(conv_relu_path), "rk3588", tuning_cache=cache)

@@ -208,6 +208,11 @@ def legalize_conv_stride() -> onnx.ModelProto:
     return _model(n, [_f("x", [1, 3, 32, 32])], [_f("y", [1, 16, 4, 4])], [_const("w", w)])
 
 
+def legalize_pool_window() -> onnx.ModelProto:
+    n = [helper.make_node("MaxPool", ["x"], ["y"], name="pool9", kernel_shape=[9, 9], strides=[9, 9])]
+    return _model(n, [_f("x", [1, 8, 27, 27])], [_f("y", [1, 8, 3, 3])])
+
+
 def reduce_transpose_rank() -> onnx.ModelProto:
     n = [helper.make_node("Transpose", ["x"], ["y"], name="qkv_heads", perm=[2, 0, 3, 1, 4])]
     return _model(n, [_f("x", [1, 40, 3, 8, 15])], [_f("y", [3, 1, 8, 40, 15])])
@@ -271,6 +276,10 @@ EXAMPLES: Dict[str, Example] = {
                                     "becomes SpaceToDepth + a Conv within the limits, so it stays on the NPU "
                                     "(target stage, run for `config(target_platform)`; shown for rk3588)",
                                     soc="rk3588"),
+    "legalize_pool_window": Example(legalize_pool_window, "a MaxPool / AveragePool whose kernel or stride the "
+                                    "target NPU does not run (rk3588: kernel 1-7) becomes a global pool when its "
+                                    "window is the whole input, or two pools within the limits when the windows do "
+                                    "not overlap (9 = 3 x 3; target stage; shown for rk3588)", soc="rk3588"),
     "reduce_transpose_rank": Example(reduce_transpose_rank, "a Transpose above the target NPU's rank limit (the "
                                      "rank-5 q/k/v head split of an attention export; rk3588 runs rank 4) becomes "
                                      "Reshape + a Transpose of the smallest equivalent rank + Reshape: size-1 axes "
@@ -349,7 +358,8 @@ first line lists the graph inputs and the last `return` its outputs.
 `Toolkit.build()` runs them (all but `align_channels`, see its section) at
 `config(optimization_level=3)`, the default; levels 1-2 run only the bit-exact ones, 0 runs none;
 `config(disable_passes=[...])` skips passes by name. With `config(target_platform=...)` set, `build()` also runs
-the target stage (`legalize_conv_stride`, `reduce_transpose_rank`); what it changes on the shared models is
+the target stage (`legalize_conv_stride`, `legalize_pool_window`, `reduce_transpose_rank`); what it changes on
+the shared models is
 measured in [target_stage.md](target_stage.md). The table lists `npuc.pass_names()` in order. `build()` prints which passes fired and why a fusion did not apply. How to write
 a pass: [passes/README.md](../passes/README.md).
 

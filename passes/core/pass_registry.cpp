@@ -25,6 +25,7 @@ std::unique_ptr<Pass> createFuseMatMulBiasPass();
 std::unique_ptr<Pass> createFuseHardSigmoidPass();
 std::unique_ptr<Pass> createLegalizeConvStridePass();   // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createReduceTransposeRankPass();  // target-specific: reads PassContext::target
+std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: reads PassContext::target
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -49,6 +50,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fuse_hardsigmoid", createFuseHardSigmoidPass},
       {"legalize_conv_stride", createLegalizeConvStridePass},
       {"reduce_transpose_rank", createReduceTransposeRankPass},
+      {"legalize_pool_window", createLegalizePoolWindowPass},
   };
   return kPasses;
 }

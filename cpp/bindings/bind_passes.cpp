@@ -6,9 +6,9 @@
 
 #include "bindings/bindings.h"
 #include "bindings/model.h"
+#include "common/error.h"
 #include "frontend/onnx_export.h"
 #include "passes/core/pass_registry.h"
-#include "common/error.h"
 #include "passes/optimize.h"
 #include "target/soc_profile.h"
 
@@ -94,7 +94,9 @@ void bindPasses(py::module_& m) {
       "Runs the graph optimization pipeline on a copy of `model`; returns (optimized Model, report dict). "
       "dump_dir, if given, receives check<N>_<stage>.onnx after each stage. With soc (and the NPU dtype "
       "the build computes in, and the user's op_target), the target stage runs too: rewrites that keep "
-      "ops on that SoC's NPU (legalize_conv_stride); channels are not padded.");
+      "ops on that SoC's NPU (legalize_conv_stride, legalize_pool_window, reduce_transpose_rank); channels "
+      "are "
+      "not padded.");
   m.def("pass_names", &registeredPassNames, "Names of every registered graph pass (for disable_passes).");
 }
 

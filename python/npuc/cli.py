@@ -176,7 +176,7 @@ def _safe_filename(name: str) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     import npuc
     from npuc.input_dtype import coerce_input
-    from npuc.output_files import JobInputs, atomic_output, make_folder, refuse_output
+    from npuc.output_files import JobInputs, atomic_output, check_folder, make_folder, refuse_output
 
     arrays = []
     for path in args.input:
@@ -205,6 +205,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                  for info in model.outputs]
         for path in filter(None, paths):  # every file checked before the model runs
             refuse_output(path, "an output array", inputs)
+        if args.output_dir:
+            check_folder(args.output_dir, "the output arrays")
         outputs = run()
     if args.output_dir:
         make_folder(args.output_dir, "the output arrays")

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
 from npuc.dataset import dataset_files
-from npuc.output_files import JobInputs, make_folder, refuse_output
+from npuc.output_files import JobInputs, check_folder, make_folder, refuse_output
 from npuc.errors import ConfigError
 from npuc.messages import shown, shown_key, shown_path
 
@@ -240,7 +240,7 @@ def _refuse_duplicate_outputs(path: str, jobs: Sequence[ConvertJob]) -> None:
 
 def _refuse_outputs_over_inputs(jobs: Sequence[ConvertJob], config_file: Optional[str]) -> None:
     """Checks every blob path against every file the conversion reads (each job's model, dataset
-    list and the files it lists, the YAML config), before anything is built."""
+    list and the files it lists, the YAML config), and the folder it goes in, before anything is built."""
     inputs = JobInputs()
     if config_file:
         inputs.add(config_file, "the config file")
@@ -249,6 +249,7 @@ def _refuse_outputs_over_inputs(jobs: Sequence[ConvertJob], config_file: Optiona
         inputs.add_all(dataset_files(job.dataset))
     for job in jobs:
         refuse_output(job.output, "the blob", inputs)
+        check_folder(os.path.dirname(job.output) or ".", "the blob")
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

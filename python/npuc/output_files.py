@@ -33,6 +33,7 @@ __all__ = [
     "write_text_output",
     "staged_folder",
     "make_folder",
+    "check_folder",
     "AppendedLog",
     "onnx_external_files",
 ]
@@ -210,11 +211,10 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def make_folder(folder: PathLike, what: str) -> None:
-    """Creates `folder` and its missing parents, like ``os.makedirs(exist_ok=True)``, but never
-    through a ``..`` that follows a folder this call would create: ``out/new/../x`` would leave an
-    empty ``out/new`` behind, where ``open()`` refuses such a path. That is an :class:`OutputError`
-    naming `what`, as is a file standing where a folder goes."""
+def check_folder(folder: PathLike, what: str) -> None:
+    """Raises :class:`OutputError` if :func:`make_folder` would refuse `folder`: a ``..`` after a
+    folder that does not exist (creating it would leave it behind, where ``open()`` refuses such a
+    path). Callers check before any work, then create the folder when they write."""
     name = os.fspath(folder)
     prefix = ""
     for part in name.split(os.sep):
@@ -224,6 +224,14 @@ def make_folder(folder: PathLike, what: str) -> None:
                 "would leave it behind"
             )
         prefix = os.path.join(prefix, part) if prefix or part else os.sep
+
+
+def make_folder(folder: PathLike, what: str) -> None:
+    """Creates `folder` and its missing parents, like ``os.makedirs(exist_ok=True)``, after
+    :func:`check_folder`; a file standing where a folder goes is an :class:`OutputError` naming
+    `what` too."""
+    check_folder(folder, what)
+    name = os.fspath(folder)
     try:
         os.makedirs(name, exist_ok=True)
     except OSError as e:

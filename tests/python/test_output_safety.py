@@ -115,7 +115,9 @@ def test_a_dotdot_after_a_missing_folder_creates_nothing(job, capsys, command: t
     # mkdir -p would create 'new' and leave it behind; open() refuses the path. So does npuc
     # (found by fuzz_cli_args: `convert M -o <missing>/../x` created the missing folder).
     before = folder_listing(job["dir"])
-    assert_user_error(run_cli(capsys, *command), "'new' does not exist, and '..' after it would leave it behind")
+    result = run_cli(capsys, *command)
+    assert_user_error(result, "'new' does not exist, and '..' after it would leave it behind")
+    assert result[1] == "", "refused before anything is built or run"
     assert folder_listing(job["dir"]) == before
 
 

@@ -111,10 +111,11 @@ def test_convert_refuses_a_directory(job, capsys) -> None:
 
 @pytest.mark.parametrize("command", [("convert", "m.onnx", "-t", SOC, "-o", "new/../m.npub"),
                                      ("run", "m.onnx", "--input", "s0.npy", "--output-dir", "new/../out")])
-def test_a_dotdot_after_a_missing_folder_creates_nothing(job, capsys, command: tuple) -> None:
+def test_a_dotdot_after_a_missing_folder_creates_nothing(job, capsys, monkeypatch, command: tuple) -> None:
     # mkdir -p would create 'new' and leave it behind; open() refuses the path. So does npuc
     # (found by fuzz_cli_args: `convert M -o <missing>/../x` created the missing folder).
     before = folder_listing(job["dir"])
+    monkeypatch.setattr(npuc.Toolkit, "build", lambda *a, **k: pytest.fail("built before the output folder was checked"))
     result = run_cli(capsys, *command)
     assert_user_error(result, "'new' does not exist, and '..' after it would leave it behind")
     assert result[1] == "", "refused before anything is built or run"

@@ -9,13 +9,16 @@
 //     explicit list of all axes, or the node disappears when noop_with_empty_axes says it is one;
 //   * `axis` attributes are non-negative;
 //   * no-ops are removed: Identity, Dropout in inference, Cast to the same dtype, Expand / Reshape
-//     to the same shape, identity Transpose, Slice taking everything, single-input Concat.
+//     to the same shape, identity Transpose, Slice taking everything, single-input Concat;
+//   * a Transpose that moves only axes of size 1 (e.g. [1, 64, 64] perm (1, 0, 2)) moves no element:
+//     it is a Reshape, which merge_reshapes can merge with its neighbours.
 #include <algorithm>
 
 #include "opset/op_traits.h"
 #include "passes/core/ir_helpers.h"
 #include "passes/core/matcher.h"
 #include "passes/core/pattern_pass.h"
+#include "passes/transpose_util.h"
 
 namespace npuc {
 namespace {
@@ -215,6 +218,27 @@ class RemoveNoOp : public RewritePattern {
   }
 };
 
+// ---------------------------------------------------------------- Transposes that are Reshapes
+
+class UnitTransposeToReshape : public RewritePattern {
+ public:
+  UnitTransposeToReshape() : RewritePattern("unit_transpose_to_reshape", {"Transpose"}) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Value* x = root.input(0);
+    Value* y = root.output();
+    // An empty tensor's Reshape would need allowzero; nothing is gained there.
+    if (!x || !x->shapeIsStatic() || !y->shapeIsStatic() || shapeNumel(x->shape()) == 0) return failure();
+    const std::vector<int64_t> perm = transposePerm(root, x->rank());
+    if (isIdentityPerm(perm) || !isIdentityPerm(reduceTranspose(x->shape(), perm).perm)) return failure();
+    Value* shape = rw.constant(int64Vector(y->shape()), root.name() + "_shape");
+    rw.setInsertionPointBefore(&root);
+    Node* reshape = rw.createLike(*y, "Reshape", {x, shape}, {}, root.name());
+    rw.replaceOp(&root, {reshape->output()});
+    return success();
+  }
+};
+
 class CanonicalizePass : public PatternPass {
  public:
   const char* name() const override { return "canonicalize"; }
@@ -231,6 +255,7 @@ class CanonicalizePass : public PatternPass {
     p.add<NormalizeReduceAxes>();
     p.add<NormalizeAxisAttribute>();
     p.add<RemoveNoOp>();
+    p.add<UnitTransposeToReshape>();
   }
 };
 

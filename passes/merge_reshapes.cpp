@@ -17,7 +17,10 @@ class MergeShapeChain : public RewritePattern {
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     Value* x = nullptr;
-    auto pat = m::trait(OpTrait::ShapeOnly, m::trait(OpTrait::ShapeOnly, m::any(&x)).allowExtraInputs())
+    // The inner view may have other readers: a view of a view reads the same bytes, so the outer one
+    // can read x directly while the inner one stays for the others (no work is duplicated).
+    auto pat = m::trait(OpTrait::ShapeOnly,
+                        m::trait(OpTrait::ShapeOnly, m::any(&x)).allowExtraInputs().allowMultipleUses())
                    .allowExtraInputs();
     if (m::matchRoot(root, pat, rw).failed()) return failure();
     Value* out = root.output();

@@ -61,5 +61,19 @@ std::vector<int64_t> selectedIndices(const AxisMap& map) {
   return idx;
 }
 
+std::optional<AxisRange> singleAxisRange(const Node& slice) {
+  const auto maps = constantSliceMaps(slice);
+  if (!maps) return std::nullopt;
+  std::optional<AxisRange> cut;
+  const Shape& shape = slice.input(0)->shape();
+  for (size_t a = 0; a < maps->size(); ++a) {
+    const AxisMap& m = (*maps)[a];
+    if (m.step == 1 && m.start == 0 && m.count == shape[a]) continue;  // the whole axis
+    if (cut || m.step != 1 || m.count == 0) return std::nullopt;
+    cut = AxisRange{static_cast<int64_t>(a), m.start, m.count};
+  }
+  return cut;
+}
+
 }  // namespace slicing
 }  // namespace npuc

@@ -26,5 +26,16 @@ std::optional<std::vector<AxisMap>> constantSliceMaps(const Node& slice);
 // The input indices one axis map selects, in output order.
 std::vector<int64_t> selectedIndices(const AxisMap& map);
 
+// A Slice that takes the contiguous range [start, start + count) of one axis and all of every other
+// axis (the split of a fused projection into q/k/v, of a tensor into heads).
+struct AxisRange {
+  int64_t axis = 0;
+  int64_t start = 0;
+  int64_t count = 0;
+};
+// The range of `slice`, or nullopt unless its parameters are constant, its input shape static,
+// its step 1 and exactly one axis is cut.
+std::optional<AxisRange> singleAxisRange(const Node& slice);
+
 }  // namespace slicing
 }  // namespace npuc

@@ -26,6 +26,8 @@ std::unique_ptr<Pass> createFuseHardSigmoidPass();
 std::unique_ptr<Pass> createLegalizeConvStridePass();   // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createReduceTransposeRankPass();  // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: reads PassContext::target
+std::unique_ptr<Pass> createAttentionCleanupPass();
+std::unique_ptr<Pass> createPropagateReshapesPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -51,6 +53,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"legalize_conv_stride", createLegalizeConvStridePass},
       {"reduce_transpose_rank", createReduceTransposeRankPass},
       {"legalize_pool_window", createLegalizePoolWindowPass},
+      {"attention_cleanup", createAttentionCleanupPass},
+      {"propagate_reshapes", createPropagateReshapesPass},
   };
   return kPasses;
 }

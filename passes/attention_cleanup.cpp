@@ -1,0 +1,340 @@
+// attention_cleanup: the head split of an attention block as exporters write it, rewritten so the
+// split is one Reshape and one Transpose shared by q, k and v instead of one chain per head group.
+// PyTorch's MultiheadAttention export (tiny_vit) computes q/k/v with one Gemm and then, per part,
+//
+//   Slice(qkv, last axis) -> Reshape [tokens, heads, dim] -> (Mul by 1/sqrt(dim): q only) -> Transpose
+//
+// Three rewrites, each exact in its own right, turn that into
+//
+//   Reshape(qkv, [tokens, 3 * heads, dim]) -> Transpose -> Slice (q, v)     and the same Reshape -> Slice
+//   -> Transpose (k, whose permutation differs)
+//
+// * fold_scale_into_projection: a Mul by a scalar whose input is (a view of) some columns of a
+//   Gemm with constant weights multiplies those weight columns and bias entries instead, when no
+//   other consumer reads those columns. Reassociates the scale: level 3.
+// * slice_before_reshape: Reshape(Slice(x)) -> Slice(Reshape(x)) when the Reshape splits the cut
+//   axis into [outer, inner...] with the cut on whole `inner` blocks; the q/k/v Reshapes of x are
+//   then identical (CSE merges them) and merge with the Reshape that produced x. Only when it lets
+//   Reshapes merge (x comes from a Reshape, or every consumer of x is such a Slice -> Reshape).
+// * slice_before_transpose: Transpose(Slice(x)) -> Slice(Transpose(x)) when at least two slices of x
+//   are transposed the same way (q and v): they then share one Transpose of x (pure data movement,
+//   one NPU task instead of two; the elements moved are those of the slices plus the ones between).
+//
+// The passes after it (merge_reshapes, CSE, canonicalize) do the merging. Head merge (Transpose ->
+// Reshape before the output projection) is already minimal and is left alone.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "opset/op_traits.h"
+#include "passes/core/ir_helpers.h"
+#include "passes/core/matcher.h"
+#include "passes/core/pattern_pass.h"
+#include "passes/fusion_util.h"
+#include "passes/slice_util.h"
+
+namespace npuc {
+namespace {
+
+using slicing::AxisRange;
+using slicing::singleAxisRange;
+
+bool isShapeOnly(const Node* n) {
+  return n && opTraits(*n).has(OpTrait::ShapeOnly);
+}
+
+Node* producerSlice(const Value* v) {
+  return fusion::producerIs(v, "Slice");
+}
+
+// ---------------------------------------------------------------- fold_scale_into_projection
+
+// The Gemm whose output columns [range) a value reads, walking up single-use views and at most one
+// last-axis Slice; `range` covers all N columns when there is no Slice.
+struct ColumnSource {
+  Node* gemm = nullptr;
+  int64_t start = 0;
+  int64_t count = 0;
+  Value* sliced_view = nullptr;  // the value the Slice cuts (null without a Slice)
+  const Node* slice = nullptr;
+};
+
+// The Gemm under `x` through views that keep every row of N elements intact (the last dim stays
+// N, so their rows are Gemm rows), N. Values below x must have no other reader: it would read all
+// columns, the scaled ones too.
+Node* gemmBelowRowViews(Value* x, int64_t& n) {
+  Value* v = x;
+  while (isShapeOnly(v->producer())) {
+    Value* in = v->producer()->input(0);
+    if (!in->shapeIsStatic() || in->shape().empty() || in->shape().back() != x->shape().back())
+      return nullptr;
+    if (!m::interiorUseProblem(*in).empty()) return nullptr;
+    v = in;
+  }
+  Node* gemm = fusion::producerIs(v, "Gemm");
+  if (!gemm || !v->shapeIsStatic() || v->rank() != 2) return nullptr;
+  n = v->shape()[1];
+  return gemm;
+}
+
+std::optional<ColumnSource> columnSource(Value* v) {
+  // Single-use views down to a Slice or the Gemm.
+  while (isShapeOnly(v->producer()) && m::interiorUseProblem(*v).empty()) v = v->producer()->input(0);
+  ColumnSource src;
+  int64_t n = 0;
+  if (Node* slice = producerSlice(v); slice && m::interiorUseProblem(*v).empty()) {
+    const auto r = singleAxisRange(*slice);
+    Value* x = slice->input(0);
+    if (!r || r->axis != x->rank() - 1) return std::nullopt;
+    src.gemm = gemmBelowRowViews(x, n);
+    src.start = r->start;
+    src.count = r->count;
+    src.sliced_view = x;
+    src.slice = slice;
+  } else {
+    if (!m::interiorUseProblem(*v).empty()) return std::nullopt;
+    src.gemm = fusion::producerIs(v, "Gemm");
+    if (!src.gemm || src.gemm->output() != v || v->rank() != 2) return std::nullopt;
+    n = v->shape()[1];
+    src.count = n;
+  }
+  if (!src.gemm || src.start + src.count > n) return std::nullopt;
+  return src;
+}
+
+// Why the other readers of `src.sliced_view` may see the scaled columns ("" if none can).
+std::string otherReadersProblem(const ColumnSource& src) {
+  if (!src.slice) return "";
+  for (const Use& u : src.sliced_view->uses()) {
+    if (u.user == src.slice) continue;
+    const auto r = u.user->opType() == "Slice" ? singleAxisRange(*u.user) : std::nullopt;
+    if (!r || r->axis != src.sliced_view->rank() - 1)
+      return fmt::format("'{}' ({}) reads all of the projection", u.user->name(), u.user->opType());
+    if (r->start < src.start + src.count && src.start < r->start + r->count)
+      return fmt::format("Slice '{}' reads some of the same columns", u.user->name());
+  }
+  return src.sliced_view->isGraphOutput() ? "the projection is a graph output" : "";
+}
+
+// `t` (float32, last dim n) with elements of columns [start, start + count) multiplied by `s`.
+Tensor scaledColumns(const Tensor& t, int64_t n, int64_t start, int64_t count, float s,
+                     bool rows_are_columns) {
+  Tensor out = t.clone();
+  float* d = out.data<float>();
+  if (rows_are_columns) {  // transB: B is [N, K], column j of the product is row j of B
+    const int64_t k = t.numel() / n;
+    for (int64_t j = start; j < start + count; ++j)
+      for (int64_t i = 0; i < k; ++i) d[j * k + i] *= s;
+    return out;
+  }
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t j = i % n;
+    if (j >= start && j < start + count) d[i] *= s;
+  }
+  return out;
+}
+
+class FoldScaleIntoProjection : public RewritePattern {
+ public:
+  FoldScaleIntoProjection()
+      : RewritePattern("fold_scale_into_projection", {"Mul"}, /*changes_numerics=*/true) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Value* v = nullptr;
+    Value* c = nullptr;
+    if (m::matchRoot(root, m::op("Mul", m::any(&v), m::constant(&c)), rw).failed()) return failure();
+    const auto s = fusion::floatScalar(c);
+    if (!s || !fusion::isStaticFloat32(v) || !sameType(*v, *root.output())) return failure();
+    const auto src = columnSource(v);
+    if (!src) return failure();
+    Node& gemm = *src->gemm;
+    auto refuse = [&](const std::string& why) {
+      return rw.notifyMatchFailure(
+          root, fmt::format("scale '{}' not folded into Gemm '{}': {}", root.name(), gemm.name(), why));
+    };
+    const Value* b = gemm.input(1);
+    const Value* bias = gemm.input(2);
+    const int64_t n = gemm.output()->shape()[1];
+    if (gemm.attrs().i("transA", 0) != 0) return refuse("transA is set");
+    if (!b->isConstant() || b->dtype() != DType::Float32 || b->rank() != 2)
+      return refuse("weights are not constant");
+    if (bias && (!bias->isConstant() || bias->dtype() != DType::Float32 || bias->shape().empty() ||
+                 bias->shape().back() != n))
+      return refuse("its bias is not a constant with one value per column");
+    if (std::string p = otherReadersProblem(*src); !p.empty()) return refuse(p);
+    if (!rw.canReplace(*root.output(), *v)) return refuse("the Mul's output is a graph output");
+
+    const bool trans_b = gemm.attrs().i("transB", 0) != 0;
+    std::vector<Value*> ins = gemm.inputs();
+    ins[1] =
+        rw.constant(scaledColumns(b->constant(), n, src->start, src->count, static_cast<float>(*s), trans_b),
+                    b->name() + "_scaled");
+    if (bias) {
+      ins[2] = rw.constant(
+          scaledColumns(bias->constant(), n, src->start, src->count, static_cast<float>(*s), false),
+          bias->name() + "_scaled");
+    }
+    rw.setInsertionPointBefore(&gemm);
+    Node* scaled = rw.createLike(*gemm.output(), "Gemm", ins, gemm.attrs(), gemm.name());
+    rw.replaceOp(&gemm, {scaled->output()});
+    rw.replaceOp(&root, {v});
+    return success();
+  }
+};
+
+// ---------------------------------------------------------------- slice_before_reshape
+
+// The Reshape of `x` (shape `in`, cut on `range`) that reshapes the cut version to `out`, and the
+// axis/range of the cut in that Reshape's output: nullopt unless `out` keeps the dims before and
+// after the cut axis as separate groups and splits the cut axis as [outer, inner...] with the cut
+// on whole inner blocks.
+struct SplitView {
+  Shape full;  // the Reshape of the uncut x
+  AxisRange cut;
+};
+
+std::optional<SplitView> splitView(const Shape& in, const AxisRange& range, const Shape& out) {
+  const auto a = static_cast<size_t>(range.axis);
+  int64_t pre = 1, mid = range.count, post = 1;
+  for (size_t i = 0; i < a; ++i) pre *= in[i];
+  for (size_t i = a + 1; i < in.size(); ++i) post *= in[i];
+  // Output dims [0, b0) hold `pre`, [b0, b1) hold the cut axis, the rest `post`.
+  size_t b0 = 0;
+  int64_t p = 1;
+  while (b0 < out.size() && p < pre) p *= out[b0++];
+  while (b0 < out.size() && out[b0] == 1 && mid != 1) ++b0;  // size-1 dims belong to either side
+  if (p != pre || b0 >= out.size()) return std::nullopt;
+  size_t b1 = b0;
+  int64_t q = 1;
+  while (b1 < out.size() && q < mid) q *= out[b1++];
+  if (q != mid || b1 == b0) return std::nullopt;
+  int64_t rest = 1;
+  for (size_t i = b1; i < out.size(); ++i) rest *= out[i];
+  if (rest != post) return std::nullopt;
+  const int64_t inner = mid / out[b0];
+  const int64_t full_dim = in[a];
+  if (range.start % inner != 0 || full_dim % inner != 0) return std::nullopt;
+  SplitView v;
+  v.full = out;
+  v.full[b0] = full_dim / inner;
+  v.cut = AxisRange{static_cast<int64_t>(b0), range.start / inner, out[b0]};
+  return v;
+}
+
+Node* createSlice(Rewriter& rw, const Value& like, Value* x, const AxisRange& r, const std::string& name) {
+  Value* starts = rw.constant(int64Vector({r.start}), name + "_starts");
+  Value* ends = rw.constant(int64Vector({r.start + r.count}), name + "_ends");
+  Value* axes = rw.constant(int64Vector({r.axis}), name + "_axes");
+  return rw.createLike(like, "Slice", {x, starts, ends, axes}, {}, name);
+}
+
+// Every consumer of `x` is a single-use Slice whose one reader has op type `next_op`.
+bool allSlicesFollowedBy(const Value& x, const std::string& next_op) {
+  if (x.isGraphOutput()) return false;
+  for (const Use& u : x.uses()) {
+    if (u.user->opType() != "Slice") return false;
+    const Node* next = fusion::soleConsumer(u.user->output());
+    if (!next || next->opType() != next_op) return false;
+  }
+  return true;
+}
+
+class SliceBeforeReshape : public RewritePattern {
+ public:
+  SliceBeforeReshape() : RewritePattern("slice_before_reshape", {"Reshape"}) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Value* x = nullptr;
+    Node* slice = nullptr;
+    auto pat = m::op("Reshape", m::op("Slice", m::any(&x)).allowExtraInputs().bind(&slice), m::any());
+    if (m::matchRoot(root, pat, rw).failed()) return failure();
+    const auto range = singleAxisRange(*slice);
+    if (!range || !root.output()->shapeIsStatic()) return failure();
+    if (!isShapeOnly(x->producer()) && !allSlicesFollowedBy(*x, "Reshape")) return failure();
+    const auto view = splitView(x->shape(), *range, root.output()->shape());
+    if (!view)
+      return rw.notifyMatchFailure(
+          root,
+          fmt::format("Reshape '{}' to {} does not split the cut axis {} of {} "
+                      "on whole blocks",
+                      root.name(), shapeStr(root.output()->shape()), range->axis, shapeStr(x->shape())));
+    rw.setInsertionPointBefore(&root);
+    Value* full = rw.create("Reshape", {x, rw.constant(int64Vector(view->full), root.name() + "_shape")}, {},
+                            root.name())
+                      ->output();
+    Node* cut = createSlice(rw, *root.output(), full, view->cut, slice->name());
+    rw.replaceOp(&root, {cut->output()});
+    return success();
+  }
+};
+
+// ---------------------------------------------------------------- slice_before_transpose
+
+class SliceBeforeTranspose : public RewritePattern {
+ public:
+  SliceBeforeTranspose() : RewritePattern("slice_before_transpose", {"Transpose"}) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Value* x = nullptr;
+    Node* slice = nullptr;
+    auto pat = m::op("Transpose", m::op("Slice", m::any(&x)).allowExtraInputs().bind(&slice));
+    if (m::matchRoot(root, pat, rw).failed()) return failure();
+    const auto range = singleAxisRange(*slice);
+    if (!range || x->isGraphOutput()) return failure();
+    const std::vector<int64_t> perm = transposePerm(root, x->rank());
+    // Readers of x: Slices, and at most one Transpose of x by `perm` (made for a sibling already).
+    Node* shared = nullptr;
+    size_t same_perm = 0;
+    for (const Use& u : x->uses()) {
+      if (u.user->opType() == "Transpose" && transposePerm(*u.user, x->rank()) == perm && !shared) {
+        shared = u.user;
+        ++same_perm;
+        continue;
+      }
+      if (u.user->opType() != "Slice") return failure();
+      const Node* next = fusion::soleConsumer(u.user->output());
+      same_perm += next && next->opType() == "Transpose" && transposePerm(*next, x->rank()) == perm;
+    }
+    if (same_perm < 2)
+      return rw.notifyMatchFailure(root,
+                                   fmt::format("Transpose '{}' is the only one of its permutation after a "
+                                               "Slice of '{}': moving it above would move more data",
+                                               root.name(), x->name()));
+    rw.setInsertionPointBefore(&root);
+    if (!shared) {
+      Attributes a;
+      a.set("perm", perm);
+      shared = rw.create("Transpose", {x}, a, root.name() + "_shared");
+    }
+    // The cut axis sits where perm puts it.
+    const auto pos = std::find(perm.begin(), perm.end(), range->axis) - perm.begin();
+    Node* cut = createSlice(rw, *root.output(), shared->output(),
+                            AxisRange{static_cast<int64_t>(pos), range->start, range->count}, slice->name());
+    rw.replaceOp(&root, {cut->output()});
+    return success();
+  }
+};
+
+class AttentionCleanupPass : public PatternPass {
+ public:
+  const char* name() const override { return "attention_cleanup"; }
+  const char* description() const override {
+    return "attention head split: scale folded into the q projection, one Reshape and shared Transposes for "
+           "q/k/v";
+  }
+
+ protected:
+  void populate(PatternSet& p) const override {
+    p.add<FoldScaleIntoProjection>();
+    p.add<SliceBeforeReshape>();
+    p.add<SliceBeforeTranspose>();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createAttentionCleanupPass() {
+  return std::make_unique<AttentionCleanupPass>();
+}
+
+}  // namespace npuc

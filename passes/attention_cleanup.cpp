@@ -49,8 +49,8 @@ Node* producerSlice(const Value* v) {
 
 // ---------------------------------------------------------------- fold_scale_into_projection
 
-// The Gemm whose output columns [range) a value reads, walking up single-use views and at most one
-// last-axis Slice; `range` covers all N columns when there is no Slice.
+// The Gemm whose output columns [range) a value reads, walking up single-use views and Transposes
+// and at most one last-axis Slice; `range` covers all N columns when there is no Slice.
 struct ColumnSource {
   Node* gemm = nullptr;
   int64_t start = 0;
@@ -78,8 +78,10 @@ Node* gemmBelowRowViews(Value* x, int64_t& n) {
 }
 
 std::optional<ColumnSource> columnSource(Value* v) {
-  // Single-use views down to a Slice or the Gemm.
-  while (isShapeOnly(v->producer()) && m::interiorUseProblem(*v).empty()) v = v->producer()->input(0);
+  // Single-use views and Transposes down to a Slice or the Gemm: they only rearrange the elements
+  // the Mul scales.
+  auto rearranges = [](const Node* n) { return isShapeOnly(n) || (n && n->opType() == "Transpose"); };
+  while (rearranges(v->producer()) && m::interiorUseProblem(*v).empty()) v = v->producer()->input(0);
   ColumnSource src;
   int64_t n = 0;
   if (Node* slice = producerSlice(v); slice && m::interiorUseProblem(*v).empty()) {
@@ -228,13 +230,15 @@ Node* createSlice(Rewriter& rw, const Value& like, Value* x, const AxisRange& r,
   return rw.createLike(like, "Slice", {x, starts, ends, axes}, {}, name);
 }
 
-// Every consumer of `x` is a single-use Slice whose one reader has op type `next_op`.
-bool allSlicesFollowedBy(const Value& x, const std::string& next_op) {
-  if (x.isGraphOutput()) return false;
+// `x` is split for views: it has several readers, each a view or a single-use Slice whose one reader
+// is a Reshape (siblings already rewritten read x through a view).
+bool splitFeedsViews(const Value& x) {
+  if (x.isGraphOutput() || x.uses().size() < 2) return false;
   for (const Use& u : x.uses()) {
+    if (isShapeOnly(u.user)) continue;
     if (u.user->opType() != "Slice") return false;
     const Node* next = fusion::soleConsumer(u.user->output());
-    if (!next || next->opType() != next_op) return false;
+    if (!next || next->opType() != "Reshape") return false;
   }
   return true;
 }
@@ -250,7 +254,7 @@ class SliceBeforeReshape : public RewritePattern {
     if (m::matchRoot(root, pat, rw).failed()) return failure();
     const auto range = singleAxisRange(*slice);
     if (!range || !root.output()->shapeIsStatic()) return failure();
-    if (!isShapeOnly(x->producer()) && !allSlicesFollowedBy(*x, "Reshape")) return failure();
+    if (!isShapeOnly(x->producer()) && !splitFeedsViews(*x)) return failure();
     const auto view = splitView(x->shape(), *range, root.output()->shape());
     if (!view)
       return rw.notifyMatchFailure(
@@ -315,7 +319,10 @@ class SliceBeforeTranspose : public RewritePattern {
   }
 };
 
-class AttentionCleanupPass : public PatternPass {
+// Two phases: the scale is folded first, while q is still a last-axis Slice of the projection (the
+// split rewrites would turn it into a Slice of a shared Transpose, whose columns are no longer one
+// range); then the split.
+class AttentionCleanupPass : public Pass {
  public:
   const char* name() const override { return "attention_cleanup"; }
   const char* description() const override {
@@ -323,12 +330,19 @@ class AttentionCleanupPass : public PatternPass {
            "q/k/v";
   }
 
- protected:
-  void populate(PatternSet& p) const override {
-    p.add<FoldScaleIntoProjection>();
-    p.add<SliceBeforeReshape>();
-    p.add<SliceBeforeTranspose>();
+  size_t run(Graph& graph, PassContext& ctx) override {
+    if (!scale_) {
+      scale_ = std::make_unique<PatternSet>();
+      scale_->add<FoldScaleIntoProjection>();
+      split_ = std::make_unique<PatternSet>();
+      split_->add<SliceBeforeReshape>();
+      split_->add<SliceBeforeTranspose>();
+    }
+    return applyPatternsGreedily(graph, *scale_, ctx) + applyPatternsGreedily(graph, *split_, ctx);
   }
+
+ private:
+  std::unique_ptr<PatternSet> scale_, split_;
 };
 
 }  // namespace

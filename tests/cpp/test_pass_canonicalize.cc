@@ -199,3 +199,23 @@ TEST(PassCanonicalize, TrainingDropoutAndUsedMaskStay) {
 
 }  // namespace
 }  // namespace npuc
+
+namespace npuc {
+namespace {
+
+// A Transpose that moves only axes of size 1 is a Reshape (bit-exact); one that moves a real axis
+// stays a Transpose.
+TEST(PassCanonicalize, TransposeOfUnitAxesIsAReshape) {
+  for (const auto& [perm, becomes_reshape] :
+       std::vector<std::pair<std::vector<int64_t>, bool>>{{{1, 0, 2}, true}, {{0, 2, 1}, false}}) {
+    passtest::GraphBuilder b;
+    Value* x = b.input("x", {1, 6, 5});
+    b.output(b.op("Transpose", {x}, passtest::attrs({{"perm", perm}})));
+    passtest::runPassChecked(b.graph(), "canonicalize", 0.0);
+    EXPECT_EQ(passtest::countOps(b.graph(), "Reshape"), becomes_reshape ? 1u : 0u);
+    EXPECT_EQ(passtest::countOps(b.graph(), "Transpose"), becomes_reshape ? 0u : 1u);
+  }
+}
+
+}  // namespace
+}  // namespace npuc

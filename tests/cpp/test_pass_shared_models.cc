@@ -60,6 +60,20 @@ TEST_F(PassSharedModels, TinyVitEveryLayerNormAndGeluFused) {
   EXPECT_EQ(report_.changesBy("fuse_layernorm"), 5u);
 }
 
+// Issue #24's target: PyTorch's MultiheadAttention export kept 23 Reshapes and 13 Transposes. After
+// attention_cleanup and propagate_reshapes: the patch flatten (Reshape + Transpose), per block the
+// head split (one Reshape, the Transpose q and v share, k's Transpose) and the head merge
+// (Transpose + Reshape), and nothing around the LayerNorms, Gemms, Adds or the token mean.
+TEST_F(PassSharedModels, TinyVitKeepsAtMostTwelveReshapesAndTransposes) {
+  auto g = optimizedAndChecked("tiny_vit");
+  ASSERT_TRUE(g);
+  EXPECT_LE(countOps(*g, "Reshape") + countOps(*g, "Transpose"), 12u) << report_.toText();
+  EXPECT_EQ(countOps(*g, "Gemm"), 9u) << "every projection stays one Gemm";
+  for (const Node* n : g->nodes())
+    if (n->opType() == "LayerNormalization" || n->opType() == "Add")
+      EXPECT_EQ(n->output()->rank(), 2) << n->name() << ": the residual stream stays [tokens, C]";
+}
+
 TEST_F(PassSharedModels, YoloFocusSiluFused) {
   auto g = optimizedAndChecked("yolo_focus");
   ASSERT_TRUE(g);

@@ -1,0 +1,120 @@
+// attention_cleanup: the head split of PyTorch's MultiheadAttention export (one q/k/v Gemm, three
+// last-axis Slices, a Reshape to heads each, the 1/sqrt(d) scale on q, a Transpose each) becomes one
+// Reshape, one Transpose shared by q and v, k's own Transpose, and no Mul. Differential checks on
+// random inputs (the scale folding reassociates: 1e-5), then the refusals that keep it exact.
+#include "pass_test_util.h"
+#include "passes/optimize.h"
+
+namespace npuc {
+namespace {
+
+using passtest::attrs;
+using passtest::countOps;
+using passtest::GraphBuilder;
+using passtest::runPassChecked;
+
+const std::vector<int64_t> kHeadsFirst{1, 0, 2};  // [tokens, heads, d] -> [heads, tokens, d]
+const std::vector<int64_t> kKeysLast{1, 2, 0};    // [tokens, heads, d] -> [heads, d, tokens]
+
+struct HeadSplit {
+  Value* q = nullptr;
+  Value* k = nullptr;
+  Value* v = nullptr;
+};
+
+// tokens x (3 * heads * d) projection of x [tokens, C], split as the export writes it.
+HeadSplit exportedHeadSplit(GraphBuilder& b, Value* x, int64_t heads, int64_t d, float q_scale) {
+  const int64_t c = x->shape()[1], tokens = x->shape()[0], width = heads * d;
+  Value* qkv = b.op("Gemm", {x, b.randomConstant({c, 3 * width}, 11), b.randomConstant({3 * width}, 12)});
+  Value* view = b.op("Reshape", {qkv, b.int64s({tokens, 1, 3 * width})});
+  HeadSplit s;
+  Value** parts[3] = {&s.q, &s.k, &s.v};
+  for (int64_t i = 0; i < 3; ++i) {
+    Value* part = b.op("Slice", {view, b.int64s({i * width}), b.int64s({(i + 1) * width}), b.int64s({2})});
+    Value* h = b.op("Reshape", {part, b.int64s({tokens, heads, d})});
+    if (i == 0) h = b.op("Mul", {h, b.scalar(q_scale)});
+    *parts[i] = b.op("Transpose", {h}, attrs({{"perm", i == 1 ? kKeysLast : kHeadsFirst}}));
+  }
+  return s;
+}
+
+std::unique_ptr<Graph> attentionBlock(int64_t tokens, int64_t heads, int64_t d) {
+  GraphBuilder b;
+  Value* x = b.input("x", {tokens, heads * d});
+  const HeadSplit s = exportedHeadSplit(b, x, heads, d, 0.25f);
+  Value* scores = b.op("Softmax", {b.op("MatMul", {s.q, s.k})}, attrs({{"axis", int64_t{-1}}}));
+  b.output(b.op("MatMul", {scores, s.v}));
+  return b.release();
+}
+
+TEST(PassAttentionCleanup, HeadSplitSharesOneReshapeAndTheQvTranspose) {
+  auto g = attentionBlock(64, 4, 16);
+  auto r = runPassChecked(*g, "attention_cleanup", 1e-5);
+  EXPECT_EQ(countOps(*g, "Mul"), 0u) << "the q scale is in the Gemm's q columns";
+  // After the pass alone, CSE and merge_reshapes still have to merge the per-part copies.
+  auto original = attentionBlock(64, 4, 16);
+  optimize(*g);
+  EXPECT_EQ(countOps(*g, "Reshape"), 1u);
+  EXPECT_EQ(countOps(*g, "Transpose"), 2u) << "q and v share one, k keeps its own";
+  EXPECT_EQ(countOps(*g, "Slice"), 3u);
+  passtest::expectSameResults(*original, *g, 1e-5);
+}
+
+TEST(PassAttentionCleanup, BeforeItTheSplitHadNineViewOps) {
+  auto g = attentionBlock(64, 4, 16);
+  OptimizeOptions o;
+  o.disable_passes = {"attention_cleanup"};
+  optimize(*g, o);
+  EXPECT_GE(countOps(*g, "Reshape") + countOps(*g, "Transpose"), 6u) << "the case must need the pass";
+}
+
+TEST(PassAttentionCleanup, ScaleStaysWhenAnotherReaderSeesItsColumns) {
+  // A fourth reader takes columns overlapping q: scaling the weights would change what it reads.
+  GraphBuilder b;
+  Value* x = b.input("x", {8, 16});
+  const HeadSplit s = exportedHeadSplit(b, x, 2, 8, 0.5f);
+  Value* view = s.q->producer()->input(0)->producer()->input(0)->producer()->input(0)->producer()->input(0);
+  ASSERT_EQ(view->producer()->opType(), "Reshape");
+  b.output(b.op("Slice", {view, b.int64s({8}), b.int64s({24}), b.int64s({2})}));
+  b.output(s.q);
+  b.output(s.k);
+  b.output(s.v);
+  auto r = runPassChecked(b.graph(), "attention_cleanup", 1e-5);
+  EXPECT_EQ(countOps(b.graph(), "Mul"), 1u);
+  EXPECT_TRUE(r.failedWith("reads some of the same columns"));
+}
+
+TEST(PassAttentionCleanup, ScaleIsNotFoldedBelowLevel3) {
+  auto g = attentionBlock(16, 2, 8);
+  runPassChecked(*g, "attention_cleanup", 0.0, 2);  // the data-movement rewrites stay bit-exact
+  EXPECT_EQ(countOps(*g, "Mul"), 1u);
+}
+
+TEST(PassAttentionCleanup, ReshapeThatDoesNotSplitOnHeadBoundariesStays) {
+  // Parts of 24 columns viewed as [tokens, 3, 8]: the cut at 24 is a whole head, but 36 is not a
+  // multiple of 8, so that Slice cannot move below a shared Reshape.
+  GraphBuilder b;
+  Value* x = b.input("x", {4, 72});
+  Value* a = b.op("Slice", {x, b.int64s({0}), b.int64s({24}), b.int64s({1})});
+  Value* c = b.op("Slice", {x, b.int64s({36}), b.int64s({60}), b.int64s({1})});
+  b.output(b.op("Reshape", {a, b.int64s({4, 3, 8})}));
+  b.output(b.op("Reshape", {c, b.int64s({4, 3, 8})}));
+  auto r = runPassChecked(b.graph(), "attention_cleanup", 0.0);
+  EXPECT_EQ(r.changes, 1u) << "only the Slice at 0";
+  EXPECT_TRUE(r.failedWith("does not split the cut axis"));
+}
+
+TEST(PassAttentionCleanup, ALoneTransposeAfterASliceStaysBelowIt) {
+  GraphBuilder b;
+  Value* x = b.input("x", {6, 4, 5});
+  Value* a = b.op("Slice", {x, b.int64s({0}), b.int64s({2}), b.int64s({1})});
+  Value* c = b.op("Slice", {x, b.int64s({2}), b.int64s({4}), b.int64s({1})});
+  b.output(b.op("Transpose", {a}, attrs({{"perm", kHeadsFirst}})));
+  b.output(b.op("Transpose", {c}, attrs({{"perm", kKeysLast}})));
+  auto r = runPassChecked(b.graph(), "attention_cleanup", 0.0);
+  EXPECT_EQ(r.changes, 0u);
+  EXPECT_TRUE(r.failedWith("would move more data"));
+}
+
+}  // namespace
+}  // namespace npuc

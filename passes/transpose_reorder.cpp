@@ -15,34 +15,10 @@
 #include "passes/core/ir_helpers.h"
 #include "passes/core/pattern_pass.h"
 #include "passes/fusion_util.h"
+#include "passes/transpose_util.h"
 
 namespace npuc {
 namespace {
-
-// `t` viewed at `rank` (leading 1s) and transposed so that out.dim(perm[i]) = in.dim(i); i.e. the
-// inverse of Transpose(perm), since Transpose(out, perm) must give back `t`.
-Tensor permutedForInput(const Tensor& t, int64_t rank, const std::vector<int64_t>& perm) {
-  Shape in_shape(static_cast<size_t>(rank - t.rank()), 1);
-  in_shape.insert(in_shape.end(), t.shape().begin(), t.shape().end());
-  Shape out_shape(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i)
-    out_shape[static_cast<size_t>(perm[i])] = in_shape[static_cast<size_t>(i)];
-  Tensor out(t.dtype(), out_shape);
-  const std::vector<int64_t> in_strides = shapeStrides(in_shape), out_strides = shapeStrides(out_shape);
-  const size_t elem = dtypeSize(t.dtype());
-  const auto* src = static_cast<const char*>(t.raw());
-  auto* dst = static_cast<char*>(out.raw());
-  for (int64_t flat = 0; flat < t.numel(); ++flat) {
-    int64_t rem = flat, target = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      const int64_t idx = rem / in_strides[static_cast<size_t>(d)];
-      rem %= in_strides[static_cast<size_t>(d)];
-      target += idx * out_strides[static_cast<size_t>(perm[d])];
-    }
-    std::memcpy(dst + target * elem, src + flat * elem, elem);
-  }
-  return out;
-}
 
 class SinkTransposeBelowElementwise : public RewritePattern {
  public:
@@ -80,9 +56,9 @@ class SinkTransposeBelowElementwise : public RewritePattern {
     ins[t_index] = x;
     for (size_t i = 0; i < ins.size(); ++i) {
       if (i == t_index || !ins[i] || unary) continue;
-      ins[i] =
-          rw.constant(permutedForInput(ins[i]->constant(), y->rank(), transposePerm(*transpose, x->rank())),
-                      ins[i]->name() + "_transposed");
+      ins[i] = rw.constant(transposedConstant(ins[i]->constant(), y->rank(),
+                                              inversePerm(transposePerm(*transpose, x->rank()))),
+                           ins[i]->name() + "_transposed");
     }
     rw.setInsertionPointBefore(&root);
     Node* moved =

@@ -1,6 +1,7 @@
 #include "passes/transpose_util.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace npuc {
 
@@ -44,6 +45,36 @@ ReducedTranspose reduceTranspose(const Shape& in, const std::vector<int64_t>& pe
 Shape permuted(const Shape& shape, const std::vector<int64_t>& perm) {
   Shape out;
   for (int64_t a : perm) out.push_back(shape[static_cast<size_t>(a)]);
+  return out;
+}
+
+std::vector<int64_t> inversePerm(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+Tensor transposedConstant(const Tensor& t, int64_t rank, const std::vector<int64_t>& perm) {
+  Shape in_shape(static_cast<size_t>(rank - t.rank()), 1);
+  in_shape.insert(in_shape.end(), t.shape().begin(), t.shape().end());
+  const Shape out_shape = permuted(in_shape, perm);
+  Tensor out(t.dtype(), out_shape);
+  // Input axis perm[d] is output axis d: walk the input in order, place each element.
+  const std::vector<int64_t> in_strides = shapeStrides(in_shape), out_strides = shapeStrides(out_shape);
+  std::vector<int64_t> out_stride_of_in(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    out_stride_of_in[static_cast<size_t>(perm[static_cast<size_t>(d)])] = out_strides[static_cast<size_t>(d)];
+  const size_t elem = dtypeSize(t.dtype());
+  const auto* src = static_cast<const char*>(t.raw());
+  auto* dst = static_cast<char*>(out.raw());
+  for (int64_t flat = 0; flat < t.numel(); ++flat) {
+    int64_t rem = flat, target = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      target += rem / in_strides[static_cast<size_t>(d)] * out_stride_of_in[static_cast<size_t>(d)];
+      rem %= in_strides[static_cast<size_t>(d)];
+    }
+    std::memcpy(dst + target * elem, src + flat * elem, elem);
+  }
   return out;
 }
 

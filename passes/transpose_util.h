@@ -23,4 +23,12 @@ ReducedTranspose reduceTranspose(const Shape& in, const std::vector<int64_t>& pe
 // `shape` permuted: out[i] = shape[perm[i]].
 Shape permuted(const Shape& shape, const std::vector<int64_t>& perm);
 
+// The inverse permutation: inv[perm[i]] = i.
+std::vector<int64_t> inversePerm(const std::vector<int64_t>& perm);
+
+// Transpose(t, perm) of a constant `t` viewed at `rank` (leading 1s added, as broadcasting does):
+// out.dim(i) = in.dim(perm[i]). Lets an elementwise op's constant operand follow a Transpose that
+// moves across the op.
+Tensor transposedConstant(const Tensor& t, int64_t rank, const std::vector<int64_t>& perm);
+
 }  // namespace npuc

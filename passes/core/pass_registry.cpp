@@ -28,6 +28,7 @@ std::unique_ptr<Pass> createReduceTransposeRankPass();  // target-specific: read
 std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createAttentionCleanupPass();
 std::unique_ptr<Pass> createPropagateReshapesPass();
+std::unique_ptr<Pass> createHoistTransposesPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -55,6 +56,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"legalize_pool_window", createLegalizePoolWindowPass},
       {"attention_cleanup", createAttentionCleanupPass},
       {"propagate_reshapes", createPropagateReshapesPass},
+      {"hoist_transposes", createHoistTransposesPass},
   };
   return kPasses;
 }

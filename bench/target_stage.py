@@ -18,7 +18,10 @@ from typing import Dict, List
 
 from common import shared_models_dir
 
-TARGET_PASSES = ["legalize_conv_stride", "legalize_pool_window", "reduce_transpose_rank"]
+# The passes of issue #24: the target stage and the graph clean-ups that keep real models' data
+# movement small (attention head split, Reshape propagation, upward Transpose motion).
+TARGET_PASSES = ["legalize_conv_stride", "legalize_pool_window", "reduce_transpose_rank", "attention_cleanup",
+                 "propagate_reshapes", "hoist_transposes"]
 
 
 def measure(model: Path, soc: str, disabled: List[str]) -> Dict[str, float]:

@@ -227,6 +227,54 @@ def fuse_hardsigmoid() -> onnx.ModelProto:
                    (("three", 3.0), ("zero", 0.0), ("six", 6.0), ("sixth", 1.0 / 6.0))])
 
 
+def attention_cleanup() -> onnx.ModelProto:
+    # PyTorch's MultiheadAttention head split: one q/k/v Gemm, a Slice + Reshape to 2 heads of 4 per
+    # part, q scaled by 1/sqrt(4), q and v to [heads, tokens, 4], k to [heads, 4, tokens].
+    n = [helper.make_node("Gemm", ["x", "w", "b"], ["qkv"], name="in_proj"),
+         helper.make_node("Reshape", ["qkv", "rows"], ["qkv3"], name="view")]
+    outs = []
+    for i, part in enumerate("qkv"):
+        n.append(helper.make_node("Slice", ["qkv3", f"s{i}", f"e{i}", "axis2"], [f"{part}s"], name=f"slice_{part}"))
+        n.append(helper.make_node("Reshape", [f"{part}s", "heads"], [f"{part}h"], name=f"heads_{part}"))
+        src = f"{part}h"
+        if part == "q":
+            n.append(helper.make_node("Mul", ["qh", "scale"], ["qm"], name="scale_q"))
+            src = "qm"
+        perm = [1, 2, 0] if part == "k" else [1, 0, 2]
+        n.append(helper.make_node("Transpose", [src], [part], name=f"t_{part}", perm=perm))
+        outs.append(_f(part, [2, 4, 6] if part == "k" else [2, 6, 4]))
+    rng = np.random.default_rng(0)
+    inits = [_const("w", rng.standard_normal((8, 24)).astype(np.float32)),
+             _const("b", rng.standard_normal(24).astype(np.float32)),
+             _const("rows", np.array([6, 1, 24], np.int64)), _const("heads", np.array([6, 2, 4], np.int64)),
+             _const("axis2", np.array([2], np.int64)), _const("scale", np.array(0.5, np.float32))]
+    inits += [_const(f"s{i}", np.array([8 * i], np.int64)) for i in range(3)]
+    inits += [_const(f"e{i}", np.array([8 * i + 8], np.int64)) for i in range(3)]
+    return _model(n, [_f("x", [6, 8])], outs, inits)
+
+
+def propagate_reshapes() -> onnx.ModelProto:
+    # A Linear on [1, tokens, C] as exporters write it, between a row-wise Softmax and an activation.
+    n = [helper.make_node("Softmax", ["x"], ["s"], name="softmax", axis=2),
+         helper.make_node("Reshape", ["s", "rows"], ["r"], name="to_rows"),
+         helper.make_node("Gemm", ["r", "w"], ["g"], name="linear"),
+         helper.make_node("Reshape", ["g", "tokens"], ["g3"], name="to_tokens"),
+         helper.make_node("Relu", ["g3"], ["a"], name="relu"),
+         helper.make_node("Reshape", ["a", "rows"], ["y"], name="to_rows_again")]
+    rng = np.random.default_rng(1)
+    return _model(n, [_f("x", [1, 8, 16])], [_f("y", [8, 16])],
+                  [_const("w", rng.standard_normal((16, 16)).astype(np.float32)),
+                   _const("rows", np.array([8, 16], np.int64)), _const("tokens", np.array([1, 8, 16], np.int64))])
+
+
+def hoist_transposes() -> onnx.ModelProto:
+    # NHWC copy that is also an output; the Relu'd copy goes back to NCHW.
+    n = [helper.make_node("Transpose", ["x"], ["nhwc"], name="to_nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Relu", ["nhwc"], ["r"], name="relu"),
+         helper.make_node("Transpose", ["r"], ["y"], name="to_nchw", perm=[0, 3, 1, 2])]
+    return _model(n, [_f("x", [1, 3, 4, 5])], [_f("nhwc", [1, 4, 5, 3]), _f("y", [1, 3, 4, 5])])
+
+
 @dataclass
 class Example:
     """A pass, the model it rewrites, and which other passes run with it (clean-up only)."""
@@ -280,6 +328,15 @@ EXAMPLES: Dict[str, Example] = {
                                     "target NPU does not run (rk3588: kernel 1-7) becomes a global pool when its "
                                     "window is the whole input, or two pools within the limits when the windows do "
                                     "not overlap (9 = 3 x 3; target stage; shown for rk3588)", soc="rk3588"),
+    "attention_cleanup": Example(attention_cleanup, "the q/k/v head split of an attention export (a Slice, a "
+                                 "Reshape and a Transpose per part, q scaled) becomes one Reshape, a Transpose q "
+                                 "and v share and k's own; the scale is folded into the q columns of the "
+                                 "projection", also=["common_subexpression_elimination", "merge_reshapes"]),
+    "propagate_reshapes": Example(propagate_reshapes, "Reshapes move across the row-wise Softmax and the Relu "
+                                  "until they merge: the Linear on [1, tokens, C] needs no Reshape around it",
+                                  also=["merge_reshapes", "canonicalize"]),
+    "hoist_transposes": Example(hoist_transposes, "the Transpose back to NCHW moves above the Relu and cancels "
+                                "with the one to NHWC (which stays for its other reader)"),
     "reduce_transpose_rank": Example(reduce_transpose_rank, "a Transpose above the target NPU's rank limit (the "
                                      "rank-5 q/k/v head split of an attention export; rk3588 runs rank 4) becomes "
                                      "Reshape + a Transpose of the smallest equivalent rank + Reshape: size-1 axes "

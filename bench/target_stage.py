@@ -1,8 +1,8 @@
 """What the target stage of Toolkit.build (config(target_platform)) does to real models.
 
 For every shared model and SoC, builds it (FP16, no calibration needed: placement does not depend on
-the dtype here) twice: with the target-stage rewrites disabled (legalize_conv_stride,
-legalize_pool_window, reduce_transpose_rank), and as Toolkit.build runs by default. Prints, measured in this run: CPU ops,
+the dtype here) twice: with the passes of issue #24 disabled (TARGET_PASSES below: the target stage
+and the attention / Reshape / Transpose clean-ups), and as Toolkit.build runs by default. Prints, measured in this run: CPU ops,
 NPU<->CPU hand-overs, Reshape + Transpose nodes left, the NPU's share of MACs and eval_perf's
 predicted FPS (a simulation: every hardware figure it uses is marked in the SoC profile's
 `sources:`). Usage: bench/target_stage.py [--socs rk3588,rv1106] [--models a,b]

@@ -9,6 +9,10 @@
 //   Reshape(qkv, [tokens, 3 * heads, dim]) -> Transpose -> Slice (q, v)     and the same Reshape -> Slice
 //   -> Transpose (k, whose permutation differs)
 //
+// * merge_sibling_projections: exports that write q, k and v as three Linears of the same input
+//   (Gemm, or MatMul by a constant matrix) get one projection with the weights side by side and a
+//   last-axis Slice per part: one NPU task instead of three, and the form the rewrites below take.
+//   A kernel may block the wider product differently: level 3.
 // * fold_scale_into_projection: a Mul by a scalar whose input is (a view of) some columns of a
 //   Gemm with constant weights multiplies those weight columns and bias entries instead, when no
 //   other consumer reads those columns. Reassociates the scale: level 3.
@@ -46,6 +50,117 @@ bool isShapeOnly(const Node* n) {
 Node* producerSlice(const Value* v) {
   return fusion::producerIs(v, "Slice");
 }
+
+// ---------------------------------------------------------------- merge_sibling_projections
+
+// Slice(x) taking range `r`, typed like `like`.
+Node* createSlice(Rewriter& rw, const Value& like, Value* x, const AxisRange& r, const std::string& name) {
+  Value* starts = rw.constant(int64Vector({r.start}), name + "_starts");
+  Value* ends = rw.constant(int64Vector({r.start + r.count}), name + "_ends");
+  Value* axes = rw.constant(int64Vector({r.axis}), name + "_axes");
+  return rw.createLike(like, "Slice", {x, starts, ends, axes}, {}, name);
+}
+
+// A projection of `x`: Gemm(x, B, C) without transA, or MatMul(x, B), B a float32 constant matrix.
+struct Projection {
+  Node* node = nullptr;
+  Tensor weight;               // [K, N] (transB undone)
+  std::optional<Tensor> bias;  // [N]
+};
+
+Tensor transposed2d(const Tensor& t) {
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  Tensor out(DType::Float32, Shape{cols, rows});
+  const float* s = t.data<float>();
+  float* d = out.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) d[c * rows + r] = s[r * cols + c];
+  return out;
+}
+
+std::optional<Projection> asProjection(Node* n, const Value* x) {
+  if (n->input(0) != x || n->numOutputs() != 1) return std::nullopt;
+  const Value* b = n->input(1);
+  if (!b || !b->isConstant() || b->dtype() != DType::Float32 || b->rank() != 2) return std::nullopt;
+  Projection p{n, b->constant(), std::nullopt};
+  if (n->opType() == "MatMul") return x->rank() >= 2 ? std::optional<Projection>(p) : std::nullopt;
+  if (n->opType() != "Gemm" || n->attrs().i("transA", 0) != 0 || n->attrs().f("alpha", 1.0f) != 1.0f ||
+      n->attrs().f("beta", 1.0f) != 1.0f)
+    return std::nullopt;
+  if (n->attrs().i("transB", 0) != 0) p.weight = transposed2d(p.weight);
+  if (const Value* c = n->input(2)) {
+    const int64_t cols = p.weight.shape()[1];
+    if (!c->isConstant() || c->dtype() != DType::Float32 || c->constant().numel() != cols ||
+        c->shape().empty() || c->shape().back() != cols)
+      return std::nullopt;  // a bias per row or a scalar does not split by column
+    p.bias = c->constant();
+  }
+  return p;
+}
+
+// Tensors side by side along the last axis ([K, N1] + [K, N2] -> [K, N1 + N2]; [N] + [M] -> [N + M]).
+Tensor sideBySide(const std::vector<const Tensor*>& parts) {
+  const int64_t rows = parts[0]->rank() == 2 ? parts[0]->shape()[0] : 1;
+  int64_t total = 0;
+  for (const Tensor* t : parts) total += t->numel() / rows;
+  Tensor out(DType::Float32, parts[0]->rank() == 2 ? Shape{rows, total} : Shape{total});
+  float* d = out.data<float>();
+  int64_t offset = 0;
+  for (const Tensor* t : parts) {
+    const int64_t cols = t->numel() / rows;
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(t->data<float>() + r * cols, t->data<float>() + (r + 1) * cols, d + r * total + offset);
+    offset += cols;
+  }
+  return out;
+}
+
+class MergeSiblingProjections : public RewritePattern {
+ public:
+  MergeSiblingProjections()
+      : RewritePattern("merge_sibling_projections", {"Gemm", "MatMul"}, /*changes_numerics=*/true) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Value* x = root.input(0);
+    if (!x || !fusion::isStaticFloat32(x)) return failure();
+    std::vector<Projection> parts;
+    for (const Use& u : x->uses()) {
+      if (u.index != 0 || u.user->opType() != root.opType()) continue;
+      auto p = asProjection(u.user, x);
+      if (!p || !u.user->output()->shapeIsStatic()) continue;
+      if (!parts.empty() && (p->weight.shape()[0] != parts[0].weight.shape()[0] ||
+                             p->bias.has_value() != parts[0].bias.has_value()))
+        continue;
+      parts.push_back(std::move(*p));
+    }
+    if (parts.size() < 2) return failure();
+    // Rewrite once, from the first sibling in graph order (the merged op goes before all of them).
+    for (const Projection& p : parts)
+      if (p.node->order() < root.order()) return failure();
+    std::vector<const Tensor*> weights, biases;
+    for (const Projection& p : parts) {
+      weights.push_back(&p.weight);
+      if (p.bias) biases.push_back(&*p.bias);
+    }
+    rw.setInsertionPointBefore(&root);
+    std::vector<Value*> ins{x, rw.constant(sideBySide(weights), root.name() + "_merged_w")};
+    if (!biases.empty()) ins.push_back(rw.constant(sideBySide(biases), root.name() + "_merged_b"));
+    Node* merged = rw.create(root.opType(), ins, {}, root.name() + "_merged");
+    const int64_t axis = merged->output()->rank() - 1;
+    // Every Slice first: replacing a sibling erases it, and root is the insertion point.
+    std::vector<Value*> cuts;
+    int64_t offset = 0;
+    for (const Projection& p : parts) {
+      const int64_t cols = p.weight.shape()[1];
+      cuts.push_back(
+          createSlice(rw, *p.node->output(), merged->output(), AxisRange{axis, offset, cols}, p.node->name())
+              ->output());
+      offset += cols;
+    }
+    for (size_t i = 0; i < parts.size(); ++i) rw.replaceOp(parts[i].node, {cuts[i]});
+    return success();
+  }
+};
 
 // ---------------------------------------------------------------- fold_scale_into_projection
 
@@ -223,13 +338,6 @@ std::optional<SplitView> splitView(const Shape& in, const AxisRange& range, cons
   return v;
 }
 
-Node* createSlice(Rewriter& rw, const Value& like, Value* x, const AxisRange& r, const std::string& name) {
-  Value* starts = rw.constant(int64Vector({r.start}), name + "_starts");
-  Value* ends = rw.constant(int64Vector({r.start + r.count}), name + "_ends");
-  Value* axes = rw.constant(int64Vector({r.axis}), name + "_axes");
-  return rw.createLike(like, "Slice", {x, starts, ends, axes}, {}, name);
-}
-
 // `x` is split for views: it has several readers, each a view or a single-use Slice whose one reader
 // is a Reshape (siblings already rewritten read x through a view).
 bool splitFeedsViews(const Value& x) {
@@ -319,9 +427,9 @@ class SliceBeforeTranspose : public RewritePattern {
   }
 };
 
-// Two phases: the scale is folded first, while q is still a last-axis Slice of the projection (the
-// split rewrites would turn it into a Slice of a shared Transpose, whose columns are no longer one
-// range); then the split.
+// Two phases: sibling projections are merged and the scale is folded first, while q is still a last-axis
+// Slice of the projection (the split rewrites would turn it into a Slice of a shared Transpose, whose columns
+// are no longer one range); then the split.
 class AttentionCleanupPass : public Pass {
  public:
   const char* name() const override { return "attention_cleanup"; }
@@ -333,6 +441,7 @@ class AttentionCleanupPass : public Pass {
   size_t run(Graph& graph, PassContext& ctx) override {
     if (!scale_) {
       scale_ = std::make_unique<PatternSet>();
+      scale_->add<MergeSiblingProjections>();
       scale_->add<FoldScaleIntoProjection>();
       split_ = std::make_unique<PatternSet>();
       split_->add<SliceBeforeReshape>();

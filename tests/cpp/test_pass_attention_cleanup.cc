@@ -68,6 +68,48 @@ TEST(PassAttentionCleanup, BeforeItTheSplitHadNineViewOps) {
   EXPECT_GE(countOps(*g, "Reshape") + countOps(*g, "Transpose"), 6u) << "the case must need the pass";
 }
 
+// q, k and v as three Linears of the same input (how many exports write them): one projection, and
+// then the same split as the fused export.
+std::unique_ptr<Graph> splitProjections(bool with_bias) {
+  GraphBuilder b;
+  Value* x = b.input("x", {12, 16});
+  Value* parts[3];
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Value*> ins{x, b.randomConstant({16, 16}, 80 + i)};
+    if (with_bias) ins.push_back(b.randomConstant({16}, 90 + i));
+    Value* p = b.op(with_bias ? "Gemm" : "MatMul", ins);
+    p = b.op("Reshape", {p, b.int64s({12, 2, 8})});
+    parts[i] = b.op("Transpose", {p}, attrs({{"perm", i == 1 ? kKeysLast : kHeadsFirst}}));
+  }
+  Value* scores = b.op("Softmax", {b.op("MatMul", {parts[0], parts[1]})}, attrs({{"axis", int64_t{-1}}}));
+  b.output(b.op("MatMul", {scores, parts[2]}));
+  return b.release();
+}
+
+TEST(PassAttentionCleanup, SplitProjectionsBecomeOne) {
+  for (bool with_bias : {true, false}) {
+    SCOPED_TRACE(with_bias ? "Gemm" : "MatMul");
+    auto g = splitProjections(with_bias);
+    auto original = splitProjections(with_bias);
+    runPassChecked(*g, "attention_cleanup", 1e-5);
+    EXPECT_EQ(countOps(*g, with_bias ? "Gemm" : "MatMul"), with_bias ? 1u : 3u)
+        << "one projection (+ the two attention MatMuls)";
+    optimize(*g);
+    EXPECT_EQ(countOps(*g, "Reshape"), 1u);
+    EXPECT_EQ(countOps(*g, "Transpose"), 2u);
+    passtest::expectSameResults(*original, *g, 1e-5);
+  }
+}
+
+TEST(PassAttentionCleanup, ProjectionsOfDifferentInputsStaySeparate) {
+  GraphBuilder b;
+  Value* x = b.input("x", {4, 8});
+  Value* y = b.input("y", {4, 8});
+  b.output(b.op("Gemm", {x, b.randomConstant({8, 8}, 1), b.randomConstant({8}, 2)}));
+  b.output(b.op("Gemm", {y, b.randomConstant({8, 8}, 3), b.randomConstant({8}, 4)}));
+  EXPECT_EQ(runPassChecked(b.graph(), "attention_cleanup", 1e-5).changes, 0u);
+}
+
 TEST(PassAttentionCleanup, ScaleStaysWhenAnotherReaderSeesItsColumns) {
   // A fourth reader takes columns overlapping q: scaling the weights would change what it reads.
   GraphBuilder b;

@@ -331,7 +331,7 @@ EXAMPLES: Dict[str, Example] = {
     "attention_cleanup": Example(attention_cleanup, "the q/k/v head split of an attention export (a Slice, a "
                                  "Reshape and a Transpose per part, q scaled) becomes one Reshape, a Transpose q "
                                  "and v share and k's own; the scale is folded into the q columns of the "
-                                 "projection", also=["common_subexpression_elimination", "merge_reshapes"]),
+                                 "projection (q/k/v written as three Linears of one input become one first)", also=["common_subexpression_elimination", "merge_reshapes"]),
     "propagate_reshapes": Example(propagate_reshapes, "Reshapes move across the row-wise Softmax and the Relu "
                                   "until they merge: the Linear on [1, tokens, C] needs no Reshape around it",
                                   also=["merge_reshapes", "canonicalize"]),

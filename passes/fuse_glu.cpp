@@ -7,7 +7,8 @@
 // Mul operands in either order. The halves must be the first and second half in that order
 // (Mul(b, Sigmoid(a)) is a different function and is left alone). GLU computes a * sigmoid(b)
 // with the same float operations, but its sigmoid kernel need not round like the Sigmoid op's:
-// level 3 only.
+// level 3 only. With a target SoC whose NPU runs the Split/Slice, Sigmoid and Mul but not GLU, the
+// fusion is refused (it would put one CPU op and two hand-overs where the NPU ran everything).
 #include <algorithm>
 
 #include "opset/registry.h"
@@ -15,6 +16,7 @@
 #include "passes/core/matcher.h"
 #include "passes/core/pattern_pass.h"
 #include "passes/fusion_util.h"
+#include "passes/npu_candidate.h"
 
 namespace npuc {
 namespace {
@@ -119,9 +121,17 @@ class FuseGlu : public RewritePattern {
       }
       if (!fusion::isStaticFloat32(h->source))
         return refuse("'" + h->source->name() + "' is not static float32");
-      rw.setInsertionPointBefore(&root);
       Attributes a;
       a.set("axis", h->axis);
+      std::vector<const Node*> parts(h->producers.begin(), h->producers.end());
+      parts.push_back(sigmoid);
+      parts.push_back(&root);
+      if (std::string p =
+              fusionLeavesNpu(rw.context(), parts, "GLU", kNpucDomain, {{DType::Float32, h->source->shape()}},
+                              a, DType::Float32, root.output()->shape());
+          !p.empty())
+        return refuse(p);
+      rw.setInsertionPointBefore(&root);
       Node* glu = fusion::createNpucOp(rw, DType::Float32, root.output()->shape(), "GLU", {h->source}, a,
                                        root.name());
       rw.replaceOp(&root, {glu->output()});

@@ -9,7 +9,8 @@ namespace npuc {
 
 std::vector<Violation> candidateViolations(const std::string& op_type,
                                            const std::vector<CandidateInput>& inputs, const Attributes& attrs,
-                                           DType out_dtype, const Shape& out_shape, const SocProfile& soc) {
+                                           DType out_dtype, const Shape& out_shape, const SocProfile& soc,
+                                           const std::string& domain) {
   Graph scratch;
   std::vector<Value*> values;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -24,8 +25,24 @@ std::vector<Violation> candidateViolations(const std::string& op_type,
   }
   Node* node = scratch.appendNode(op_type, values, 1);
   node->attrs() = attrs;
+  node->setDomain(domain);
   node->output()->setType(out_dtype, out_shape);
   return npuViolations(*node, soc);
+}
+
+std::string fusionLeavesNpu(const PassContext& ctx, const std::vector<const Node*>& parts,
+                            const std::string& op_type, const std::string& domain,
+                            const std::vector<CandidateInput>& inputs, const Attributes& attrs,
+                            DType out_dtype, const Shape& out_shape) {
+  if (!ctx.target || !ctx.target->soc) return "";
+  const SocProfile& soc = *ctx.target->soc;
+  for (const Node* part : parts)
+    if (!npuViolations(*part, soc).empty()) return "";  // some of it is on the CPU anyway
+  const std::vector<Violation> fused =
+      candidateViolations(op_type, inputs, attrs, out_dtype, out_shape, soc, domain);
+  if (fused.empty()) return "";
+  return soc.name + "'s NPU runs the " + std::to_string(parts.size()) + " ops it would replace but not " +
+         op_type + " (" + fused.front().message + ")";
 }
 
 std::optional<LegalizationSubject> legalizationSubject(const Node& node, const PassContext& ctx,

@@ -26,7 +26,17 @@ struct CandidateInput {
 // (empty: it would run on the NPU). Built in a scratch graph; the real graph is not touched.
 std::vector<Violation> candidateViolations(const std::string& op_type,
                                            const std::vector<CandidateInput>& inputs, const Attributes& attrs,
-                                           DType out_dtype, const Shape& out_shape, const SocProfile& soc);
+                                           DType out_dtype, const Shape& out_shape, const SocProfile& soc,
+                                           const std::string& domain = "");
+
+// For a fusion that replaces `parts` by one `op_type` node: why the fused node would move work from
+// the target's NPU to its CPU (the NPU refuses it while it runs every part), or "" when the fusion
+// is fine for the target (or there is no target). A fusion must not make the target's program
+// worse: one CPU op and two NPU<->CPU hand-overs cost more than the parts on the NPU.
+std::string fusionLeavesNpu(const PassContext& ctx, const std::vector<const Node*>& parts,
+                            const std::string& op_type, const std::string& domain,
+                            const std::vector<CandidateInput>& inputs, const Attributes& attrs,
+                            DType out_dtype, const Shape& out_shape);
 
 // What a target-stage rewrite knows about `node` before it tries anything: the SoC, the NPU checks
 // the node fails, and whether the user placed it (op_target; then the rewrite leaves it, saying so).

@@ -59,6 +59,23 @@ TEST(PassFuseGlu, TwoSliceForm) {
   EXPECT_EQ(b.graph().firstNode()->attrs().i("axis"), 1);
 }
 
+// rk3588's NPU runs Slice, Sigmoid and Mul but has no GLU: fusing would put one CPU op and two
+// hand-overs where the NPU ran everything, so with that target the fusion is refused, saying why.
+TEST(PassFuseGluRefusals, NotForATargetWhoseNpuRunsThePartsButNotGlu) {
+  GraphBuilder b;
+  Value* x = b.input("x", {1, 8, 4, 4});
+  Value* a = b.op("Slice", {x, b.int64s({0}), b.int64s({4}), b.int64s({1})});
+  Value* g = b.op("Slice", {x, b.int64s({4}), b.int64s({8}), b.int64s({1})});
+  b.output(b.op("Mul", {a, b.op("Sigmoid", {g})}));
+  const PassTarget t = passtest::rk3588Target();
+  ASSERT_EQ(passtest::cpuNodeCount(b.graph(), t), 0u);
+  auto r = runPassChecked(b.graph(), "fuse_glu", kGluTolerance, 3, t);
+  EXPECT_EQ(r.changes, 0u);
+  EXPECT_TRUE(r.failedWith("rk3588's NPU runs the 4 ops it would replace but not GLU"));
+  EXPECT_EQ(passtest::cpuNodeCount(b.graph(), t), 0u);
+  EXPECT_EQ(runPassChecked(b.graph(), "fuse_glu", kGluTolerance).changes, 1u) << "without a target it fuses";
+}
+
 TEST(PassFuseGluRefusals, SwappedHalvesAreADifferentFunction) {
   GraphBuilder b;
   Node* sp = b.node("Split", {b.input("y", {2, 6})}, attrs({{"axis", int64_t{1}}}), "sp", 2);

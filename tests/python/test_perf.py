@@ -61,11 +61,12 @@ def test_csv_json_and_plot(model, tmp_path):
 
 
 def test_cycle_plot_draws_what_the_total_is(tmp_path):
-    # glu_net on rk3588 has NPU rows of both bottlenecks, a CPU op and hand-overs (bench/target_stage.py).
+    # glu_net on rk3588 has NPU rows of both bottlenecks; its Sigmoid put on the CPU adds a CPU row and
+    # hand-overs.
     folder = shared_models_dir()
     if folder is None:
         pytest.skip("shared models not found (set NPUC_SHARED_MODELS)")
-    report = npuc.perf.eval_perf(str(folder / "glu_net.onnx"), "rk3588")
+    report = npuc.perf.eval_perf(str(folder / "glu_net.onnx"), "rk3588", op_target={"Sigmoid": "cpu"})
     assert {r["Target"] for r in report.rows} == {"NPU", "CPU"}
     assert any(r["Handover(us)"] > 0 for r in report.rows)
     import matplotlib

@@ -43,9 +43,17 @@ std::vector<Tensor> tensorsFromList(const py::sequence& inputs, const Graph& g) 
   return out;
 }
 
+std::unique_ptr<Graph> separated(const Graph& g) {
+  std::unique_ptr<Graph> copy = g.clone();
+  quant::separateSharedParameters(*copy);
+  return copy;
+}
+
 class PyCalibrator {
  public:
-  explicit PyCalibrator(const Model& model) : graph_(model.graph().clone()), calibrator_(*graph_) {}
+  // The clone is quantized: its weights and biases get constants of their own (the FP32 values the
+  // calibrator computes are the same).
+  explicit PyCalibrator(const Model& model) : graph_(separated(model.graph())), calibrator_(*graph_) {}
   void addSample(const py::sequence& inputs) {
     std::vector<Tensor> tensors = tensorsFromList(inputs, *graph_);
     py::gil_scoped_release release;
@@ -162,8 +170,9 @@ PyQuantizedModel quantizeFromRanges(const Model& model,
   opts.granularity = quant::weightGranularityFromName(method);
   opts.hybrid_layers = std::set<std::string>(hybrid_layers.begin(), hybrid_layers.end());
   py::gil_scoped_release release;
-  quant::QuantPlan plan = quant::buildQuantPlan(model.graph(), clip, opts);
-  auto sim = std::make_shared<const QuantizedExecutor>(model.graph(), plan);
+  std::unique_ptr<Graph> graph = separated(model.graph());
+  quant::QuantPlan plan = quant::buildQuantPlan(*graph, clip, opts);
+  auto sim = std::make_shared<const QuantizedExecutor>(*graph, plan);
   return PyQuantizedModel(std::move(sim), std::move(plan));
 }
 

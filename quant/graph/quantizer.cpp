@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "opset/op_traits.h"
 #include "quant/graph/op_quant_class.h"
 
 namespace npuc::quant {
@@ -239,8 +240,46 @@ QuantizedWeights quantizeNodeWeights(const Node& node, const QuantPlan& plan) {
                                    plan.weight_granularity, w->name());
 }
 
+namespace {
+
+bool isParameterSlot(const Use& u) {
+  return (u.index == 1 || u.index == 2) && opTraits(*u.user).has(OpTrait::WeightLinear);
+}
+
+}  // namespace
+
+size_t separateSharedParameters(Graph& graph) {
+  size_t added = 0;
+  for (Value* v : graph.values()) {
+    if (!v->isConstant() || v->numConsumers() < 2) continue;
+    // Parameter slots get copies; the original stays with the other readers, or, if there are
+    // none, with the first parameter slot.
+    std::vector<Use> uses = v->uses();
+    bool first = !v->isGraphOutput() && std::all_of(uses.begin(), uses.end(), isParameterSlot);
+    for (const Use& u : uses) {
+      if (!isParameterSlot(u)) continue;
+      if (first) {
+        first = false;
+        continue;
+      }
+      Value* copy =
+          graph.addConstant(v->constant().clone(), graph.uniqueName(v->name() + "_" + u.user->name()));
+      u.user->setInput(u.index, copy);
+      ++added;
+    }
+  }
+  return added;
+}
+
 QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRange>& ranges,
                          const QuantizerOptions& options) {
+  for (const Value* v : graph.values()) {
+    if (!v->isConstant() || v->numConsumers() < 2) continue;
+    for (const Use& u : v->uses())
+      if (isParameterSlot(u))
+        throw ConfigError("constant '" + v->name() + "' is a parameter of node '" + u.user->name() +
+                          "' and has other readers: run separateSharedParameters before quantizing");
+  }
   return PlanBuilder(graph, ranges, options).build();
 }
 

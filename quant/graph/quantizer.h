@@ -25,7 +25,17 @@ struct QuantizerOptions {
   std::set<std::string> hybrid_layers;
 };
 
+// Gives every weight or bias input of a MAC op (OpTrait::WeightLinear: Conv, ConvTranspose, Gemm,
+// MatMul; inputs 1 and 2) a constant of its own when that constant has other readers. The plan is
+// keyed by value: a constant read as a weight and as an element-wise operand (CSE merges equal
+// constants, e.g. a zero LayerNorm bias and a zero Linear bias), or as the bias of two layers with
+// different input scales, would need two sets of parameters. Run it on the graph to be quantized,
+// before buildQuantPlan (the calibrator's ranges are per activation and do not change). Returns the
+// number of constants added. The FP32 computation is unchanged.
+size_t separateSharedParameters(Graph& graph);
+
 // `ranges` holds a calibrated clip range for every float activation (Calibrator::ranges).
+// Expects separateSharedParameters to have run: a shared weight or bias is a ConfigError naming it.
 // Throws ConfigError naming a hybrid layer that is not a node of the graph, or an activation
 // without a range.
 QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRange>& ranges,

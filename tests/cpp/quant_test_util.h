@@ -38,12 +38,14 @@ inline quant::QuantPlan calibratedPlan(const Graph& g, uint32_t seed = 0) {
   return quant::buildQuantPlan(g, calibrator.ranges({}), {});
 }
 
-// shared/models/<file> imported and optimized, or null when the shared models are absent.
+// shared/models/<file> imported, optimized and with its shared parameters separated, as the
+// calibrator prepares the graph it quantizes; null when the shared models are absent.
 inline std::unique_ptr<Graph> optimizedSharedModel(const std::string& file) {
   const std::filesystem::path dir = sharedModelsDir();
   if (dir.empty() || !std::filesystem::exists(dir / file)) return nullptr;
   std::unique_ptr<Graph> g = importOnnxFile((dir / file).string());
   optimize(*g);
+  quant::separateSharedParameters(*g);
   return g;
 }
 

@@ -104,5 +104,35 @@ TEST(QuantGraphQuantizer, MissingRangeIsAConfigErrorNamingTheValue) {
   }
 }
 
+// One zero vector as the bias of two Gemms (different input scales, so different int32 bias
+// scales) and as an Add operand (per-tensor int8): how CSE leaves a zero-initialized LayerNorm
+// bias and Linear biases. Each role gets its own constant, the FP32 result is unchanged, and a
+// plan built without separating names the constant.
+TEST(QuantGraphQuantizer, SharedParametersAreSeparatedPerRole) {
+  GraphBuilder b;
+  Value* x = b.input("x", {4, 8});
+  Value* zeros = b.constant(Tensor(DType::Float32, Shape{8}), "zeros");
+  Value* h = b.op("Gemm", {x, b.randomConstant({8, 8}, 1), zeros});
+  Value* g = b.op("Gemm", {b.op("Relu", {h}), b.randomConstant({8, 8}, 2), zeros});
+  b.output(b.op("Add", {g, zeros}));
+  auto ranges = calibrate(b.graph());
+  try {
+    buildQuantPlan(b.graph(), ranges, {});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'zeros'"), std::string::npos) << e.what();
+  }
+  auto original = b.graph().clone();
+  EXPECT_EQ(separateSharedParameters(b.graph()), 2u) << "both Gemm biases get copies; the Add keeps it";
+  EXPECT_EQ(zeros->uses().size(), 1u);
+  passtest::expectSameResults(*original, b.graph(), 0.0);
+  const QuantPlan plan = buildQuantPlan(b.graph(), ranges, {});
+  const Node* second = b.graph().outputs()[0]->producer()->input(0)->producer();
+  ASSERT_EQ(second->opType(), "Gemm");
+  EXPECT_EQ(plan.at(second->input(2)->name()).dtype, QuantDType::Int32);
+  EXPECT_TRUE(plan.at("zeros").isPerTensor());
+  EXPECT_EQ(separateSharedParameters(b.graph()), 0u) << "idempotent";
+}
+
 }  // namespace
 }  // namespace npuc::quant

@@ -185,3 +185,26 @@ def test_accuracy_analysis_rows_follow_the_graph() -> None:
     assert [r["precision"] for r in rows] == ["input", "int8 (fused with relu)", "int8"]
     assert rows[-1]["value"] == "y"
     assert all(r["cosine"] > 0.99 and np.isfinite(r["sqnr_db"]) for r in rows)
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_int8_build_below_level_3_with_shared_zero_biases(level: int) -> None:
+    # Below level 3 tiny_vit's LayerNorms stay decomposed, and CSE merges the zero LayerNorm bias
+    # with the zero Linear biases: one constant read as an Add operand and as Gemm biases. The
+    # quantizer gives each role its own copy (it failed with "per channel ... per-tensor expected").
+    import contextlib
+    import io
+
+    folder = shared_models_dir()
+    if folder is None:
+        pytest.skip("shared models not found (set NPUC_SHARED_MODELS)")
+    ref = np.load(folder / "tiny_vit.ref.npz")
+    x, want = ref["input:input"], ref["output:output"]
+    with npuc.Toolkit() as tk, contextlib.redirect_stdout(io.StringIO()):
+        tk.config(target_platform="rk3588", optimization_level=level)
+        tk.load_onnx(model=str(folder / "tiny_vit.onnx"))
+        tk.build(do_quantization=True, dataset=[x])
+        assert tk.model.op_histogram.get("LayerNormalization", 0) == 0, "the case needs decomposed norms"
+        assert tk.model.op_histogram.get("ReduceMean", 0) >= 10
+        y = tk.inference(inputs=[x])[0]
+    assert cosine_similarity(want, y) > 0.999

@@ -123,7 +123,9 @@ TEST(SocProfiles, SourcesMarkPublishedAndAssumedFigures) {
     for (const char* tuned : {"npu.ddr_bytes_per_cycle", "npu.ddr_efficiency", "npu.task_overhead_cycles",
                               "npu.onchip_buffer_bytes"}) {
       ASSERT_NE(p.source(tuned), nullptr) << tuned;
-      EXPECT_EQ(p.source(tuned)->status, SourceStatus::Assumed) << tuned;
+      // Tuned figures are not published: assumed, or assumed and then fitted (bench/perf_fit.py).
+      SourceStatus s = p.source(tuned)->status;
+      EXPECT_TRUE(s == SourceStatus::Assumed || s == SourceStatus::Fitted) << tuned;
     }
     EXPECT_EQ(p.source("channel_alignment")->status, SourceStatus::Published);
     EXPECT_EQ(p.source("npu.published_int8_tops")->status, SourceStatus::Published);

@@ -30,7 +30,7 @@ def calibration_rows() -> list[dict]:
     rows = []
     for name, soc, path, published in calibration_cells():
         report = npuc.perf.eval_perf(str(path), soc, single_core_mode=True, dtype="int8")
-        rows.append({"model": f"{name} ({PUBLISHED[name][0]})", "soc": soc, "published": published,
+        rows.append({"model": f"{name} (npuc: {PUBLISHED[name][0]})", "soc": soc, "published": published,
                      "predicted": report.fps, "error": 100.0 * (report.fps - published) / published,
                      "bottleneck_ddr": sum(r["Bottleneck"] == "DDR" for r in report.rows),
                      "layers": len(report.rows)})

@@ -153,9 +153,11 @@ TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType 
 }
 
 double CostModel::vectors(double elements, NpuDType t) const {
-  // One "other"-aligned channel vector per cycle per core. Assumed: the alignment is the width of
-  // the NPU's vector unit, which is what makes it the padding unit.
-  return elements / static_cast<double>(soc_->alignment(t, AlignmentRole::Other) * cores_);
+  // One conv_out-wide vector per cycle per core. Assumed: the elementwise/LUT unit is the conv's
+  // output stage, as wide as the array's output-channel block. (It was the `other` alignment,
+  // which gave RK3562 twice RK3566's vector rate; the published yolov8n/mobilenetv2 ratios of the
+  // two contradict that, see docs/perf_model.md.)
+  return elements / static_cast<double>(soc_->alignment(t, AlignmentRole::ConvOutput) * cores_);
 }
 
 double CostModel::vectorCycles(StreamClass c) const {

@@ -26,9 +26,9 @@ constexpr Field kFields[] = {
 
 // Fitted values: bench/perf_fit.py on rknn_model_zoo's 16-row FPS table (docs/perf_model.md).
 CostConstants::CostConstants()
-    : move_cycles_per_vector(13.1),  // fitted (was 4, the old low-efficiency penalty, per 16 lanes)
+    : move_cycles_per_vector(13.5),  // fitted, tied to lut_cycles_per_vector (one low-efficiency class)
       transpose_factor(4.0),         // assumed
-      lut_cycles_per_vector(13.8),   // fitted
+      lut_cycles_per_vector(13.5),   // fitted, tied to move_cycles_per_vector
       normalize_passes(3.0),         // assumed
       deep_cin_efficiency(0.39),     // fitted
       pack_small_cin(1.0) {}         // assumed

@@ -20,15 +20,16 @@ struct CostConstants {
   // NPU cycles the vector unit spends per `other`-aligned channel vector, per op class. An
   // elementwise op (Add, Mul, Relu, ReduceSum, ...) takes 1 (assumed: one vector per cycle).
   //
-  // Data movement and size change (Concat, Split, Slice, Reshape, Resize, Pad, Tile, pooling taps):
-  // DESIGN.md lists them as low efficiency without a figure. Fitted.
+  // Data movement and size change (Concat, Split, Slice, Reshape, Resize, Pad, Tile): DESIGN.md
+  // lists them as low efficiency without a figure. Fitted, as one figure with the LUT rate below
+  // (DESIGN.md's one low-efficiency class; bench/perf_fit.py ties them).
   double move_cycles_per_vector;
   // Transpose moves elements across the channel vector (NC1HWC2 keeps 16 channels together), so it
   // is this many times slower than the other data movement. Assumed: no calibration model has one.
   double transpose_factor;
   // A LUT activation (Sigmoid, SiLU, Tanh, HardSwish, Gelu, Exp, ...): standalone, and as the rate
   // of the output stage when fused behind a Conv (the task then takes at least output vectors x
-  // this). Fitted.
+  // this). Fitted, tied to move_cycles_per_vector.
   double lut_cycles_per_vector;
   // Passes a normalizing op makes over its tensor: Softmax (max, sum of exp, scale), LayerNorm /
   // InstanceNorm (mean, variance, normalize). Each pass re-reads the input from DDR when the input

@@ -77,8 +77,8 @@ TEST(PerfCostTerms, NormalizingOpsRereadTensorsThatExceedTheBuffer) {
   EXPECT_DOUBLE_EQ(fits.ddr_bytes, 3000);
   EXPECT_DOUBLE_EQ(spills.ddr_bytes, 3000 + (passes - 1) * 2 * buffer);
   // A single-pass op never re-reads.
-  EXPECT_DOUBLE_EQ(m.streamTask(1000, 3000, StreamClass::DataMovement, NpuDType::Float16, 2 * buffer).ddr_bytes,
-                   3000);
+  EXPECT_DOUBLE_EQ(
+      m.streamTask(1000, 3000, StreamClass::DataMovement, NpuDType::Float16, 2 * buffer).ddr_bytes, 3000);
   // Through eval_perf: a Softmax over 4 MB moves more bytes per element than one over 64 KB.
   Attributes axis;
   axis.set("axis", int64_t{-1});
@@ -151,7 +151,8 @@ TEST(PerfCostTerms, SmallInputChannelsPackKernelColumns) {
   stem.out_h = stem.out_w = 16;
   CostConstants packed, padded;
   padded.pack_small_cin = 0;
-  CostModel a(socProfile("rk3588"), NpuDType::Int8, 1, packed), b(socProfile("rk3588"), NpuDType::Int8, 1, padded);
+  CostModel a(socProfile("rk3588"), NpuDType::Int8, 1, packed),
+      b(socProfile("rk3588"), NpuDType::Int8, 1, padded);
   // Packed: 3 rows of (3 taps x 3 channels -> 32 lanes); padded: 9 taps x 32 lanes.
   EXPECT_EQ(a.padded(stem, NpuDType::Int8).lanes_per_oc, 3 * 32);
   EXPECT_EQ(b.padded(stem, NpuDType::Int8).lanes_per_oc, 9 * 32);

@@ -181,7 +181,8 @@ TEST(SocProfiles, InconsistentOrUnknownContentIsRefused) {
   msg = errorAfterEdit([](YAML::Node& d) { d["dtypes"].push_back("fp8"); });
   EXPECT_NE(msg.find("dtypes[5]: unknown NPU dtype 'fp8'"), std::string::npos) << msg;
   msg = errorAfterEdit([](YAML::Node& d) { d["sources"]["npu.cores"]["status"] = "rumoured"; });
-  EXPECT_NE(msg.find("sources.npu.cores.status: expected published, derived, fitted or assumed"), std::string::npos)
+  EXPECT_NE(msg.find("sources.npu.cores.status: expected published, derived, fitted or assumed"),
+            std::string::npos)
       << msg;
   EXPECT_EQ(errorAfterEdit([](YAML::Node&) {}), "");  // the round trip itself is accepted
 }

@@ -87,17 +87,44 @@ py::dict perfReportDict(const perf::PerfReport& report, const perf::CostModel& m
 
 namespace {
 
+// The profile figures the calibration fit may override (bench/perf_fit.py).
+SocProfile withOverrides(SocProfile soc, const std::map<std::string, double>& overrides,
+                         perf::CostConstants& constants) {
+  for (const auto& [key, value] : overrides) {
+    if (key.rfind("const.", 0) == 0) {
+      constants.set(key.substr(6), value);
+    } else if (!(value > 0)) {
+      throw ConfigError("eval_perf: override '" + key + "' must be positive");
+    } else if (key == "npu.ddr_bytes_per_cycle") {
+      soc.npu.ddr_bytes_per_cycle = value;
+    } else if (key == "npu.ddr_efficiency") {
+      soc.npu.ddr_efficiency = value;
+    } else if (key == "npu.task_overhead_cycles") {
+      soc.npu.task_overhead_cycles = static_cast<int64_t>(value);
+    } else if (key == "npu.onchip_buffer_bytes") {
+      soc.npu.onchip_buffer_bytes = static_cast<int64_t>(value);
+    } else {
+      throw ConfigError("eval_perf: unknown override '" + key +
+                        "' (npu.ddr_bytes_per_cycle, npu.ddr_efficiency, npu.task_overhead_cycles, "
+                        "npu.onchip_buffer_bytes, const.<cost constant>)");
+    }
+  }
+  return soc;
+}
+
 py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap& op_target,
                   bool single_core_mode, const std::string& dtype, bool run_optimize,
-                  const std::string& tuning_cache) {
-  const SocProfile& soc = socProfile(soc_name);
+                  const std::string& tuning_cache, const std::map<std::string, double>& overrides) {
+  perf::CostConstants constants;
+  const SocProfile soc = withOverrides(socProfile(soc_name), overrides, constants);
   std::optional<NpuDType> t = npuDTypeFromName(dtype);
   if (!t) throw ConfigError("eval_perf: dtype '" + dtype + "' is not one of int8, int16, fp16, bf16, tf32");
   perf::PerfOptions options;
   options.op_target = op_target;
   options.single_core_mode = single_core_mode;
   options.dtype = *t;
-  perf::CostModel model(soc, *t, single_core_mode ? 1 : soc.npu.cores);
+  options.constants = constants;
+  perf::CostModel model(soc, *t, single_core_mode ? 1 : soc.npu.cores, constants);
   perf::TilingCache cache;
   perf::PerfReport report;
   {
@@ -121,11 +148,12 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
 void bindPerf(py::module_& m) {
   m.def("eval_perf", &evalPerf, py::arg("model"), py::arg("soc"), py::arg("op_target") = OpTargetMap{},
         py::arg("single_core_mode") = false, py::arg("dtype") = "int8", py::arg("optimize") = true,
-        py::arg("tuning_cache") = "",
+        py::arg("tuning_cache") = "", py::arg("overrides") = std::map<std::string, double>{},
         "Simulated per-layer performance of `model` on SoC `soc`: {'rows', 'summary', 'ranking', 'warnings', "
         "'text'}. optimize runs the graph passes (BatchNorm folding, ...) on a copy first; tuning_cache "
         "names a "
-        "file of tiling decisions read before and written after.");
+        "file of tiling decisions read before and written after; overrides replaces profile figures and cost "
+        "constants for calibration only.");
 }
 
 }  // namespace npuc::bindings

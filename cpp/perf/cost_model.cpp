@@ -34,8 +34,8 @@ int64_t npuDTypeBytes(NpuDType t) {
   return 1;
 }
 
-CostModel::CostModel(const SocProfile& soc, NpuDType dtype, int64_t cores)
-    : soc_(&soc), dtype_(dtype), cores_(cores) {
+CostModel::CostModel(const SocProfile& soc, NpuDType dtype, int64_t cores, const CostConstants& constants)
+    : soc_(&soc), dtype_(dtype), cores_(cores), constants_(constants) {
   if (!soc.supportsDtype(dtype))
     throw ConfigError(soc.name + ": the NPU does not compute in " + std::string(npuDTypeName(dtype)));
   if (cores < 1 || cores > soc.npu.cores)
@@ -69,6 +69,11 @@ PaddedMacShape CostModel::padded(const MacOpShape& s, NpuDType t) const {
     // Blocks hold whole groups of a grouped conv.
     p.oc_align = s.group == 1 ? soc_->alignment(t, AlignmentRole::ConvOutput) : cout_group;
   }
+  p.lanes_per_oc = s.kernel_h * s.kernel_w * p.cin_per_oc;
+  // Few input channels (an RGB stem): a row of KW taps x Cin channels fills the lanes together
+  // instead of each tap's Cin padding to conv_in on its own (CostConstants::pack_small_cin).
+  if (constants_.pack_small_cin > 0 && !s.depthwise && s.group == 1 && s.in_c < conv_in)
+    p.lanes_per_oc = std::min(p.lanes_per_oc, s.kernel_h * roundUp(s.kernel_w * s.in_c, conv_in));
   return p;
 }
 
@@ -103,8 +108,8 @@ int64_t CostModel::tileBufferBytes(const MacOpShape& s, const Tiling& tiling, Np
   return input + weights + output;
 }
 
-TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t,
-                            double extra_read_bytes) const {
+TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t, double extra_read_bytes,
+                            bool lut_activation) const {
   PaddedMacShape p = padded(s, t);
   const double b = static_cast<double>(npuDTypeBytes(t));
   const int64_t oc_tiles = ceilDiv(p.out_c_compute, tiling.oc_block);
@@ -115,7 +120,7 @@ TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType 
   double pixels = static_cast<double>((bands - 1) * paddedBandPixels(s, tiling.tile_rows) +
                                       paddedBandPixels(s, last_rows)) *
                   static_cast<double>(s.batch);
-  double array_macs = pixels * static_cast<double>(p.out_c_compute * s.kernel_h * s.kernel_w * p.cin_per_oc);
+  double array_macs = pixels * static_cast<double>(p.out_c_compute * p.lanes_per_oc);
 
   // DDR: input bands with their halo, weights, outputs once.
   double input_once =
@@ -131,6 +136,15 @@ TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType 
 
   TaskCost c;
   c.compute_cycles = array_macs / macsPerCycle(t);
+  if (!s.depthwise && s.in_c / s.group > kDeepCinThreshold)
+    c.compute_cycles /= constants_.deep_cin_efficiency;
+  // The output stage applies a LUT activation at its own rate; the array waits for it when the
+  // conv produces outputs faster (1x1 convs, few input channels).
+  if (lut_activation) {
+    double out_elements = static_cast<double>(s.batch * s.out_h * s.out_w * p.out_c_stored);
+    c.compute_cycles =
+        std::max(c.compute_cycles, vectors(out_elements, t) * constants_.lut_cycles_per_vector);
+  }
   c.ddr_bytes = input_bytes + weight_bytes + output_bytes + extra_read_bytes;
   c.ddr_cycles = c.ddr_bytes / sustainedDdrBytesPerCycle();
   c.overhead_cycles = static_cast<double>(soc_->npu.task_overhead_cycles);
@@ -138,12 +152,40 @@ TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType 
   return c;
 }
 
-TaskCost CostModel::streamTask(double elements, double ddr_bytes, bool low_efficiency, NpuDType t) const {
-  // Streaming ops process one "other"-aligned channel vector per cycle per core. Assumed: the
-  // alignment is the width of the NPU's vector unit, which is what makes it the padding unit.
-  double lanes = static_cast<double>(soc_->alignment(t, AlignmentRole::Other) * cores_);
+double CostModel::vectors(double elements, NpuDType t) const {
+  // One conv_out-wide vector per cycle per core. Assumed: the elementwise/LUT unit is the conv's
+  // output stage, as wide as the array's output-channel block. (It was the `other` alignment,
+  // which gave RK3562 twice RK3566's vector rate; the published yolov8n/mobilenetv2 ratios of the
+  // two contradict that, see docs/perf_model.md.)
+  return elements / static_cast<double>(soc_->alignment(t, AlignmentRole::ConvOutput) * cores_);
+}
+
+double CostModel::vectorCycles(StreamClass c) const {
+  switch (c) {
+    case StreamClass::Elementwise:
+    // A pooling task's work already counts every window tap; each tap is one vector max/add.
+    case StreamClass::Pool: return 1.0;
+    case StreamClass::DataMovement: return constants_.move_cycles_per_vector;
+    case StreamClass::Transpose: return constants_.move_cycles_per_vector * constants_.transpose_factor;
+    case StreamClass::Lut: return constants_.lut_cycles_per_vector;
+    // Per pass: Softmax's exp and LayerNorm's rsqrt go through the LUT once, the other passes are
+    // elementwise; averaged over the passes.
+    case StreamClass::Normalize:
+      return (constants_.normalize_passes - 1.0 + constants_.lut_cycles_per_vector) /
+             constants_.normalize_passes;
+  }
+  return 1.0;
+}
+
+TaskCost CostModel::streamTask(double elements, double ddr_bytes, StreamClass cls, NpuDType t,
+                               double input_bytes) const {
+  double passes = cls == StreamClass::Normalize ? constants_.normalize_passes : 1.0;
+  // A tensor larger than the on-chip buffer cannot stay there between passes: every pass after
+  // the first reads it from DDR again.
+  if (passes > 1 && input_bytes > static_cast<double>(soc_->npu.onchip_buffer_bytes))
+    ddr_bytes += (passes - 1.0) * input_bytes;
   TaskCost c;
-  c.compute_cycles = elements / lanes * (low_efficiency ? kLowEfficiencyPenalty : 1.0);
+  c.compute_cycles = vectors(elements, t) * vectorCycles(cls) * passes;
   c.ddr_bytes = ddr_bytes;
   c.ddr_cycles = ddr_bytes / sustainedDdrBytesPerCycle();
   c.overhead_cycles = static_cast<double>(soc_->npu.task_overhead_cycles);

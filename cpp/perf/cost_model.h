@@ -10,8 +10,10 @@
 //       weights re-fetched per spatial tile unless the loop keeps them on chip, inputs (with halo)
 //       re-fetched per output-channel block unless the loop keeps them, outputs written once.
 //     total   = max(compute, DDR) + task_overhead_cycles
-//   Streaming task (elementwise, pooling, data movement): elements over a per-cycle lane rate
-//     (x kLowEfficiencyPenalty for DESIGN.md's low-efficiency classes) against DDR bytes.
+//     A fused LUT activation (SiLU, Sigmoid, ...) makes the output stage a floor of the compute.
+//   Streaming task (elementwise, pooling, data movement): channel vectors x the op class's cycles
+//     per vector (CostConstants) against DDR bytes; normalizing ops make several passes, each
+//     re-reading DDR when the tensor exceeds the on-chip buffer.
 //   CPU op: max(FLOPs / fp32_gflops, bytes / mem_bandwidth); NPU<->CPU hand-over: one task's
 //     sync, plus the CPU converting layout (NC1HWC2 <-> NCHW) and dtype of the tensor.
 #pragma once
@@ -19,7 +21,9 @@
 #include <cstdint>
 #include <string>
 
+#include "perf/cost_constants.h"
 #include "perf/mac_shape.h"
+#include "perf/op_classes.h"
 #include "target/soc_profile.h"
 
 namespace npuc::perf {
@@ -29,9 +33,6 @@ namespace npuc::perf {
 constexpr int64_t kPixelsPerPass = 16;
 // Row width granularity. Published: when H*W > 1 the width is best 4-aligned.
 constexpr int64_t kWidthAlignment = 4;
-// Low-efficiency op classes (DESIGN.md: data movement, size change, non-Relu activations) run at
-// this fraction of the streaming rate. Assumed: the figure is not published.
-constexpr double kLowEfficiencyPenalty = 4.0;
 // CPU FLOPs per element of a transcendental op (Exp, Sigmoid, ...): a polynomial evaluation.
 // Assumed.
 constexpr double kTranscendentalFlops = 10.0;
@@ -71,6 +72,7 @@ struct PaddedMacShape {
   int64_t in_c_compute = 0;   // input channels the array reads for one output-channel block set
   int64_t out_c_compute = 0;  // output channels the array computes (conv_out / depthwise aligned)
   int64_t cin_per_oc = 0;     // array lanes spent per output channel per kernel tap
+  int64_t lanes_per_oc = 0;   // array lanes per output channel over the whole kernel (packing)
   int64_t oc_align = 0;       // block granularity of output channels
 };
 
@@ -78,11 +80,12 @@ class CostModel {
  public:
   // `cores`: NPU cores one task is spread over (1 in single-core mode). ConfigError when the
   // profile does not compute in `dtype` or `cores` is outside 1..npu.cores.
-  CostModel(const SocProfile& soc, NpuDType dtype, int64_t cores);
+  CostModel(const SocProfile& soc, NpuDType dtype, int64_t cores, const CostConstants& constants = {});
 
   const SocProfile& soc() const { return *soc_; }
   NpuDType dtype() const { return dtype_; }
   int64_t cores() const { return cores_; }
+  const CostConstants& constants() const { return constants_; }
   double clockHz() const { return static_cast<double>(soc_->npu.clock_mhz) * 1e6; }
   double sustainedDdrBytesPerCycle() const {
     return soc_->npu.ddr_bytes_per_cycle * soc_->npu.ddr_efficiency;
@@ -96,10 +99,20 @@ class CostModel {
   bool fitsBuffer(const MacOpShape& s, const Tiling& tiling, NpuDType t) const {
     return tileBufferBytes(s, tiling, t) <= soc_->npu.onchip_buffer_bytes;
   }
-  // A MAC task; `extra_read_bytes` are the fused Add's other operand.
-  TaskCost macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t, double extra_read_bytes = 0) const;
-  // A streaming NPU task in `t` processing `elements` (after channel padding), moving `ddr_bytes`.
-  TaskCost streamTask(double elements, double ddr_bytes, bool low_efficiency, NpuDType t) const;
+  // A MAC task; `extra_read_bytes` are the fused Add's other operand. `lut_activation`: a fused
+  // LUT activation, whose output stage then bounds the compute from below.
+  TaskCost macTask(const MacOpShape& s, const Tiling& tiling, NpuDType t, double extra_read_bytes = 0,
+                   bool lut_activation = false) const;
+  // Cycles the vector unit spends per channel vector of op class `c` (one pass).
+  double vectorCycles(StreamClass c) const;
+  // Vector-unit cycles for `elements` (after channel padding) in `t`: elements over the lanes of
+  // the cores in use.
+  double vectors(double elements, NpuDType t) const;
+  // A streaming NPU task of class `c` in `t` processing `elements` (after channel padding),
+  // moving `ddr_bytes`. A Normalize op makes CostConstants::normalize_passes passes; when
+  // `input_bytes` exceed the on-chip buffer each pass after the first re-reads them from DDR.
+  TaskCost streamTask(double elements, double ddr_bytes, StreamClass c, NpuDType t,
+                      double input_bytes = 0) const;
   // A MAC op the tiler does not model (ConvTranspose): its MACs over the array, bytes once.
   TaskCost untiledMacTask(double macs, double ddr_bytes, NpuDType t) const;
   // Padding of a tensor's channel dim (dim 1 of rank >= 2) to the "other" alignment, in elements.
@@ -114,6 +127,7 @@ class CostModel {
   const SocProfile* soc_;
   NpuDType dtype_;
   int64_t cores_;
+  CostConstants constants_;
 };
 
 }  // namespace npuc::perf

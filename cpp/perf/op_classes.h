@@ -18,4 +18,15 @@ bool isTranscendental(const std::string& op_type);
 // Pooling ops whose work is the output elements times the window.
 bool isWindowPooling(const std::string& op_type);
 
+// How the NPU's vector unit pays for a non-MAC op (docs/perf_model.md, CostConstants).
+enum class StreamClass {
+  Elementwise,   // Add, Mul, Relu, Clip, ReduceSum, ...: one vector per cycle
+  DataMovement,  // Concat, Split, Slice, Reshape, Resize, Pad, Tile (DataMovement/SizeChange)
+  Pool,          // MaxPool, AveragePool: one elementwise max/add per window tap
+  Transpose,     // moves elements across the channel vector
+  Lut,           // non-Relu activations (SlowActivation: Sigmoid, SiLU, Tanh, HardSwish, Gelu, ...)
+  Normalize,     // multi-pass over the tensor: Softmax, LogSoftmax, LayerNorm, InstanceNorm
+};
+StreamClass streamClass(const std::string& op_type);
+
 }  // namespace npuc::perf

@@ -45,7 +45,7 @@ class Evaluator {
       : graph_(graph),
         soc_(soc),
         options_(options),
-        model_(soc, options.dtype, options.single_core_mode ? 1 : soc.npu.cores),
+        model_(soc, options.dtype, options.single_core_mode ? 1 : soc.npu.cores, options.constants),
         cache_(cache) {}
 
   // The model as it would compile: the SoC's partition and fusion groups, per-op dtypes.
@@ -132,12 +132,16 @@ class Evaluator {
         if (n != &anchor && n->opType() == "Add")
           for (const Value* v : n->inputs())
             if (v && v->producer() != t.nodes[1] && v->producer() != &anchor) extra += storedBytes(*v, dt);
+      bool lut = false;  // a fused non-Relu activation runs through the output stage's LUT
+      for (const Node* n : t.nodes)
+        if (n != &anchor && streamClass(n->opType()) == StreamClass::Lut) lut = true;
       TilingDecision d = chooseTiling(model_, shape, dt, cache_);
       if (!d.fits_buffer)
         warnings.push_back(t.full_name + ": no tile of " + anchor.opType() + " fits the " +
                            std::to_string(soc_.npu.onchip_buffer_bytes) +
                            "-byte on-chip buffer; costed with the smallest");
-      cost = model_.macTask(shape, d.tiling, dt, extra);
+      cost = model_.macTask(shape, d.tiling, dt, extra, lut);
+      addActivationOperandRelayout(anchor, dt, cost);
       row.macs = shape.usefulMacs();
     } else {
       cost = streamCost(t, dt);
@@ -151,6 +155,19 @@ class Evaluator {
     return row;
   }
 
+  // A MatMul whose B operand is an activation (attention's Q x K^T, scores x V): the array reads
+  // B as weights, packed per output-channel block, so B is first rewritten into that layout, a
+  // transpose-class pass that reads and writes B once more.
+  void addActivationOperandRelayout(const Node& anchor, NpuDType dt, TaskCost& cost) const {
+    if (anchor.opType() != "MatMul") return;
+    const Value* b = anchor.input(1);
+    if (!b || b->isConstant()) return;
+    double elements = static_cast<double>(model_.storedElements(b->shape(), dt));
+    cost.compute_cycles += model_.vectors(elements, dt) * model_.vectorCycles(StreamClass::Transpose);
+    cost.ddr_bytes += 2.0 * storedBytes(*b, dt);
+    cost.ddr_cycles = cost.ddr_bytes / model_.sustainedDdrBytesPerCycle();
+  }
+
   // A non-MAC NPU task: the bytes of its external inputs and its output, and the elements its
   // vector unit processes.
   TaskCost streamCost(const Task& t, NpuDType dt) const {
@@ -160,6 +177,7 @@ class Evaluator {
     if (n.opType() == "ConvTranspose")
       return model_.untiledMacTask(static_cast<double>(usefulMacs(n)), bytes, dt);
     double elements = 0;
+    double input_bytes = n.input(0) ? storedBytes(*n.input(0), dt) : 0;
     for (const Node* m : t.nodes) {
       double out = static_cast<double>(model_.storedElements(m->output(0)->shape(), dt));
       double in = m->input(0) ? static_cast<double>(model_.storedElements(m->input(0)->shape(), dt)) : 0;
@@ -172,7 +190,7 @@ class Evaluator {
       }
       elements += work;
     }
-    return model_.streamTask(elements, bytes, isLowEfficiencyOp(n.opType()), dt);
+    return model_.streamTask(elements, bytes, streamClass(n.opType()), dt, input_bytes);
   }
 
   PerfRow costCpu(const Task& t) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "perf/cost_constants.h"
 #include "perf/perf_report.h"
 #include "perf/task_grouping.h"
 #include "perf/tiling.h"
@@ -18,6 +19,8 @@ struct PerfOptions {
   // over all cores while sharing the DDR bandwidth.
   bool single_core_mode = false;
   NpuDType dtype = NpuDType::Int8;
+  // The cost model's structural constants (defaults: docs/perf_model.md); changed by the fit only.
+  CostConstants constants;
 };
 
 // Costs `graph` (static shapes; run optimize() first so BatchNorm is folded into Conv) as it would
@@ -32,6 +35,8 @@ PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOpt
 struct CostedTask {
   TaskNodes task;
   NpuDType dtype = NpuDType::Int8;
+  // The cost model's structural constants (defaults: docs/perf_model.md); changed by the fit only.
+  CostConstants constants;
 };
 
 // Costs the given tasks (a compiled program's, in execution order) on `placement`; options.dtype

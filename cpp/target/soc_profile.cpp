@@ -48,6 +48,7 @@ const char* sourceStatusName(SourceStatus s) {
   switch (s) {
     case SourceStatus::Published: return "published";
     case SourceStatus::Derived: return "derived";
+    case SourceStatus::Fitted: return "fitted";
     case SourceStatus::Assumed: return "assumed";
   }
   return "?";
@@ -346,8 +347,10 @@ std::vector<SourceNote> parseSources(const YamlField& f, const SocProfile& p) {
       n.status = SourceStatus::Published;
     } else if (status == "derived") {
       n.status = SourceStatus::Derived;
+    } else if (status == "fitted") {
+      n.status = SourceStatus::Fitted;
     } else if (status != "assumed") {
-      entry.at("status").fail("expected published, derived or assumed, got '" + status + "'");
+      entry.at("status").fail("expected published, derived, fitted or assumed, got '" + status + "'");
     }
     out.push_back(std::move(n));
   }

@@ -96,7 +96,9 @@ struct FusionRule {
   bool assumed = false;
 };
 
-enum class SourceStatus { Published, Derived, Assumed };
+// Fitted: an assumed figure whose value was then fitted to published end-to-end measurements
+// (bench/perf_fit.py); the figure itself is still not published.
+enum class SourceStatus { Published, Derived, Fitted, Assumed };
 const char* sourceStatusName(SourceStatus s);
 
 // Where one figure of the profile comes from.

@@ -223,7 +223,8 @@ def check_output_paths(inputs: JobInputs, csv: Optional[Union[str, Path]] = None
 
 def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optional[Mapping[str, str]] = None,
               single_core_mode: bool = False, dtype: str = "int8", optimize: bool = True,
-              tuning_cache: Optional[Union[str, Path]] = None) -> PerfReport:
+              tuning_cache: Optional[Union[str, Path]] = None,
+              overrides: Optional[Mapping[str, float]] = None) -> PerfReport:
     """Simulated per-layer performance of ``model`` (an :class:`npuc.Model` or an ONNX path) on SoC
     ``soc``.
 
@@ -231,11 +232,15 @@ def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optio
     NPU core per task (RKNN's default core mask). dtype: the NPU compute type ("int8", "fp16", ...).
     optimize: run the graph passes (BatchNorm folding, ...) on a copy first. tuning_cache: a file
     of tiling decisions, read if it exists and rewritten, so later runs skip the tiling search.
+    overrides: for calibration only (bench/perf_fit.py): {"npu.ddr_bytes_per_cycle" |
+    "npu.ddr_efficiency" | "npu.task_overhead_cycles" | "npu.onchip_buffer_bytes" |
+    "const.<cost constant>": value} replaces those profile figures and structural constants.
     """
     inputs = JobInputs()
     if isinstance(model, (str, Path)):
         inputs.add(model, "the loaded model")
         model = _npuc.Model.load(str(model))
     raw = _npuc.eval_perf(model, soc, dict(op_target or {}), single_core_mode, dtype, optimize,
-                          str(tuning_cache) if tuning_cache is not None else "")
+                          str(tuning_cache) if tuning_cache is not None else "",
+                          {k: float(v) for k, v in (overrides or {}).items()})
     return PerfReport(raw, inputs)

@@ -113,3 +113,45 @@ def test_shared_mobilenet_v2_runs_wholly_on_the_npu():
     usage = {r["FullName"]: r["MacUsage(%)"] for r in report.rows if r["OpType"].startswith("Conv")}
     assert min(usage.values()) < 5 < max(usage.values())
     assert 100 < report.fps < 2000
+
+
+def test_overrides_replace_profile_figures_and_cost_constants(model):
+    """eval_perf's calibration overrides (bench/perf_fit.py): each moves the prediction the way
+    the model says, and a wrong name or value is refused."""
+    base = npuc.perf.eval_perf(model, "rk3588", single_core_mode=True)
+    faster, slower = (npuc.perf.eval_perf(model, "rk3588", single_core_mode=True,
+                                          overrides={"npu.task_overhead_cycles": cycles})
+                      for cycles in (10000, 30000))
+    # One task: its time grows by exactly the added overhead (20000 cycles at 1 GHz).
+    assert slower.summary["total_time_us"] == pytest.approx(faster.summary["total_time_us"] + 20.0)
+    assert npuc.perf.eval_perf(model, "rk3588", single_core_mode=True,
+                               overrides={"const.move_cycles_per_vector": 2.0}).fps == pytest.approx(base.fps)
+    with pytest.raises(npuc.ConfigError, match="unknown override"):
+        npuc.perf.eval_perf(model, "rk3588", overrides={"npu.cores": 2})
+    with pytest.raises(npuc.ConfigError, match="unknown cost constant"):
+        npuc.perf.eval_perf(model, "rk3588", overrides={"const.nope": 2})
+    with pytest.raises(npuc.ConfigError, match="positive"):
+        npuc.perf.eval_perf(model, "rk3588", overrides={"npu.ddr_bytes_per_cycle": 0})
+
+
+def test_cost_terms_beyond_convs_rank_as_the_model_says(tmp_path):
+    """A Transpose costs more than a Relu of the same tensor; a LUT activation more than a Relu;
+    a Softmax over a tensor larger than the on-chip buffer moves more DDR bytes per element."""
+    from onnx import TensorProto, helper
+
+    def one_op(op: str, shape: list[int], **attrs) -> npuc.perf.PerfReport:
+        out_shape = [shape[0], shape[1], shape[3], shape[2]] if op == "Transpose" else shape
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+        graph = helper.make_graph([node], op, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)])
+        path = tmp_path / f"{op}_{'x'.join(map(str, shape))}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+        return npuc.perf.eval_perf(str(path), "rk3588", single_core_mode=True)
+
+    shape = [1, 64, 96, 96]
+    relu, sigmoid = one_op("Relu", shape), one_op("Sigmoid", shape)
+    transpose = one_op("Transpose", shape, perm=[0, 1, 3, 2])
+    assert transpose.rows[0]["NPUCycles"] > sigmoid.rows[0]["NPUCycles"] > relu.rows[0]["NPUCycles"]
+    assert transpose.summary["total_time_us"] > relu.summary["total_time_us"]
+    small, big = one_op("Softmax", [1, 16, 32, 64], axis=-1), one_op("Softmax", [1, 16, 256, 512], axis=-1)
+    assert big.rows[0]["RW(KB)"] / (256 * 512) > 1.5 * small.rows[0]["RW(KB)"] / (32 * 64)

@@ -11,7 +11,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
         "common_subexpression_elimination", "extract_common_factor", "canonicalize"}},
       {"fuse",
        {"fuse_layernorm", "fuse_activations", "fuse_hardsigmoid", "fuse_glu", "transpose_reorder",
-        "channel_shuffle_to_conv", "fold_focus"}},
+        "fold_channel_permutations", "channel_shuffle_to_conv", "fold_focus"}},
       {"cleanup", {"dead_code_elimination"}},
   };
   return kPipeline;

@@ -291,16 +291,15 @@ struct Source {
 // The region around a root node, its analysis, and (if it pays) its rebuild.
 class Region {
  public:
-  explicit Region(Graph& g) {
-    size_t i = 0;
-    for (Node* n : g.nodes()) position_[n] = i++;
-  }
+  explicit Region(Graph& g) : graph_(g) {}
 
   // Collects the steps connected to `root` through region values; false if `root` is no step.
   // refusal() then says why the region cannot be rebuilt (empty if nothing stops it yet).
   bool collect(Node& root) {
     auto first = stepOf(root);
     if (!first) return false;
+    size_t i = 0;  // graph positions, to order steps and sinks (only now: most roots are no step)
+    for (Node* n : graph_.nodes()) position_[n] = i++;
     std::vector<Step> todo{*first};
     while (!todo.empty()) {
       Step s = std::move(todo.back());
@@ -547,6 +546,7 @@ class Region {
     rw.notifyModified(&n);
   }
 
+  Graph& graph_;
   std::unordered_map<const Node*, size_t> position_;
   std::string refusal_;
   std::set<const Node*> known_;

@@ -49,6 +49,13 @@ namespace {
 // A channel of a source: (source index, channel).
 using Channel = std::pair<size_t, int64_t>;
 
+// Where a region value's channel comes from: a source channel, and the channelwise ops of the
+// region it went through on the way (an index into Region::chains_).
+struct Provenance {
+  Channel channel;
+  size_t ops;
+};
+
 // One data-movement step of the region: its nodes (three for a shuffle), data input values and
 // outputs, and for each output channel the (input slot, input channel) it copies.
 struct Step {
@@ -56,6 +63,7 @@ struct Step {
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   std::vector<std::vector<std::pair<size_t, int64_t>>> reads;  // per output, per channel
+  bool channelwise = false;  // a channelwise unary op (Relu, ...): computes, moves nothing
 };
 
 bool isChannelTensor(const Value* v) {
@@ -165,6 +173,19 @@ std::optional<Step> shuffleEndingIn(Node& n) {
   return s;
 }
 
+bool isChannelwiseUnary(const Node& n);
+
+// A channelwise unary op inside the region (after a Concat, as extract_common_factor leaves
+// Relu(Concat(a, b))): every channel passes through it, in place.
+std::optional<Step> channelwiseStep(Node& n) {
+  if (!isChannelwiseUnary(n) || !isChannelTensor(n.output())) return std::nullopt;
+  std::vector<int64_t> same(static_cast<size_t>(channelsOf(n.input(0))));
+  std::iota(same.begin(), same.end(), 0);
+  Step s = oneInputStep({&n}, n.input(0), n.output(), same);
+  s.channelwise = true;
+  return s;
+}
+
 // The step `n` belongs to (for a shuffle, whichever of its three nodes `n` is), or nullopt.
 std::optional<Step> stepOf(Node& n) {
   if (!n.domain().empty() || !n.input(0)) return std::nullopt;
@@ -180,7 +201,7 @@ std::optional<Step> stepOf(Node& n) {
   if (op == "Slice") return sliceStep(n);
   if (op == "Split") return splitStep(n);
   if (op == "Gather") return gatherStep(n);
-  return std::nullopt;
+  return channelwiseStep(n);
 }
 
 // True if `v` is a data input of step `s` (not a Slice's starts or a Gather's indices).
@@ -286,6 +307,7 @@ struct Source {
   Value* value;
   SourceChain chain;
   std::vector<std::vector<int64_t>> groups;  // channels of each group, groups in output order
+  std::optional<size_t> region_ops;          // the region's channelwise ops its channels go through
 };
 
 // The region around a root node, its analysis, and (if it pays) its rebuild.
@@ -326,8 +348,14 @@ class Region {
   }
   const std::string& refusal() const { return refusal_; }
 
-  // The first node of the region in graph order: the one root that acts for the whole region.
-  Node* leader() const { return steps_.front().nodes.front(); }
+  // The first data-movement node of the region in graph order: the one root that acts for the
+  // whole region (channelwise ops are no root; a region of only those has nothing to fold).
+  Node* leader() const {
+    for (const Step& s : steps_) {
+      if (!s.channelwise) return s.nodes.front();
+    }
+    return nullptr;
+  }
   bool hasPermutation() const {
     for (const Step& s : steps_) {
       if (s.nodes.size() == 3 || s.nodes.front()->opType() == "Gather") return true;
@@ -343,9 +371,11 @@ class Region {
         if (std::string why = addSource(in); !why.empty()) return why;
       }
       for (size_t o = 0; o < s.outputs.size(); ++o) {
-        std::vector<Channel>& out = provenance_[s.outputs[o]];
-        for (const auto& [slot, c] : s.reads[o])
+        std::vector<Provenance>& out = provenance_[s.outputs[o]];
+        for (const auto& [slot, c] : s.reads[o]) {
           out.push_back(provenance_.at(s.inputs[slot])[static_cast<size_t>(c)]);
+          if (s.channelwise) out.back().ops = afterOp(out.back().ops, s.nodes.front());
+        }
       }
     }
     for (const auto& [v, channels] : provenance_) {
@@ -369,7 +399,7 @@ class Region {
   // Data-movement nodes now and after the rebuild.
   size_t nodesNow() const {
     size_t n = 0;
-    for (const Step& s : steps_) n += s.nodes.size();
+    for (const Step& s : steps_) n += s.channelwise ? 0 : s.nodes.size();
     return n;
   }
   size_t nodesAfter() const {
@@ -414,13 +444,31 @@ class Region {
       return "'" + v->name() +
              "' enters the region but is not a group-1 Conv (with channelwise ops after it) " +
              "whose output channels can be reordered";
-    std::vector<Channel>& channels = provenance_[v];
-    for (int64_t c = 0; c < channelsOf(v); ++c) channels.emplace_back(sources_.size(), c);
+    std::vector<Provenance>& channels = provenance_[v];
+    for (int64_t c = 0; c < channelsOf(v); ++c) channels.push_back({{sources_.size(), c}, 0});
     sources_.push_back(Source{v, *chain, {}});
     return "";
   }
 
-  std::string addSink(Node& user, size_t index, const std::vector<Channel>& reads) {
+  // The ops list `ops` followed by `op` (interned: equal lists have one index).
+  size_t afterOp(size_t ops, Node* op) {
+    std::vector<Node*> longer = chains_[ops];
+    longer.push_back(op);
+    const auto [it, inserted] = chain_index_.emplace(longer, chains_.size());
+    if (inserted) chains_.push_back(std::move(longer));
+    return it->second;
+  }
+
+  std::string addSink(Node& user, size_t index, const std::vector<Provenance>& provenance) {
+    std::vector<Channel> reads;
+    for (const Provenance& p : provenance) {
+      Source& s = sources_[p.channel.first];
+      if (!s.region_ops) s.region_ops = p.ops;
+      if (*s.region_ops != p.ops)
+        return "channels of '" + s.value->name() +
+               "' reach their consumers through different channelwise ops";
+      reads.push_back(p.channel);
+    }
     const bool depthwise = !absorbsInputOrder(user, index);
     if (depthwise && !isDepthwiseSink(user, index))
       return "'" + user.name() + "' (" + user.opType() +
@@ -456,7 +504,8 @@ class Region {
     return {pieces.begin(), pieces.end()};
   }
 
-  bool sourceUnchanged(const Source& s) const {
+  // True if the source keeps all its channels in their order (then its Conv stays as it is).
+  bool orderUnchanged(const Source& s) const {
     if (s.groups.size() != 1 || static_cast<int64_t>(s.groups[0].size()) != channelsOf(s.value)) return false;
     for (size_t i = 0; i < s.groups[0].size(); ++i) {
       if (s.groups[0][i] != static_cast<int64_t>(i)) return false;
@@ -464,41 +513,48 @@ class Region {
     return true;
   }
 
-  // The source's Conv with its rows in group order (unread rows dropped), the channelwise ops
-  // after it, and a Split into the groups.
-  void rebuildSource(size_t i, Rewriter& rw) {
-    Source& s = sources_[i];
-    if (s.groups.empty()) return;  // nothing reads it: it dies with the region
-    if (sourceUnchanged(s)) {
-      pieces_[{i, 0}] = s.value;
-      return;
-    }
-    std::vector<int64_t> rows, sizes;
-    for (const auto& g : s.groups) {
-      rows.insert(rows.end(), g.begin(), g.end());
-      sizes.push_back(static_cast<int64_t>(g.size()));
-    }
+  // A copy of channelwise op `op` reading `v`.
+  static Value* copyUnary(const Node& op, Value* v, Rewriter& rw) {
+    std::vector<Value*> args = op.inputs();
+    args[0] = v;
+    return rw.create(op.opType(), args, op.attrs(), op.name())->output();
+  }
+
+  // The source's Conv with its rows in group order (unread rows dropped) and the channelwise ops
+  // after it.
+  Value* reorderedSource(const Source& s, Rewriter& rw) {
+    std::vector<int64_t> rows;
+    for (const auto& g : s.groups) rows.insert(rows.end(), g.begin(), g.end());
     Node& conv = *s.chain.conv;
     const std::string hint = conv.name();
-    rw.setInsertionPointBefore(&conv);
     std::vector<Value*> in{conv.input(0),
                            rw.constant(selectRows(conv.input(1)->constant(), rows), hint + "_w")};
     if (conv.input(2)) in.push_back(rw.constant(selectRows(conv.input(2)->constant(), rows), hint + "_b"));
     Value* v = rw.create("Conv", in, conv.attrs(), hint)->output();
-    for (Node* u : s.chain.unary) {
-      std::vector<Value*> args = u->inputs();
-      args[0] = v;
-      Node* copy = rw.create(u->opType(), args, u->attrs(), u->name());
-      v = copy->output();
-    }
+    for (Node* u : s.chain.unary) v = copyUnary(*u, v, rw);
+    return v;
+  }
+
+  // The source reordered, then the region's channelwise ops its channels went through, then a
+  // Split into the groups.
+  void rebuildSource(size_t i, Rewriter& rw) {
+    Source& s = sources_[i];
+    if (s.groups.empty()) return;  // nothing reads it: it dies with the region
+    const std::vector<Node*>& ops = chains_[s.region_ops.value_or(0)];
+    rw.setInsertionPointBefore(s.chain.conv);
+    Value* v = orderUnchanged(s) ? s.value : reorderedSource(s, rw);
+    if (!ops.empty()) rw.setInsertionPointAfter(v->producer());
+    for (Node* op : ops) v = copyUnary(*op, v, rw);
     if (s.groups.size() == 1) {
       pieces_[{i, 0}] = v;
       return;
     }
+    std::vector<int64_t> sizes;
+    for (const auto& g : s.groups) sizes.push_back(static_cast<int64_t>(g.size()));
     Attributes a;
     a.set("axis", int64_t{1});
-    Node* split = rw.create("Split", {v, rw.constant(int64Vector(sizes), hint + "_split")}, a,
-                            hint + "_split", s.groups.size());
+    const std::string hint = s.chain.conv->name() + "_split";
+    Node* split = rw.create("Split", {v, rw.constant(int64Vector(sizes), hint)}, a, hint, s.groups.size());
     for (size_t g = 0; g < s.groups.size(); ++g) pieces_[{i, static_cast<int64_t>(g)}] = split->output(g);
   }
 
@@ -551,7 +607,9 @@ class Region {
   std::string refusal_;
   std::set<const Node*> known_;
   std::vector<Step> steps_;
-  std::map<Value*, std::vector<Channel>> provenance_;
+  std::map<Value*, std::vector<Provenance>> provenance_;
+  std::vector<std::vector<Node*>> chains_{{}};  // lists of the region's channelwise ops; 0 is none
+  std::map<std::vector<Node*>, size_t> chain_index_{{{}, 0}};
   std::vector<Source> sources_;
   std::vector<Sink> sinks_;
   std::map<Channel, std::pair<size_t, size_t>> slot_;  // source channel -> (group, index in group)

@@ -99,6 +99,12 @@ size_t gatherConvs(const Graph& g) {
   return n;
 }
 
+std::string failures(const passtest::PassRun& r) {
+  std::string text;
+  for (const MatchFailure& f : r.ctx.match_failures) text += f.reason + "\n";
+  return text;
+}
+
 int64_t totalMacs(const Graph& g) {
   int64_t macs = 0;
   for (const Node* n : g.nodes()) macs += nodeMacs(*n);
@@ -118,7 +124,7 @@ TEST(PassFoldChannelPermutations, ShuffleNetLeavesNoShuffleNoGatherConvAndNoExtr
   const int64_t macs_before = totalMacs(b.graph());
   auto r = runPassChecked(b.graph(), "fold_channel_permutations", kTolerance);
   const Graph& g = b.graph();
-  EXPECT_EQ(r.changes, 2u) << "one region per stage";
+  EXPECT_EQ(r.changes, 2u) << "one region per stage\n" << failures(r);
   EXPECT_EQ(countOps(g, "Reshape") + countOps(g, "Transpose") + countOps(g, "Slice"), 0u) << g.dump();
   EXPECT_EQ(gatherConvs(g), 0u) << g.dump();
   EXPECT_EQ(totalMacs(g), macs_before);
@@ -152,7 +158,7 @@ TEST(PassFoldChannelPermutations, GatherPermutationFoldsIntoProducerAndConsumer)
   Value* p = b.op("Gather", {y, b.int64s({4, 0, 5, 2, 1, 3})}, attrs({{"axis", int64_t{1}}}));
   b.output(conv(b, p, 7, 1, 5));
   auto r = runPassChecked(b.graph(), "fold_channel_permutations", kTolerance);
-  EXPECT_EQ(r.changes, 1u);
+  EXPECT_EQ(r.changes, 1u) << failures(r);
   EXPECT_EQ(dataMovementNodes(b.graph()), 0u) << b.graph().dump();
   EXPECT_EQ(countOps(b.graph(), "Conv"), 2u);
 }

@@ -5,8 +5,11 @@
 // do not grow and that fewer data-movement nodes remain than channel_shuffle_to_conv leaves.
 // Refusals: a region value that is a graph output, a producer that cannot reorder its channels,
 // a consumer that cannot absorb an order.
+#include "frontend/onnx_import.h"
 #include "opset/macs.h"
 #include "pass_test_util.h"
+#include "passes/optimize.h"
+#include "reference_npz.h"
 
 namespace npuc {
 namespace {
@@ -187,6 +190,31 @@ TEST(PassFoldChannelPermutations, ConsumersReadingTheSameChannelsShareOneConcat)
   EXPECT_EQ(r.changes, 1u);
   EXPECT_EQ(countOps(b.graph(), "Concat"), 1u) << b.graph().dump();
   EXPECT_EQ(dataMovementNodes(b.graph()), 1u) << b.graph().dump();
+}
+
+TEST(PassFoldChannelPermutations, RealShuffleNetMatchesOnnxRuntime) {
+  // The shared shufflenet_v2_x0_5, optimized by every pass but the two that fold shuffles, then
+  // this pass alone: differential on random inputs, and against ONNX Runtime's reference output.
+  const testing::fs::path dir = testing::sharedModelsDir();
+  if (dir.empty() || !testing::fs::exists(dir / "shufflenet_v2_x0_5.onnx"))
+    NPUC_SKIP_MISSING_DEP("shared models folder not found (set NPUC_SHARED_MODELS)");
+  auto g = importOnnxFile((dir / "shufflenet_v2_x0_5.onnx").string());
+  OptimizeOptions options;
+  options.disable_passes = {"fold_channel_permutations", "channel_shuffle_to_conv"};
+  optimize(*g, options);
+  ASSERT_EQ(countOps(*g, "Transpose"), 16u) << "the 16 shuffles are still there";
+  const int64_t macs_before = totalMacs(*g);
+  auto r = runPassChecked(*g, "fold_channel_permutations", kTolerance);
+  EXPECT_EQ(r.changes, 3u) << "one region per stage\n" << failures(r);
+  EXPECT_EQ(gatherConvs(*g), 0u);
+  EXPECT_EQ(totalMacs(*g), macs_before) << "every Conv reads exactly the channels it read";
+  for (const char* op : {"Reshape", "Transpose", "Slice"}) EXPECT_EQ(countOps(*g, op), 0u) << op;
+  testing::TempDir scratch;
+  const auto ref = testing::loadReferenceNpz(dir / "shufflenet_v2_x0_5.ref.npz", scratch.path());
+  const std::vector<Tensor> outs = evalGraph(*g, ref.inputs);
+  ASSERT_EQ(outs.size(), ref.outputs.size());
+  for (size_t i = 0; i < outs.size(); ++i)
+    passtest::expectClose(outs[i], ref.outputs[i].second, 1e-4, "output");
 }
 
 TEST(PassFoldChannelPermutationsRefusals, RegionValueIsAGraphOutput) {

@@ -332,13 +332,11 @@ class Region {
         if (Node* p = in->producer(); p && !known_.count(p)) {
           if (auto ps = stepOf(*p)) todo.push_back(*ps);
         }
+        addConsumerSteps(in, todo);  // siblings: the other half of a split source, ...
       }
       for (Value* out : s.outputs) {
         if (out->isGraphOutput()) refusal_ = "'" + out->name() + "' is a graph output";
-        for (const Use& u : out->uses()) {
-          if (known_.count(u.user)) continue;
-          if (auto us = stepOf(*u.user); us && readsData(*us, out)) todo.push_back(*us);
-        }
+        addConsumerSteps(out, todo);
       }
       steps_.push_back(std::move(s));
     }
@@ -347,6 +345,13 @@ class Region {
     return true;
   }
   const std::string& refusal() const { return refusal_; }
+
+  void addConsumerSteps(Value* v, std::vector<Step>& todo) const {
+    for (const Use& u : v->uses()) {
+      if (known_.count(u.user)) continue;
+      if (auto us = stepOf(*u.user); us && readsData(*us, v)) todo.push_back(*us);
+    }
+  }
 
   // The first data-movement node of the region in graph order: the one root that acts for the
   // whole region (channelwise ops are no root; a region of only those has nothing to fold).
@@ -386,12 +391,6 @@ class Region {
     }
     std::sort(sinks_.begin(), sinks_.end(),
               [&](const Sink& a, const Sink& b) { return pos(a.node) < pos(b.node); });
-    for (const Source& s : sources_) {
-      for (const Sink& k : sinks_) {
-        if (k.node == s.chain.conv || (k.depthwise && readsOutputOf(*s.chain.conv, *k.node)))
-          return "Conv '" + s.chain.conv->name() + "' both reads and writes the region";
-      }
-    }
     groupSourceChannels();
     return "";
   }
@@ -421,9 +420,27 @@ class Region {
       }
       if (!feeds_step) terminal.push_back(s.nodes.back());
     }
-    for (size_t i = 0; i < sources_.size(); ++i) rebuildSource(i, rw);
+    // Graph order: a source's Conv may itself read the region (a branch of one 1x1 Conv), or feed
+    // a depthwise sink's consumer; its input order is fixed (in place) before its rows are copied.
+    std::vector<size_t> order(sources_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return pos(sources_[a].chain.conv) < pos(sources_[b].chain.conv); });
     std::map<std::vector<Channel>, Value*> concats;
-    for (const Sink& k : sinks_) rewireSink(k, concats, rw);
+    std::vector<bool> rewired(sinks_.size(), false);
+    for (size_t i : order) {
+      const Node& conv = *sources_[i].chain.conv;
+      for (size_t k = 0; k < sinks_.size(); ++k) {
+        const bool feeds =
+            sinks_[k].node == &conv || (sinks_[k].depthwise && readsOutputOf(conv, *sinks_[k].node));
+        if (feeds && !rewired[k]) rewireSink(sinks_[k], concats, rw);
+        rewired[k] = rewired[k] || feeds;
+      }
+      rebuildSource(i, rw);
+    }
+    for (size_t k = 0; k < sinks_.size(); ++k) {
+      if (!rewired[k]) rewireSink(sinks_[k], concats, rw);
+    }
     for (Node* n : terminal) rw.eraseNode(n);
   }
 

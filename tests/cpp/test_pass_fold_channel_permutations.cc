@@ -166,6 +166,19 @@ TEST(PassFoldChannelPermutations, GatherPermutationFoldsIntoProducerAndConsumer)
   EXPECT_EQ(countOps(b.graph(), "Conv"), 2u);
 }
 
+TEST(PassFoldChannelPermutations, BothHalvesOfASourceJoinTheRegion) {
+  // The first ShuffleNet unit after a stem: both Slices of the stem's output are region steps (the
+  // second one is no consumer that must absorb an order), so the stem Conv is split instead.
+  GraphBuilder b;
+  Value* stem = relu(b, conv(b, b.input("x", {1, 3, 6, 6}), 8, 3, 3));
+  Value* branch = relu(b, conv(b, channelSlice(b, stem, 4, 8), 4, 1, 5));
+  b.output(conv(b, shuffle(b, concat(b, {channelSlice(b, stem, 0, 4), branch}), 2), 5, 1, 7));
+  auto r = runPassChecked(b.graph(), "fold_channel_permutations", kTolerance);
+  EXPECT_EQ(r.changes, 1u) << failures(r);
+  EXPECT_EQ(countOps(b.graph(), "Split"), 1u) << b.graph().dump();
+  EXPECT_EQ(dataMovementNodes(b.graph()), 2u) << "Split of the stem, Concat for the last Conv";
+}
+
 TEST(PassFoldChannelPermutations, UnreadChannelsLeaveTheProducer) {
   // A Slice drops channels: the producing Conv loses those rows (fewer MACs), no Slice left.
   GraphBuilder b;

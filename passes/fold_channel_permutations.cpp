@@ -11,9 +11,12 @@
 //     each channel alone, so permuting or dropping the Conv's output rows (weight rows and bias)
 //     permutes or drops the source's channels exactly;
 //   * a sink is a region consumer that can read its input channels in any order: a group-1 Conv
-//     with constant weights (its weight columns move with the channels), or a depthwise Conv whose
-//     consumers are all such Convs (its filters move, its output is permuted the same way, and
-//     its consumers' weight columns move).
+//     or a Gemm with constant weights absorbs the order (its weight columns move with the
+//     channels); a node whose output channel c depends on input channel c alone passes the order
+//     on to its consumers, which must take it in turn (a depthwise Conv or LayerNormalization
+//     over the channels, whose per-channel parameters move; pooling, channelwise ops, a Flatten
+//     of [N, C, 1, 1]). ShuffleNetV2's downsampling branch (depthwise Conv -> 1x1 Conv) and a
+//     classifier head (GlobalAveragePool -> Flatten -> LayerNorm -> Gemm) are such sinks.
 //
 // Each source's channels are grouped by the set of sinks that read them (channels nobody reads
 // are dropped from the Conv) and its rows are reordered so that every group is contiguous: one
@@ -220,21 +223,81 @@ bool isConv(const Node& n) {
   return n.opType() == "Conv" && n.domain().empty() && hasConstantFloatWeights(n);
 }
 
-// A Conv that can read its input channels in any order: group 1, constant weights.
-bool absorbsInputOrder(const Node& n, size_t index) {
-  return index == 0 && isConv(n) && n.attrs().i("group", 1) == 1;
+bool isConstantFloat(const Value* v) {
+  return v && v->isConstant() && v->dtype() == DType::Float32;
 }
 
-// A depthwise Conv (one filter per channel) whose consumers all absorb an input order.
-bool isDepthwiseSink(const Node& n, size_t index) {
-  if (index != 0 || !isConv(n) || n.output()->isGraphOutput() || !n.output()->hasUses()) return false;
+// A consumer that reads its input channels in any order, its weights moving with them: a group-1
+// Conv (weight columns) or a Gemm on [N, C] (the rows or columns of its constant B).
+bool absorbsOrder(const Node& n, size_t index) {
+  if (index != 0 || !n.domain().empty()) return false;
+  if (n.opType() == "Conv") return isConv(n) && n.attrs().i("group", 1) == 1;
+  return n.opType() == "Gemm" && n.attrs().i("transA", 0) == 0 && n.input(0)->rank() == 2 &&
+         isConstantFloat(n.input(1)) && n.input(1)->rank() == 2;
+}
+
+bool isDepthwiseConv(const Node& n) {
+  if (!isConv(n)) return false;
   const int64_t c = channelsOf(n.input(0));
   const Shape& ws = n.input(1)->shape();
-  if (n.attrs().i("group", 1) != c || ws[0] != c || ws[1] != 1) return false;
-  for (const Use& u : n.output()->uses()) {
-    if (!absorbsInputOrder(*u.user, u.index)) return false;
+  return n.attrs().i("group", 1) == c && ws[0] == c && ws[1] == 1;
+}
+
+// [N, C, 1, ...] -> [N, C] (Flatten or Reshape after a global pool): the channel axis stays.
+bool dropsUnitSpatialAxes(const Node& n) {
+  const Value* in = n.input(0);
+  const Value* out = n.output();
+  return (n.opType() == "Flatten" || n.opType() == "Reshape") && in->shapeIsStatic() &&
+         out->shapeIsStatic() && in->rank() >= 2 && out->rank() == 2 && out->shape()[0] == in->shape()[0] &&
+         out->shape()[1] == in->shape()[1] && shapeNumel(in->shape()) == shapeNumel(out->shape());
+}
+
+// LayerNormalization over the channels of [N, C] with constant per-channel scale and bias.
+bool isChannelLayerNorm(const Node& n) {
+  const int64_t rank = n.input(0)->rank();
+  const int64_t axis = n.attrs().i("axis", -1);
+  return n.opType() == "LayerNormalization" && rank == 2 && (axis == 1 || axis == -1) &&
+         isConstantFloat(n.input(1)) && n.input(1)->rank() == 1 &&
+         (!n.input(2) || isConstantFloat(n.input(2)));
+}
+
+bool isChannelwiseUnary(const Node& n);
+
+// A consumer whose output channel c depends on its input channel c alone (with per-channel
+// parameters that can move along): a channel order passes through it to its consumers.
+bool forwardsOrder(const Node& n, size_t index) {
+  if (index != 0 || n.numOutputs() != 1 || n.output()->isGraphOutput() || !n.output()->hasUses())
+    return false;
+  static const std::set<std::string> kPools = {"GlobalAveragePool", "GlobalMaxPool", "MaxPool",
+                                               "AveragePool"};
+  if (isChannelwiseUnary(n)) return true;
+  if (!n.domain().empty()) return false;
+  return isDepthwiseConv(n) || kPools.count(n.opType()) || dropsUnitSpatialAxes(n) || isChannelLayerNorm(n);
+}
+
+// How a node takes a channel order it receives.
+struct Follower {
+  Node* node;
+  bool absorbs;  // else it forwards the order to its consumers
+};
+
+// Appends the nodes a channel order reaching `user` (input `index`) passes through and ends at;
+// returns why it cannot (empty if it can).
+std::string followOrder(Node& user, size_t index, std::vector<Follower>& out) {
+  if (absorbsOrder(user, index)) {
+    out.push_back({&user, true});
+    return "";
   }
-  return true;
+  if (!forwardsOrder(user, index))
+    return "'" + user.name() + "' (" + user.opType() +
+           ") reads permuted channels but neither absorbs their order (group-1 Conv, Gemm) nor passes it on "
+           "to "
+           "such a consumer (depthwise Conv, pooling, channelwise op, flatten, LayerNormalization)";
+  out.push_back({&user, false});
+  for (const Use& u : user.output()->uses()) {
+    if (std::string why = followOrder(*u.user, u.index, out); !why.empty()) return why;
+  }
+  return "";
 }
 
 // A one-use elementwise unary op whose further inputs (Clip bounds) are scalar constants: it acts
@@ -296,11 +359,11 @@ Tensor moveRows(const Tensor& t, const std::vector<int64_t>& dest) {
   return selectRows(t, rows);
 }
 
-// A consumer of the region that absorbs the order of the channels it reads.
+// A consumer of the region, and the nodes that take the order of the channels it reads.
 struct Sink {
   Node* node;
-  bool depthwise;
-  std::vector<Channel> reads;  // its input channel j is reads[j]
+  std::vector<Follower> followers;  // node first
+  std::vector<Channel> reads;       // its input channel j is reads[j]
 };
 
 struct Source {
@@ -420,8 +483,9 @@ class Region {
       }
       if (!feeds_step) terminal.push_back(s.nodes.back());
     }
-    // Graph order: a source's Conv may itself read the region (a branch of one 1x1 Conv), or feed
-    // a depthwise sink's consumer; its input order is fixed (in place) before its rows are copied.
+    // Graph order: a source's Conv may itself read the region (a branch of one 1x1 Conv) or be
+    // reached through a sink's followers; its input order is fixed (in place) before its rows are
+    // copied.
     std::vector<size_t> order(sources_.size());
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(),
@@ -431,8 +495,7 @@ class Region {
     for (size_t i : order) {
       const Node& conv = *sources_[i].chain.conv;
       for (size_t k = 0; k < sinks_.size(); ++k) {
-        const bool feeds =
-            sinks_[k].node == &conv || (sinks_[k].depthwise && readsOutputOf(conv, *sinks_[k].node));
+        const bool feeds = reaches(sinks_[k], conv);
         if (feeds && !rewired[k]) rewireSink(sinks_[k], concats, rw);
         rewired[k] = rewired[k] || feeds;
       }
@@ -447,9 +510,9 @@ class Region {
  private:
   size_t pos(const Node* n) const { return position_.at(n); }
 
-  static bool readsOutputOf(const Node& conv, const Node& depthwise) {
-    for (const Use& u : depthwise.output()->uses()) {
-      if (u.user == &conv) return true;
+  static bool reaches(const Sink& k, const Node& conv) {
+    for (const Follower& f : k.followers) {
+      if (f.node == &conv) return true;
     }
     return false;
   }
@@ -486,14 +549,11 @@ class Region {
                "' reach their consumers through different channelwise ops";
       reads.push_back(p.channel);
     }
-    const bool depthwise = !absorbsInputOrder(user, index);
-    if (depthwise && !isDepthwiseSink(user, index))
-      return "'" + user.name() + "' (" + user.opType() +
-             ") reads the region but cannot absorb a channel order (not a group-1 Conv, nor a depthwise Conv "
-             "feeding only such Convs)";
+    std::vector<Follower> followers;
+    if (std::string why = followOrder(user, index, followers); !why.empty()) return why;
     if (std::set<Channel>(reads.begin(), reads.end()).size() != reads.size())
       return "'" + user.name() + "' reads a channel twice";
-    sinks_.push_back(Sink{&user, depthwise, reads});
+    sinks_.push_back(Sink{&user, std::move(followers), reads});
     return "";
   }
 
@@ -575,8 +635,8 @@ class Region {
     for (size_t g = 0; g < s.groups.size(); ++g) pieces_[{i, static_cast<int64_t>(g)}] = split->output(g);
   }
 
-  // Points the sink at the Concat of its groups (built once per group list), its weights (and for
-  // a depthwise sink, its consumers' weights) following the new channel order.
+  // Points the sink at the Concat of its groups (built once per group list); the weights and
+  // per-channel parameters of its followers follow the new channel order.
   void rewireSink(const Sink& k, std::map<std::vector<Channel>, Value*>& concats, Rewriter& rw) {
     const std::vector<Channel> pieces = piecesOf(k);
     std::map<Channel, int64_t> offset;  // first new channel of each piece
@@ -603,19 +663,32 @@ class Region {
       const auto [group, index] = slot_.at(c);
       column.push_back(offset.at({c.first, static_cast<int64_t>(group)}) + static_cast<int64_t>(index));
     }
-    Node& n = *k.node;
-    if (!k.depthwise) {
-      n.setInput(1, rw.constant(moveColumns(n.input(1)->constant(), column), n.name() + "_w"));
-    } else {
-      n.setInput(1, rw.constant(moveRows(n.input(1)->constant(), column), n.name() + "_w"));
-      if (n.input(2)) n.setInput(2, rw.constant(moveRows(n.input(2)->constant(), column), n.name() + "_b"));
-      for (const Use& u : n.output()->uses()) {
-        Node& next = *u.user;
-        next.setInput(1, rw.constant(moveColumns(next.input(1)->constant(), column), next.name() + "_w"));
-        rw.notifyModified(&next);
+    for (const Follower& f : k.followers) {
+      if (f.absorbs) {
+        absorb(*f.node, column, rw);
+      } else {
+        forward(*f.node, column, rw);
       }
     }
-    n.setInput(0, input);
+    k.node->setInput(0, input);
+    rw.notifyModified(k.node);
+  }
+
+  // The weights of an absorbing node read input channel j at column[j].
+  static void absorb(Node& n, const std::vector<int64_t>& column, Rewriter& rw) {
+    const Tensor& w = n.input(1)->constant();
+    const bool rows = n.opType() == "Gemm" && n.attrs().i("transB", 0) == 0;  // B is [C, out]
+    n.setInput(1, rw.constant(rows ? moveRows(w, column) : moveColumns(w, column), n.name() + "_w"));
+    rw.notifyModified(&n);
+  }
+
+  // The per-channel parameters of a forwarding node follow the channels (its output is then
+  // permuted like its input).
+  static void forward(Node& n, const std::vector<int64_t>& column, Rewriter& rw) {
+    if (n.opType() != "Conv" && n.opType() != "LayerNormalization") return;  // nothing per channel
+    for (size_t i = 1; i <= 2; ++i) {
+      if (n.input(i)) n.setInput(i, rw.constant(moveRows(n.input(i)->constant(), column), n.name() + "_p"));
+    }
     rw.notifyModified(&n);
   }
 

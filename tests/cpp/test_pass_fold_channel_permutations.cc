@@ -179,6 +179,34 @@ TEST(PassFoldChannelPermutations, BothHalvesOfASourceJoinTheRegion) {
   EXPECT_EQ(dataMovementNodes(b.graph()), 2u) << "Split of the stem, Concat for the last Conv";
 }
 
+struct HeadCase {
+  int64_t trans_b;
+};
+
+class PassFoldChannelPermutationsHead : public ::testing::TestWithParam<HeadCase> {};
+
+TEST_P(PassFoldChannelPermutationsHead, PoolingFlattenLayerNormGemmTakeTheOrder) {
+  // The demo model's head: GlobalAveragePool -> Flatten -> LayerNorm -> Gemm passes the shuffle's
+  // order on (LayerNorm's scale and bias move) to the Gemm's B; a MaxPool -> Conv path too.
+  GraphBuilder b;
+  Value* x = b.input("x", {1, 3, 6, 6});
+  Value* s = shuffle(b, concat(b, {relu(b, conv(b, x, 4, 1, 3)), conv(b, x, 4, 3, 5)}), 2);
+  Value* flat = b.op("Flatten", {b.op("GlobalAveragePool", {s})}, attrs({{"axis", int64_t{1}}}));
+  Value* ln = b.op("LayerNormalization", {flat, b.randomConstant({8}, 7), b.randomConstant({8}, 8)},
+                   attrs({{"axis", int64_t{1}}}));
+  const int64_t trans_b = GetParam().trans_b;
+  Value* w = b.randomConstant(trans_b ? Shape{5, 8} : Shape{8, 5}, 9);
+  b.output(b.op("Gemm", {ln, w, b.randomConstant({5}, 10)}, attrs({{"transB", trans_b}})));
+  b.output(conv(b, b.op("MaxPool", {s}, attrs({{"kernel_shape", std::vector<int64_t>{2, 2}}})), 3, 1, 11));
+  auto r = runPassChecked(b.graph(), "fold_channel_permutations", kTolerance);
+  EXPECT_EQ(r.changes, 1u) << failures(r);
+  EXPECT_EQ(countOps(b.graph(), "Reshape") + countOps(b.graph(), "Transpose"), 0u) << b.graph().dump();
+  EXPECT_EQ(dataMovementNodes(b.graph()), 1u) << "the Concat both heads read";
+}
+
+INSTANTIATE_TEST_SUITE_P(TransB, PassFoldChannelPermutationsHead,
+                         ::testing::Values(HeadCase{0}, HeadCase{1}));
+
 TEST(PassFoldChannelPermutations, UnreadChannelsLeaveTheProducer) {
   // A Slice drops channels: the producing Conv loses those rows (fewer MACs), no Slice left.
   GraphBuilder b;
@@ -254,10 +282,11 @@ TEST(PassFoldChannelPermutationsRefusals, ConsumerThatCannotAbsorbAnOrder) {
   GraphBuilder b;
   Value* x = b.input("x", {1, 3, 4, 4});
   Value* s = shuffle(b, conv(b, x, 8, 1, 3), 2);
+  // The MaxPool would pass the order on, but its output is the graph's: nothing absorbs it.
   b.output(b.op("MaxPool", {s}, attrs({{"kernel_shape", std::vector<int64_t>{2, 2}}})));
   auto r = runPassChecked(b.graph(), "fold_channel_permutations", 0.0);
   EXPECT_EQ(r.changes, 0u);
-  EXPECT_TRUE(r.failedWith("(MaxPool) reads the region but cannot absorb a channel order"));
+  EXPECT_TRUE(r.failedWith("(MaxPool) reads permuted channels but neither absorbs their order"));
 }
 
 TEST(PassFoldChannelPermutationsRefusals, NothingToGainIsQuietForPlainConcats) {

@@ -594,7 +594,11 @@ class Region {
   static Value* copyUnary(const Node& op, Value* v, Rewriter& rw) {
     std::vector<Value*> args = op.inputs();
     args[0] = v;
-    return rw.create(op.opType(), args, op.attrs(), op.name())->output();
+    // Typed by hand, domain kept: the op may be npuc's own (SiLU), which ONNX inference does not
+    // know; an elementwise op's output has its input's shape.
+    Node* copy = rw.createTyped(op.output()->dtype(), v->shape(), op.opType(), args, op.attrs(), op.name());
+    copy->setDomain(op.domain());
+    return copy->output();
   }
 
   // The source's Conv with its rows in group order (unread rows dropped) and the channelwise ops

@@ -207,6 +207,24 @@ TEST_P(PassFoldChannelPermutationsHead, PoolingFlattenLayerNormGemmTakeTheOrder)
 INSTANTIATE_TEST_SUITE_P(TransB, PassFoldChannelPermutationsHead,
                          ::testing::Values(HeadCase{0}, HeadCase{1}));
 
+TEST(PassFoldChannelPermutations, NpucActivationsAreCopiedWithTheirDomain) {
+  // The demo model's stem: Conv -> x * Sigmoid(x), fused to ai.npuc SiLU, then split in halves.
+  GraphBuilder b;
+  Value* c = conv(b, b.input("x", {1, 3, 6, 6}), 8, 3, 3);
+  Value* stem = b.op("Mul", {c, b.op("Sigmoid", {c})});
+  Value* branch = relu(b, conv(b, channelSlice(b, stem, 4, 8), 4, 1, 5));
+  b.output(conv(b, shuffle(b, concat(b, {channelSlice(b, stem, 0, 4), branch}), 2), 5, 1, 7));
+  PassContext ctx;
+  ASSERT_EQ(createPass("fuse_activations")->run(b.graph(), ctx), 1u);
+  ASSERT_EQ(countOps(b.graph(), "SiLU"), 1u);
+  auto r = runPassChecked(b.graph(), "fold_channel_permutations", kTolerance);
+  EXPECT_EQ(r.changes, 1u) << failures(r);
+  ASSERT_EQ(countOps(b.graph(), "SiLU"), 1u) << b.graph().dump();
+  for (const Node* n : b.graph().nodes()) {
+    if (n->opType() == "SiLU") EXPECT_EQ(n->domain(), kNpucDomain);
+  }
+}
+
 TEST(PassFoldChannelPermutations, UnreadChannelsLeaveTheProducer) {
   // A Slice drops channels: the producing Conv loses those rows (fewer MACs), no Slice left.
   GraphBuilder b;

@@ -510,6 +510,14 @@ class Region {
  private:
   size_t pos(const Node* n) const { return position_.at(n); }
 
+  // The first sink in graph order that reads exactly `pieces` (its Concat must come before it).
+  Node* firstSinkReading(const std::vector<Channel>& pieces) const {
+    for (const Sink& k : sinks_) {
+      if (piecesOf(k) == pieces) return k.node;
+    }
+    return nullptr;
+  }
+
   static bool reaches(const Sink& k, const Node& conv) {
     for (const Follower& f : k.followers) {
       if (f.node == &conv) return true;
@@ -658,7 +666,7 @@ class Region {
         for (const Channel& p : pieces) parts.push_back(pieces_.at(p));
         Attributes a;
         a.set("axis", int64_t{1});
-        rw.setInsertionPointBefore(k.node);
+        rw.setInsertionPointBefore(firstSinkReading(pieces));  // sinks are rewired out of order
         input = rw.create("Concat", parts, a, k.node->name() + "_in")->output();
       }
     }

@@ -225,6 +225,20 @@ TEST(PassFoldChannelPermutations, NpucActivationsAreCopiedWithTheirDomain) {
   }
 }
 
+TEST(PassFoldChannelPermutations, SharedConcatPrecedesItsFirstReader) {
+  // K reads the same channels as X, and comes first; X is rewired before the other sinks because
+  // its output re-enters the region (it is also a source), so their Concat goes before K.
+  GraphBuilder b;
+  Value* x = b.input("x", {1, 3, 5, 5});
+  Value* s = shuffle(b, concat(b, {conv(b, x, 4, 1, 3), conv(b, x, 4, 1, 5)}), 2);
+  b.output(conv(b, s, 3, 1, 7));               // K
+  Value* back = relu(b, conv(b, s, 4, 1, 9));  // X
+  b.output(conv(b, shuffle(b, concat(b, {back, channelSlice(b, s, 0, 4)}), 2), 2, 1, 11));
+  auto r = runPassChecked(b.graph(), "fold_channel_permutations", kTolerance);
+  EXPECT_EQ(r.changes, 1u) << failures(r);
+  EXPECT_EQ(countOps(b.graph(), "Transpose"), 0u) << b.graph().dump();
+}
+
 TEST(PassFoldChannelPermutations, UnreadChannelsLeaveTheProducer) {
   // A Slice drops channels: the producing Conv loses those rows (fewer MACs), no Slice left.
   GraphBuilder b;

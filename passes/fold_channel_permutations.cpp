@@ -18,6 +18,10 @@
 //     of [N, C, 1, 1]). ShuffleNetV2's downsampling branch (depthwise Conv -> 1x1 Conv) and a
 //     classifier head (GlobalAveragePool -> Flatten -> LayerNorm -> Gemm) are such sinks.
 //
+// A channelwise unary op inside the region (extract_common_factor turns Concat(Relu(a), Relu(b))
+// into Relu(Concat(a, b))) moves no channel; it is copied onto every source whose channels go
+// through it, which must then all go through the same ops.
+//
 // Each source's channels are grouped by the set of sinks that read them (channels nobody reads
 // are dropped from the Conv) and its rows are reordered so that every group is contiguous: one
 // Split (none for a single group). Each sink then reads the Concat of the groups it needs
@@ -29,8 +33,10 @@
 // ShuffleNetV2 is the case it was written for: in a stage, every channel of the identity path
 // leaves it at exactly one block (its "exit"), so each branch's last Conv is split by exit block
 // and each branch's first Conv reads one Concat: per stride-1 block one Split and one Concat, no
-// shuffle, no gather Conv and no zero weight columns (channel_shuffle_to_conv left one gather Conv
-// and a Slice with C/4 zero columns per block).
+// shuffle, no gather Conv and no zero weight columns (channel_shuffle_to_conv leaves one gather
+// Conv and a Slice with C/4 zero columns per block). A stage of n stride-1 blocks keeps 2n + 2
+// Split/Concat nodes (the downsampling block's two branches are split apart), one more than the
+// 2n + 1 Slice/Concat nodes channel_shuffle_to_conv leaves beside its n gather Convs.
 //
 // Numerics: moving producer rows and filters is exact; a sink Conv that reads its channels in
 // another order sums them in another order, so the last bits may change: level 3.

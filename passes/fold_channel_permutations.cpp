@@ -182,7 +182,15 @@ std::optional<Step> shuffleEndingIn(Node& n) {
   return s;
 }
 
-bool isChannelwiseUnary(const Node& n);
+// An elementwise unary op whose further inputs (Clip bounds) are scalar constants: it acts
+// on every channel alike, so it commutes with any reordering of channels.
+bool isChannelwiseUnary(const Node& n) {
+  if (!opTraits(n).has(OpTrait::ElementwiseUnary) || n.numOutputs() != 1) return false;
+  for (size_t i = 1; i < n.numInputs(); ++i) {
+    if (n.input(i) && !fusion::floatScalar(n.input(i))) return false;
+  }
+  return true;
+}
 
 // A channelwise unary op inside the region (after a Concat, as extract_common_factor leaves
 // Relu(Concat(a, b))): every channel passes through it, in place.
@@ -267,8 +275,6 @@ bool isChannelLayerNorm(const Node& n) {
          (!n.input(2) || isConstantFloat(n.input(2)));
 }
 
-bool isChannelwiseUnary(const Node& n);
-
 // A consumer whose output channel c depends on its input channel c alone (with per-channel
 // parameters that can move along): a channel order passes through it to its consumers.
 bool forwardsOrder(const Node& n, size_t index) {
@@ -304,16 +310,6 @@ std::string followOrder(Node& user, size_t index, std::vector<Follower>& out) {
     if (std::string why = followOrder(*u.user, u.index, out); !why.empty()) return why;
   }
   return "";
-}
-
-// A one-use elementwise unary op whose further inputs (Clip bounds) are scalar constants: it acts
-// on every channel alike, so it commutes with any reordering of channels.
-bool isChannelwiseUnary(const Node& n) {
-  if (!opTraits(n).has(OpTrait::ElementwiseUnary) || n.numOutputs() != 1) return false;
-  for (size_t i = 1; i < n.numInputs(); ++i) {
-    if (n.input(i) && !fusion::floatScalar(n.input(i))) return false;
-  }
-  return true;
 }
 
 // The producer chain of a source: a group-1 Conv, then channelwise unary ops (in order).

@@ -366,6 +366,7 @@ struct Sink {
   Node* node;
   std::vector<Follower> followers;  // node first
   std::vector<Channel> reads;       // its input channel j is reads[j]
+  std::vector<Channel> pieces;      // the (source, group) pieces it reads, once grouped
 };
 
 struct Source {
@@ -380,7 +381,8 @@ class Region {
  public:
   explicit Region(Graph& g) : graph_(g) {}
 
-  // Collects the steps connected to `root` through region values; false if `root` is no step.
+  // Collects the steps connected to `root` through region values; false if `root` is no step or
+  // not the region's leader (a data-movement node comes before it: that one acts for the region).
   // refusal() then says why the region cannot be rebuilt (empty if nothing stops it yet).
   bool collect(Node& root) {
     auto first = stepOf(root);
@@ -392,6 +394,7 @@ class Region {
       Step s = std::move(todo.back());
       todo.pop_back();
       if (known_.count(s.nodes.front())) continue;
+      if (!s.channelwise && pos(s.nodes.front()) < pos(&root)) return false;
       for (Node* n : s.nodes) known_.insert(n);
       for (Value* in : s.inputs) {
         if (Node* p = in->producer(); p && !known_.count(p)) {
@@ -418,14 +421,6 @@ class Region {
     }
   }
 
-  // The first data-movement node of the region in graph order: the one root that acts for the
-  // whole region (channelwise ops are no root; a region of only those has nothing to fold).
-  Node* leader() const {
-    for (const Step& s : steps_) {
-      if (!s.channelwise) return s.nodes.front();
-    }
-    return nullptr;
-  }
   bool hasPermutation() const {
     for (const Step& s : steps_) {
       if (s.nodes.size() == 3 || s.nodes.front()->opType() == "Gather") return true;
@@ -471,7 +466,7 @@ class Region {
     for (const Source& s : sources_) n += s.groups.size() > 1;
     std::set<std::vector<Channel>> concats;
     for (const Sink& k : sinks_) {
-      if (const auto pieces = piecesOf(k); pieces.size() > 1) concats.insert(pieces);
+      if (piecesOf(k).size() > 1) concats.insert(piecesOf(k));
     }
     return n + concats.size();
   }
@@ -536,12 +531,18 @@ class Region {
              "whose output channels can be reordered";
     std::vector<Provenance>& channels = provenance_[v];
     for (int64_t c = 0; c < channelsOf(v); ++c) channels.push_back({{sources_.size(), c}, 0});
-    sources_.push_back(Source{v, *chain, {}});
+    sources_.push_back(Source{v, *chain, {}, std::nullopt});
     return "";
   }
 
   // The ops list `ops` followed by `op` (interned: equal lists have one index).
   size_t afterOp(size_t ops, Node* op) {
+    const auto [known, fresh] = after_op_.emplace(std::make_pair(ops, op), 0);
+    if (!fresh) return known->second;
+    known->second = internOps(ops, op);
+    return known->second;
+  }
+  size_t internOps(size_t ops, Node* op) {
     std::vector<Node*> longer = chains_[ops];
     longer.push_back(op);
     const auto [it, inserted] = chain_index_.emplace(longer, chains_.size());
@@ -563,7 +564,7 @@ class Region {
     if (std::string why = followOrder(user, index, followers); !why.empty()) return why;
     if (std::set<Channel>(reads.begin(), reads.end()).size() != reads.size())
       return "'" + user.name() + "' reads a channel twice";
-    sinks_.push_back(Sink{&user, std::move(followers), reads});
+    sinks_.push_back(Sink{&user, std::move(followers), reads, {}});
     return "";
   }
 
@@ -581,11 +582,13 @@ class Region {
         sources_[s].groups.push_back(std::move(channels));
       }
     }
+    for (Sink& k : sinks_) k.pieces = findPieces(k);
   }
 
   // The groups sink `k` reads, as (source, group) pairs in source order: its new input is their
   // Concat.
-  std::vector<Channel> piecesOf(const Sink& k) const {
+  const std::vector<Channel>& piecesOf(const Sink& k) const { return k.pieces; }
+  std::vector<Channel> findPieces(const Sink& k) const {
     std::set<Channel> pieces;
     for (const Channel& c : k.reads) pieces.insert({c.first, static_cast<int64_t>(slot_.at(c).first)});
     return {pieces.begin(), pieces.end()};
@@ -652,7 +655,7 @@ class Region {
   // Points the sink at the Concat of its groups (built once per group list); the weights and
   // per-channel parameters of its followers follow the new channel order.
   void rewireSink(const Sink& k, std::map<std::vector<Channel>, Value*>& concats, Rewriter& rw) {
-    const std::vector<Channel> pieces = piecesOf(k);
+    const std::vector<Channel>& pieces = piecesOf(k);
     std::map<Channel, int64_t> offset;  // first new channel of each piece
     int64_t total = 0;
     for (const Channel& p : pieces) {
@@ -714,11 +717,29 @@ class Region {
   std::map<Value*, std::vector<Provenance>> provenance_;
   std::vector<std::vector<Node*>> chains_{{}};  // lists of the region's channelwise ops; 0 is none
   std::map<std::vector<Node*>, size_t> chain_index_{{{}, 0}};
+  std::map<std::pair<size_t, Node*>, size_t> after_op_;  // afterOp's answers (asked per channel)
   std::vector<Source> sources_;
   std::vector<Sink> sinks_;
   std::map<Channel, std::pair<size_t, size_t>> slot_;  // source channel -> (group, index in group)
   std::map<Channel, Value*> pieces_;                   // (source, group) -> its value after rebuild
 };
+
+// True if a data-movement step feeds `n`'s step (through channelwise ops, if any): that step
+// comes first in graph order, so `n` does not lead its region. Most roots stop here, before the
+// region is walked.
+bool followsDataMovement(Node& n) {
+  const auto step = stepOf(n);
+  if (!step) return false;
+  for (Value* in : step->inputs) {
+    for (Node* p = in->producer(); p;) {
+      const auto above = stepOf(*p);
+      if (!above) break;
+      if (!above->channelwise) return true;
+      p = p->input(0)->producer();
+    }
+  }
+  return step->nodes.front() != &n;  // a shuffle's Transpose or last Reshape: its first node leads
+}
 
 class FoldChannelPermutations : public RewritePattern {
  public:
@@ -728,8 +749,9 @@ class FoldChannelPermutations : public RewritePattern {
                        /*changes_numerics=*/true) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    if (followsDataMovement(root)) return failure();  // cheap: not the leader of its region
     Region region(rw.graph());
-    if (!region.collect(root) || region.leader() != &root) return failure();  // the leader acts
+    if (!region.collect(root)) return failure();  // not a step, or not the region's leader
     if (!region.refusal().empty()) return refuse(region, root, region.refusal(), rw);
     if (std::string why = region.analyze(); !why.empty()) return refuse(region, root, why, rw);
     const size_t now = region.nodesNow(), after = region.nodesAfter();

@@ -5,7 +5,9 @@ the dtype here) twice: with the passes of issue #24 disabled (TARGET_PASSES belo
 and the attention / Reshape / Transpose clean-ups), and as Toolkit.build runs by default. Prints, measured in this run: CPU ops,
 NPU<->CPU hand-overs, Reshape + Transpose nodes left, the NPU's share of MACs and eval_perf's
 predicted FPS (a simulation: every hardware figure it uses is marked in the SoC profile's
-`sources:`). Usage: bench/target_stage.py [--socs rk3588,rv1106] [--models a,b]
+`sources:`). Also the yolov5s_relu and yolov8n exports of bench/yolo_models.py (perf calibration
+models, random weights) unless --no-yolo. Usage: bench/target_stage.py [--socs rk3588,rv1106]
+[--models a,b] [--no-yolo]
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from common import shared_models_dir
 # The passes of issue #24: the target stage and the graph clean-ups that keep real models' data
 # movement small (attention head split, Reshape propagation, upward Transpose motion).
 TARGET_PASSES = ["legalize_conv_stride", "legalize_pool_window", "reduce_transpose_rank", "attention_cleanup",
-                 "propagate_reshapes", "hoist_transposes"]
+                 "propagate_reshapes", "hoist_transposes", "fold_channel_permutations"]
 
 
 def measure(model: Path, soc: str, disabled: List[str]) -> Dict[str, float]:
@@ -43,12 +45,17 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--socs", default="rk3588,rk3576,rk3566,rk3562,rv1106")
     parser.add_argument("--models", default="")
+    parser.add_argument("--no-yolo", action="store_true")
     args = parser.parse_args(argv)
     folder = shared_models_dir()
     if folder is None:
         print("shared models not found (set NPUC_SHARED_MODELS)", file=sys.stderr)
         return 1
     models = sorted(folder.glob("*.onnx"))
+    if not args.no_yolo:
+        from yolo_models import export_yolo
+
+        models += [export_yolo(name) for name in ("yolov5s_relu", "yolov8n")]
     if args.models:
         models = [m for m in models if m.stem in args.models.split(",")]
     print("| model | SoC | CPU ops | hand-overs | Reshape+Transpose | NPU MAC share | predicted FPS |")

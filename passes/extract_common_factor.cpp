@@ -8,6 +8,11 @@
 // This pass cooperates rather than duplicates: it declines a Concat that reads the same value, or
 // equivalent computations of the same value, more than once, because moving f after the Concat
 // would then compute f(x) once per copy where CSE computes it once.
+//
+// It also declines when f is an activation right after a Conv / Gemm / MatMul whose only reader it
+// is: there it costs nothing (the NPU's fusion rules and the host's oneDNN post-ops apply it to the
+// MAC op's output), and after the Concat it would be a task of its own (yolov5s's C3 blocks:
+// Concat(Relu(Conv), Relu(Conv))).
 #include <algorithm>
 
 #include "opset/op_traits.h"
@@ -48,6 +53,13 @@ bool onlyUsedBy(const Value& v, const Node& user) {
   return std::all_of(v.uses().begin(), v.uses().end(), [&](const Use& u) { return u.user == &user; });
 }
 
+// True if `act` (reading `x`) is an activation fused into the MAC op producing x: x's only reader.
+bool fusesIntoProducer(const Node& act, const Value& x) {
+  const Node* mac = x.producer();
+  return mac && opTraits(act).has(OpTrait::ElementwiseUnary) && opTraits(*mac).has(OpTrait::MacGeometry) &&
+         onlyUsedBy(x, act);
+}
+
 class HoistOpOverConcat : public RewritePattern {
  public:
   HoistOpOverConcat() : RewritePattern("hoist_op_over_concat", {"Concat"}) {}
@@ -77,6 +89,11 @@ class HoistOpOverConcat : public RewritePattern {
         return rw.notifyMatchFailure(root, "'" + in->name() + "' is also used outside this Concat");
       }
       Value* x = p->input(static_cast<size_t>(k));
+      if (fusesIntoProducer(*p, *x)) {
+        return rw.notifyMatchFailure(root, "'" + p->name() + "' fuses into the " + x->producer()->opType() +
+                                               " '" + x->producer()->name() +
+                                               "' before it; after the Concat it would not");
+      }
       if (!sameStaticShape(*x, *in)) {
         return rw.notifyMatchFailure(root, "'" + p->name() + "' broadcasts its input to a new shape");
       }

@@ -85,8 +85,18 @@ class Exporter {
     os->set_version(version);
   }
 
+  // The IR allows equal node names (rewrites name copies after their original); ONNX Runtime
+  // refuses a model with two nodes of one name, so a repeated name gets a "_<k>" suffix.
+  std::string uniqueNodeName(const std::string& name) {
+    if (name.empty() || node_names_.insert(name).second) return name;
+    for (int k = 2;; ++k) {
+      std::string candidate = name + "_" + std::to_string(k);
+      if (node_names_.insert(candidate).second) return candidate;
+    }
+  }
+
   void writeNode(const Node& n, onnx::NodeProto* np) {
-    np->set_name(n.name());
+    np->set_name(uniqueNodeName(n.name()));
     np->set_op_type(n.opType());
     if (!n.domain().empty()) np->set_domain(n.domain());
     Attributes attrs = n.attrs();
@@ -147,6 +157,7 @@ class Exporter {
 
   const Graph& g_;
   std::set<const Value*> used_constants_;
+  std::set<std::string> node_names_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
@@ -111,6 +112,23 @@ TEST_F(FrontendExport, ReduceAxesGoBackToTheAttribute) {
   EXPECT_EQ(mean->attribute(0).ints(0), 3);
   for (const auto& init : m.graph().initializer())
     EXPECT_NE(init.name(), "mean_axes") << "unused initializer kept";
+}
+
+// Rewrites may give copies their original's name (the IR allows it); ONNX Runtime refuses two
+// nodes of one name, so the export makes them unique.
+TEST_F(FrontendExport, RepeatedNodeNamesAreMadeUnique) {
+  auto g = importOnnxBytes(legacyModel());
+  size_t count = 0;
+  for (Node* n : g->nodes()) {
+    n->setName("same");
+    ++count;
+  }
+  ASSERT_GE(count, 2u);
+  const onnx::ModelProto m = parse(exportOnnxBytes(*g));
+  std::set<std::string> names;
+  for (const auto& n : m.graph().node()) EXPECT_TRUE(names.insert(n.name()).second) << n.name();
+  EXPECT_EQ(names.count("same"), 1u);
+  EXPECT_EQ(names.count("same_2"), 1u);
 }
 
 TEST_F(FrontendExport, TypesOfEveryValueAreWritten) {

@@ -43,6 +43,20 @@ TEST(PassExtractCommonFactor, UnaryOpWithAttributesMoves) {
   EXPECT_EQ(countOps(b.graph(), "LeakyRelu"), 1u);
 }
 
+// yolov5s's C3 block: Concat(Relu(Conv(a)), Relu(Conv(b))). Each Relu fuses into its Conv (NPU
+// fusion rules, oneDNN post-ops); moved after the Concat it would be a task of its own.
+TEST(PassExtractCommonFactor, ActivationFusedIntoItsConvStays) {
+  GraphBuilder b;
+  Value* x = b.input("x", {1, 4, 6, 6});
+  Value* r1 = b.op("Relu", {b.op("Conv", {x, b.randomConstant({3, 4, 1, 1}, 1)})});
+  Value* r2 = b.op("Relu", {b.op("Conv", {x, b.randomConstant({5, 4, 1, 1}, 2)})});
+  b.output(b.op("Concat", {r1, r2}, attrs({{"axis", int64_t{1}}})));
+  auto r = runPassChecked(b.graph(), "extract_common_factor", 0.0);
+  EXPECT_EQ(r.changes, 0u);
+  EXPECT_TRUE(r.failedWith("fuses into the Conv"));
+  EXPECT_EQ(countOps(b.graph(), "Relu"), 2u);
+}
+
 TEST(PassExtractCommonFactor, DifferentConstantsOrAttributesStay) {
   GraphBuilder b;
   Value* x1 = b.input("x1", {2, 3});

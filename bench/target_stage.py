@@ -23,7 +23,7 @@ from common import shared_models_dir
 # The passes of issue #24: the target stage and the graph clean-ups that keep real models' data
 # movement small (attention head split, Reshape propagation, upward Transpose motion).
 TARGET_PASSES = ["legalize_conv_stride", "legalize_pool_window", "reduce_transpose_rank", "attention_cleanup",
-                 "propagate_reshapes", "hoist_transposes", "fold_channel_permutations"]
+                 "propagate_reshapes", "hoist_transposes"]
 
 
 def measure(model: Path, soc: str, disabled: List[str]) -> Dict[str, float]:

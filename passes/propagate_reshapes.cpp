@@ -32,9 +32,7 @@
 namespace npuc {
 namespace {
 
-bool isView(const Node* n) {
-  return n && opTraits(*n).has(OpTrait::ShapeOnly);
-}
+using fusion::isView;
 
 // The producer of `v` if it is a view whose output only `v`'s one reader uses.
 Node* soleView(const Value* v) {

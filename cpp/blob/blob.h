@@ -38,11 +38,25 @@ struct ExtraSection {
   std::string bytes;
 };
 
+// A float constant stored only as an NPU task's packed weights (format 2.0, layout NpuPacked):
+// its bytes are the NWGT entry [offset, offset + size), not in WGHT. The container checks the
+// extent; the compiled-model loader rebuilds the tensor (compile/packed_constants.h).
+struct PackedConstant {
+  std::string value;  // the graph constant
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const PackedConstant& o) const {
+    return value == o.value && offset == o.offset && size == o.size;
+  }
+};
+
 struct BlobWriteOptions {
   std::string soc;                             // target SoC (name or alias; stored canonical)
   std::map<std::string, std::string> options;  // build options as given to the compiler
   std::map<std::string, QuantParams> quant;    // by value name; optional
   std::vector<ExtraSection> extra_sections;
+  // Constants whose bytes the NWGT extra section holds (by value name); they get no WGHT bytes.
+  std::map<std::string, PackedConstant> packed_constants;
 };
 
 using Digest = std::array<uint8_t, 16>;
@@ -54,7 +68,9 @@ struct BlobMeta {
   std::string producer;  // "npuc <version>" of the writer
   std::string soc;
   std::map<std::string, std::string> options;
-  Digest model_digest{};  // XXH3-128 of the source graph's canonical encoding (GRAPH + weights)
+  // XXH3-128 of the GRAPH payload, the WEIGHTS payload and, when the graph has NpuPacked
+  // constants (2.0), the NWGT payload that holds their bytes.
+  Digest model_digest{};
 };
 
 // One entry of a loaded blob's section table.
@@ -68,6 +84,10 @@ struct SectionEntry {
 struct LoadedBlob {
   BlobMeta meta;
   std::unique_ptr<Graph> graph;  // constants point into the blob's bytes (zero copy; a file is mapped)
+  // NpuPacked constants, in GRAPH order: their tensors are zero-filled placeholders of the right
+  // dtype and shape until the compiled-model loader fills them from NWGT (loadCompiledModel does;
+  // a graph from loadBlob alone must not be run while this is non-empty).
+  std::vector<PackedConstant> packed_constants;
   std::map<std::string, QuantParams> quant;
   // Sections this reader does not decode itself, verbatim (the reserved kinds, and unknown
   // optional kinds from newer minor versions), in file order.

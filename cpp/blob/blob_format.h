@@ -23,13 +23,18 @@ constexpr char kMagic[4] = {'N', 'P', 'U', 'B'};
 // Major: bumped on any change an older reader would misread (it refuses a newer major).
 // Minor: bumped for additive changes (new optional sections); an older reader of the same major
 // reads the blob and ignores what it does not know.
-constexpr uint16_t kFormatMajor = 1;
-// 1.1: one writer, one section order; 1.2: the SDIG section of per-section digests
-// (docs/blob_format.md).
-constexpr uint16_t kFormatMinor = 2;
-// The oldest minor this reader accepts: blobs before 1.2 carry no section digests, so a section
-// spliced in from another blob could not be told apart; they are refused, naming their version.
+// 1.1: one writer, one section order; 1.2: the SDIG section of per-section digests; 2.0: a weight
+// packed for an NPU task is stored once, in NWGT (a GRAPH constant with layout tag NpuPacked, no
+// WGHT bytes), which a 1.x reader would misread (docs/blob_format.md).
+constexpr uint16_t kFormatMajor = 2;
+constexpr uint16_t kFormatMinor = 0;
+// The oldest format this reader accepts: 1.2. Blobs before 1.2 carry no section digests, so a
+// section spliced in from another blob could not be told apart; they are refused, naming their
+// version. A 1.2 blob is a 2.0 blob without NPU-packed constants, so it still loads.
+constexpr uint16_t kOldestReadableMajor = 1;
 constexpr uint16_t kOldestReadableMinor = 2;
+// The first format whose GRAPH may hold NpuPacked constants.
+constexpr uint16_t kPackedConstantsMajor = 2;
 
 // Sections and every weight inside WEIGHTS start at multiples of this, so a memory-mapped blob
 // hands out tensors aligned as npuc allocates them (kTensorAlignment, the one number in ir/tensor.h).
@@ -79,6 +84,9 @@ constexpr uint32_t kSectionPipelines = fourcc("PIPE");
 constexpr uint32_t kSectionMemoryPlan = fourcc("MPLN");
 constexpr uint32_t kSectionQuant = fourcc("QUNT");
 constexpr uint32_t kSectionCpuOps = fourcc("CPUO");
+// Packed NPU weights (lower/lowered_program.h). Since 2.0 also where the GRAPH's NpuPacked
+// constants are stored, so the container checks their extents against it.
+constexpr uint32_t kSectionNpuWeights = fourcc("NWGT");
 
 // ---- GRAPH section encodings
 // Value flags.
@@ -87,10 +95,13 @@ constexpr uint8_t kValueConstant = 1u << 1;
 constexpr uint8_t kValueHasQuant = 1u << 2;
 constexpr uint8_t kKnownValueFlags = kValueHasShape | kValueConstant | kValueHasQuant;
 
-// How a value's elements are laid out in memory. 1.0 writes only Plain (row-major, the IR's
-// layout); NPU-packed layouts get new tags with the lowering, together with a minor version bump.
-enum class Layout : uint8_t { Plain = 0 };
-constexpr uint8_t kMaxLayoutTag = 0;
+// How a constant's elements are stored. Plain: row-major bytes in WEIGHTS (the IR's layout).
+// NpuPacked (2.0): no bytes in WEIGHTS; the record's offset and size name the entry in NWGT that
+// the NPU task whose first node reads the constant as its weight packed (int8 for an INT8 task,
+// IEEE half for an FP16 one), and the compiled-model loader rebuilds the float32 tensor from it
+// (compile/packed_constants.h). Non-constant values are always Plain.
+enum class Layout : uint8_t { Plain = 0, NpuPacked = 1 };
+constexpr uint8_t kMaxLayoutTag = 1;
 
 // A node input slot left empty (an omitted optional input).
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;

@@ -73,13 +73,15 @@ void checkHeaderFields(const uint8_t* head, size_t head_len, uint64_t size, cons
   if (meta.format_major > kFormatMajor)
     fail(origin, fmt::format("blob format {}.{} is newer than this npuc ({}.x); upgrade npuc",
                              meta.format_major, meta.format_minor, kFormatMajor));
-  if (meta.format_major < kFormatMajor)
-    fail(origin, fmt::format("blob format {}.{} is older than this npuc supports ({}.x); recompile the model",
-                             meta.format_major, meta.format_minor, kFormatMajor));
-  if (meta.format_minor < kOldestReadableMinor)
+  if (meta.format_major < kOldestReadableMajor)
+    fail(origin, fmt::format("blob format {}.{} is older than this npuc supports ({}.{} to {}.x); recompile the "
+                             "model",
+                             meta.format_major, meta.format_minor, kOldestReadableMajor, kOldestReadableMinor,
+                             kFormatMajor));
+  if (meta.format_major == kOldestReadableMajor && meta.format_minor < kOldestReadableMinor)
     fail(origin, fmt::format("blob format {}.{} has no section digests (added in {}.{}), so this npuc cannot "
                              "verify its sections; export the model again with this npuc",
-                             meta.format_major, meta.format_minor, kFormatMajor, kOldestReadableMinor));
+                             meta.format_major, meta.format_minor, kOldestReadableMajor, kOldestReadableMinor));
   if (head_len < kHeaderSize)
     fail(origin, fmt::format("truncated: {} bytes, less than the {}-byte header", size, kHeaderSize));
   const uint64_t file_size = le(head + kOffFileSize, 8);
@@ -164,7 +166,7 @@ void verifySectionDigests(const uint8_t* f, const std::vector<Section>& sections
   if (!sdig)
     fail(origin, fmt::format("the section digest table '{}' is missing (every blob of format {}.{} or later "
                              "has one)",
-                             fourccName(kSectionDigests), kFormatMajor, kOldestReadableMinor));
+                             fourccName(kSectionDigests), kOldestReadableMajor, kOldestReadableMinor));
   std::vector<SectionDigest> recorded;
   try {
     recorded = decodeSectionDigests(f + sdig->offset, sdig->size, sdig->offset);
@@ -212,7 +214,15 @@ bool isDecodedHere(uint32_t kind) {
 
 bool isReserved(uint32_t kind) {
   return kind == kSectionTasks || kind == kSectionPipelines || kind == kSectionMemoryPlan ||
-         kind == kSectionQuant || kind == kSectionCpuOps;
+         kind == kSectionQuant || kind == kSectionCpuOps || kind == kSectionNpuWeights;
+}
+
+// Kinds the compiled-model loader (compile/compiled_model_io.h) decodes from extra_sections, so a
+// required one is no reason to refuse here: QUNT (an INT8 build's plan) and, since 2.0, the program
+// sections that hold NpuPacked constants.
+bool isDecodedByCompileLayer(uint32_t kind) {
+  return kind == kSectionQuant || kind == kSectionTasks || kind == kSectionPipelines ||
+         kind == kSectionCpuOps || kind == kSectionNpuWeights;
 }
 
 // Everything after the header fields (checkHeaderFields, already run on the first bytes).
@@ -231,9 +241,10 @@ LoadedBlob decodeBlob(const BlobBytes& buf, BlobMeta meta, const std::optional<s
     if (isDecodedHere(s.kind)) continue;
     // The reserved kinds are not decoded here either: a required one means the blob needs a
     // runtime that executes it, so it is refused like any unknown required section — except
-    // QUNT, which the quantization layer decodes (quant/graph/quant_plan_codec.h) from
-    // extra_sections; callers that run the graph must apply it (Toolkit.load_blob does).
-    if ((s.flags & kSectionRequired) && s.kind != kSectionQuant)
+    // those the compiled-model loader decodes from extra_sections (QUNT; TASK/PIPE/CPUO/NWGT when
+    // the graph's weights live in NWGT); callers that run the graph must apply them
+    // (loadCompiledModel, which Toolkit.load_blob uses, does).
+    if ((s.flags & kSectionRequired) && !isDecodedByCompileLayer(s.kind))
       fail(origin,
            fmt::format("section '{}' at offset {} is required but {} this npuc (format {}.{}); upgrade npuc",
                        fourccName(s.kind), s.offset,
@@ -252,11 +263,19 @@ LoadedBlob decodeBlob(const BlobBytes& buf, BlobMeta meta, const std::optional<s
       if (want != out.meta.soc)
         fail(origin, "the blob was compiled for SoC '" + out.meta.soc + "', not for '" + want + "'");
     }
-    DecodedGraph g = decodeGraph(ByteReader(f + graph.offset, graph.size, graph.offset, "GRAPH section"),
-                                 f + weights.offset, weights.size, weights.offset, buf.owner);
+    GraphSources src;
+    src.weights = f + weights.offset;
+    src.weights_size = weights.size;
+    src.weights_offset = weights.offset;
+    src.owner = buf.owner;
+    src.packed_allowed = out.meta.format_major >= kPackedConstantsMajor;
+    for (const Section& s : sections)
+      if (s.kind == kSectionNpuWeights) src.packed_size = s.size, src.has_packed = true;
+    DecodedGraph g = decodeGraph(ByteReader(f + graph.offset, graph.size, graph.offset, "GRAPH section"), src);
     checkRecordedShapes(*g.graph);  // the runtimes size buffers from the recorded shapes
     out.graph = std::move(g.graph);
     out.quant = std::move(g.quant);
+    out.packed_constants = std::move(g.packed_constants);
   } catch (const BlobError& e) {
     const std::string msg = e.what();
     if (msg.rfind("cannot load blob", 0) == 0) throw;

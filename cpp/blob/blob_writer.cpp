@@ -38,12 +38,33 @@ std::string encodeMeta(const std::string& soc, const std::map<std::string, std::
   return w.take();
 }
 
-Digest digestOf(const EncodedGraph& enc) {
-  // GRAPH payload followed by WEIGHTS payload, hashed as one byte string.
+// GRAPH payload followed by WEIGHTS payload, hashed as one byte string; then NWGT when it holds
+// some of the graph's constants (`packed`), so the digest still covers every weight.
+Digest digestOf(const EncodedGraph& enc, const std::string* packed = nullptr) {
   std::string all;
-  all.reserve(enc.graph.size() + enc.weights.size());
+  all.reserve(enc.graph.size() + enc.weights.size() + (packed ? packed->size() : 0));
   all.append(enc.graph).append(enc.weights);
+  if (packed) all.append(*packed);
   return xxh128(all.data(), all.size());
+}
+
+// The NWGT section that holds the NpuPacked constants: present, required (a reader without it
+// could not rebuild the graph), and holding every extent. Null when nothing is packed.
+const std::string* checkPackedConstants(const BlobWriteOptions& options) {
+  if (options.packed_constants.empty()) return nullptr;
+  const ExtraSection* nwgt = nullptr;
+  for (const ExtraSection& s : options.extra_sections)
+    if (s.kind == kSectionNpuWeights) nwgt = &s;
+  if (!nwgt || !nwgt->required)
+    throw BlobError("cannot write blob: NPU-packed constants need a required NWGT section");
+  for (const auto& [name, p] : options.packed_constants) {
+    if (p.value != name || p.offset % kBlobAlignment || p.offset > nwgt->bytes.size() ||
+        p.size > nwgt->bytes.size() - p.offset)
+      throw BlobError(fmt::format("cannot write blob: NPU-packed constant '{}' at NWGT [{}, +{}) does not fit "
+                                  "the {}-byte NWGT section",
+                                  name, p.offset, p.size, nwgt->bytes.size()));
+  }
+  return &nwgt->bytes;
 }
 
 std::string producerString() {
@@ -151,9 +172,10 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options) 
   } catch (const GraphError& e) {
     throw BlobError(std::string("cannot write blob: ") + e.what());
   }
-  EncodedGraph enc = encodeGraph(graph, options.quant);
+  const std::string* packed = checkPackedConstants(options);
+  EncodedGraph enc = encodeGraph(graph, options.quant, options.packed_constants);
   std::vector<PendingSection> sections;
-  sections.push_back({kSectionMeta, true, encodeMeta(soc, options.options, digestOf(enc))});
+  sections.push_back({kSectionMeta, true, encodeMeta(soc, options.options, digestOf(enc, packed))});
   sections.push_back({kSectionGraph, true, std::move(enc.graph)});
   sections.push_back({kSectionWeights, true, std::move(enc.weights)});
   for (const ExtraSection& s : options.extra_sections) sections.push_back({s.kind, s.required, s.bytes});

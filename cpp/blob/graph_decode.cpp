@@ -37,7 +37,8 @@ struct RawValue {
   uint8_t flags = 0;
   DType dtype = DType::Undefined;
   Shape shape;
-  TensorRef weight;  // constants only
+  TensorRef weight;     // constants only: in WEIGHTS, or in NWGT when `packed`
+  bool packed = false;  // layout tag NpuPacked (2.0)
   std::optional<QuantParams> quant;
   uint64_t record_offset = 0;
 };
@@ -51,13 +52,13 @@ struct RawNode {
 
 class GraphDecoder {
  public:
-  GraphDecoder(ByteReader r, const uint8_t* weights, size_t weights_size, uint64_t weights_offset,
-               std::shared_ptr<void> owner)
+  GraphDecoder(ByteReader r, const GraphSources& src)
       : r_(std::move(r)),
-        weights_(weights),
-        weights_size_(weights_size),
-        weights_offset_(weights_offset),
-        owner_(std::move(owner)) {}
+        weights_(src.weights),
+        weights_size_(src.weights_size),
+        weights_offset_(src.weights_offset),
+        owner_(src.owner),
+        src_(src) {}
 
   DecodedGraph decode();
 
@@ -66,6 +67,8 @@ class GraphDecoder {
   DType readDType(const char* what, bool storable);
   Shape readShape(bool known_dims_only);
   TensorRef readTensorRef(const char* what);
+  TensorRef readPackedRef(const std::string& value);
+  void checkPackedExtents() const;
   Tensor wrapTensor(const TensorRef& t) const;
   RawValue readValue();
   QuantParams readQuant(const RawValue& v);
@@ -81,6 +84,7 @@ class GraphDecoder {
   size_t weights_size_;
   uint64_t weights_offset_;
   std::shared_ptr<void> owner_;
+  GraphSources src_;
 
   std::string name_;
   std::map<std::string, int64_t> opsets_;
@@ -166,6 +170,53 @@ TensorRef GraphDecoder::readTensorRef(const char* what) {
   return t;
 }
 
+// An NpuPacked constant's record: float32, its shape, and its extent in NWGT. At least one NWGT
+// byte per element (int8 lanes, or two per half) bounds the placeholder allocated for it.
+TensorRef GraphDecoder::readPackedRef(const std::string& value) {
+  const uint64_t record = r_.absolute();
+  if (!src_.packed_allowed)
+    failAt(record, "constant '" + value +
+                       "' has layout tag 1 (NPU-packed weights), which blob format 1.x does not have");
+  TensorRef t;
+  t.dtype = readDType("tensor dtype", true);
+  if (t.dtype != DType::Float32)
+    failAt(record, "NPU-packed constant '" + value + "' is " + dtypeName(t.dtype) + ", not float32");
+  t.shape = readShape(true);
+  const uint64_t at = r_.absolute();
+  t.offset = r_.u64("packed weight offset");
+  t.size = r_.u64("packed weight size");
+  if (!src_.has_packed)
+    failAt(at, "NPU-packed constant '" + value + "' refers to NWGT, but the blob has no NWGT section");
+  uint64_t elements = 1;
+  for (int64_t d : t.shape) {
+    if (d != 0 && elements > t.size / static_cast<uint64_t>(d))
+      failAt(at, fmt::format("NPU-packed constant '{}' {} has more elements than its {} packed bytes", value,
+                             shapeStr(t.shape), t.size));
+    elements *= static_cast<uint64_t>(d);
+  }
+  if (t.offset % kBlobAlignment)
+    failAt(at, fmt::format("NPU-packed constant '{}': NWGT offset {} is not {}-byte aligned", value, t.offset,
+                           kBlobAlignment));
+  if (t.offset > src_.packed_size || t.size > src_.packed_size - t.offset)
+    failAt(at, fmt::format("NPU-packed constant '{}': bytes [{}, +{}) lie outside the {}-byte NWGT section",
+                           value, t.offset, t.size, src_.packed_size));
+  return t;
+}
+
+// Two NpuPacked constants never share NWGT bytes (each is one task's entry), which also keeps
+// their placeholders within 4 x the NWGT size in total.
+void GraphDecoder::checkPackedExtents() const {
+  std::vector<const RawValue*> packed;
+  for (const RawValue& v : values_)
+    if (v.packed) packed.push_back(&v);
+  std::sort(packed.begin(), packed.end(),
+            [](const RawValue* a, const RawValue* b) { return a->weight.offset < b->weight.offset; });
+  for (size_t i = 1; i < packed.size(); ++i)
+    if (packed[i]->weight.offset < packed[i - 1]->weight.offset + packed[i - 1]->weight.size)
+      failAt(packed[i]->record_offset, "NPU-packed constants '" + packed[i - 1]->name + "' and '" +
+                                           packed[i]->name + "' overlap in NWGT");
+}
+
 Tensor GraphDecoder::wrapTensor(const TensorRef& t) const {
   // Constants are immutable by convention (ir/graph.h), so sharing the blob's bytes is safe.
   return Tensor::wrap(t.dtype, t.shape, const_cast<uint8_t*>(weights_ + t.offset), owner_);
@@ -200,9 +251,11 @@ RawValue GraphDecoder::readValue() {
   const uint8_t layout = r_.u8("layout tag");
   if (layout > kMaxLayoutTag) r_.fail(fmt::format("value '{}' has unknown layout tag {}", v.name, layout));
   const bool constant = v.flags & kValueConstant;
+  v.packed = layout == static_cast<uint8_t>(Layout::NpuPacked);
+  if (v.packed && !constant) r_.fail(fmt::format("value '{}' is no constant but has layout tag {}", v.name, layout));
   if (constant) {
     if (!(v.flags & kValueHasShape)) r_.fail("constant '" + v.name + "' without a shape");
-    v.weight = readTensorRef("constant");
+    v.weight = v.packed ? readPackedRef(v.name) : readTensorRef("constant");
     v.dtype = v.weight.dtype;
     v.shape = v.weight.shape;
   } else {
@@ -319,6 +372,7 @@ DecodedGraph GraphDecoder::decode() {
   for (uint32_t i = 0; i < num_nodes; ++i) nodes_.push_back(readNode());
   r_.expectEnd();
   checkRoles();
+  checkPackedExtents();
   return build();
 }
 
@@ -341,15 +395,19 @@ DecodedGraph GraphDecoder::build() {
   g.metadata = metadata_;
   std::vector<Value*> made(values_.size(), nullptr);
   auto tmpName = [&](size_t i) { return tmp + std::to_string(i); };
+  // Plain constants point into WEIGHTS; NpuPacked ones get a zero-filled tensor to be filled later.
+  auto constantOf = [&](const RawValue& v) {
+    return v.packed ? Tensor(v.weight.dtype, v.weight.shape) : wrapTensor(v.weight);
+  };
   try {
     for (uint32_t i : inputs_) {
       const RawValue& v = values_[i];
       made[i] = g.addInput(tmpName(i), v.dtype, v.shape, v.flags & kValueHasShape);
-      if (v.flags & kValueConstant) made[i]->setConstant(wrapTensor(v.weight));
+      if (v.flags & kValueConstant) made[i]->setConstant(constantOf(v));
     }
     for (size_t i = 0; i < values_.size(); ++i)
       if (!made[i] && (values_[i].flags & kValueConstant))
-        made[i] = g.addConstant(wrapTensor(values_[i].weight), tmpName(i));
+        made[i] = g.addConstant(constantOf(values_[i]), tmpName(i));
     for (const RawNode& rn : nodes_) {
       std::vector<Value*> ins;
       for (uint32_t i : rn.inputs) ins.push_back(i == kNoValue ? nullptr : made[i]);
@@ -378,16 +436,18 @@ DecodedGraph GraphDecoder::build() {
   } catch (const Error& e) {
     throw BlobError(std::string("corrupt blob: GRAPH section does not form a valid graph: ") + e.what());
   }
-  for (size_t i = 0; i < values_.size(); ++i)
+  for (size_t i = 0; i < values_.size(); ++i) {
     if (values_[i].quant) out.quant[values_[i].name] = *values_[i].quant;
+    if (values_[i].packed)
+      out.packed_constants.push_back({values_[i].name, values_[i].weight.offset, values_[i].weight.size});
+  }
   return out;
 }
 
 }  // namespace
 
-DecodedGraph decodeGraph(ByteReader graph, const uint8_t* weights, size_t weights_size,
-                         uint64_t weights_offset, const std::shared_ptr<void>& owner) {
-  return GraphDecoder(std::move(graph), weights, weights_size, weights_offset, owner).decode();
+DecodedGraph decodeGraph(ByteReader graph, const GraphSources& sources) {
+  return GraphDecoder(std::move(graph), sources).decode();
 }
 
 }  // namespace npuc::blob

@@ -101,13 +101,30 @@ std::vector<const Value*> canonicalValueOrder(const Graph& graph) {
   return order;
 }
 
-void writeValue(ByteWriter& w, WeightsWriter& weights, const Value& v, const QuantParams* quant) {
+// An NpuPacked constant: dtype and shape as a Plain one, but the (offset, size) name its NWGT entry.
+void writePackedConstant(ByteWriter& w, const Value& v, const PackedConstant& p) {
+  const Tensor& t = v.constant();
+  if (t.dtype() != DType::Float32)
+    throw BlobError("cannot write blob: constant '" + v.name() + "' is " + dtypeName(t.dtype()) +
+                    "; only float32 constants can be stored as NPU-packed weights");
+  w.i32(static_cast<int32_t>(t.dtype()));
+  writeShape(w, t.shape(), [&] { return "constant '" + v.name() + "'"; });
+  w.u64(p.offset);
+  w.u64(p.size);
+}
+
+void writeValue(ByteWriter& w, WeightsWriter& weights, const Value& v, const QuantParams* quant,
+                const PackedConstant* packed) {
   w.str(v.name(), kMaxNameBytes, "value name");
   uint8_t flags = 0;
   if (v.hasShape() || v.isConstant()) flags |= kValueHasShape;
   if (v.isConstant()) flags |= kValueConstant;
   if (quant) flags |= kValueHasQuant;
-  if (v.isConstant()) {
+  if (packed) {
+    w.u8(flags);
+    w.u8(static_cast<uint8_t>(Layout::NpuPacked));
+    writePackedConstant(w, v, *packed);
+  } else if (v.isConstant()) {
     w.u8(flags);
     w.u8(static_cast<uint8_t>(Layout::Plain));
     writeTensor(w, weights, v.constant(), "constant '" + v.name() + "'");
@@ -130,7 +147,8 @@ void writeStringMap(ByteWriter& w, const std::map<std::string, std::string>& m, 
 
 }  // namespace
 
-EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantParams>& quant) {
+EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantParams>& quant,
+                         const std::map<std::string, PackedConstant>& packed) {
   ByteWriter w;
   WeightsWriter weights;
   w.str(graph.name, kMaxNameBytes, "graph name");
@@ -149,10 +167,16 @@ EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantPa
     if (!v || !index.count(v))
       throw BlobError("cannot write blob: quantization parameters given for unknown value '" + name + "'");
   }
+  for (const auto& [name, p] : packed) {
+    const Value* v = graph.findValue(name);
+    if (!v || !v->isConstant())
+      throw BlobError("cannot write blob: NPU-packed weights given for '" + name + "', which is no constant");
+  }
   w.count(order.size(), "values");
   for (const Value* v : order) {
     auto q = quant.find(v->name());
-    writeValue(w, weights, *v, q == quant.end() ? nullptr : &q->second);
+    auto p = packed.find(v->name());
+    writeValue(w, weights, *v, q == quant.end() ? nullptr : &q->second, p == packed.end() ? nullptr : &p->second);
   }
   auto indexOf = [&](const Value* v, const std::string& where) -> uint32_t {
     if (!v) return kNoValue;

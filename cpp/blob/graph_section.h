@@ -20,17 +20,33 @@ struct EncodedGraph {
 // Encodes `graph` in canonical order: graph inputs, then constants (creation order), then node
 // outputs (node order). Throws BlobError if the graph cannot be represented (an unstorable
 // constant, a node reading a value that is none of the above).
-EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantParams>& quant);
+// `packed`: constants written as NpuPacked records (no WEIGHTS bytes; BlobError if one names no
+// float32 constant of the graph).
+EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantParams>& quant,
+                         const std::map<std::string, PackedConstant>& packed = {});
 
 struct DecodedGraph {
   std::unique_ptr<Graph> graph;
   std::map<std::string, QuantParams> quant;
+  std::vector<PackedConstant> packed_constants;  // GRAPH order
 };
 
-// Decodes and fully validates a GRAPH section against its WEIGHTS section before building the IR.
-// Constants wrap the weight bytes in place; `owner` keeps that memory alive. `weights_offset` is
-// the file offset of `weights` (for messages).
-DecodedGraph decodeGraph(ByteReader graph, const uint8_t* weights, size_t weights_size,
-                         uint64_t weights_offset, const std::shared_ptr<void>& owner);
+// What the GRAPH section's constants refer to.
+struct GraphSources {
+  const uint8_t* weights = nullptr;  // the WEIGHTS payload
+  size_t weights_size = 0;
+  uint64_t weights_offset = 0;  // its file offset (for messages)
+  std::shared_ptr<void> owner;  // keeps `weights` alive
+  bool packed_allowed = false;  // the format has NpuPacked constants (2.0 on)
+  bool has_packed = false;      // the blob has an NWGT section
+  uint64_t packed_size = 0;     // its payload size
+};
+
+// Decodes and fully validates a GRAPH section against its WEIGHTS (and NWGT) section before
+// building the IR. Plain constants wrap the weight bytes in place; NpuPacked ones get zero-filled
+// placeholders, listed in DecodedGraph::packed_constants. Their NWGT extents must be 64-aligned,
+// inside NWGT and disjoint, and each must have at least one NWGT byte per element, so the
+// placeholders total at most 4 x the NWGT size.
+DecodedGraph decodeGraph(ByteReader graph, const GraphSources& sources);
 
 }  // namespace npuc::blob

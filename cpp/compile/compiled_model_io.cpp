@@ -8,6 +8,7 @@
 #include "blob/blob_format.h"
 #include "common/error.h"
 #include "compile/options_codec.h"
+#include "compile/packed_constants.h"
 #include "lower/lower.h"
 #include "lower/program_codec.h"
 #include "memory/memory_plan_codec.h"
@@ -24,9 +25,13 @@ blob::BlobWriteOptions writeOptions(const CompiledModel& m) {
   checkRecordedOptionLimits(opts.options);  // ConfigError naming the option, before any byte is written
   if (m.quant_plan)
     opts.extra_sections.push_back({blob::kSectionQuant, true, quant::encodeQuantPlan(*m.quant_plan)});
-  if (m.program)
-    for (blob::ExtraSection& s : lower::programExtraSections(*m.program))
+  if (m.program) {
+    // Weights an NPU task packs are stored once, as its NWGT entry; the program sections that
+    // locate them become required (a reader without them could not rebuild the graph).
+    opts.packed_constants = packedOnlyConstants(*m.graph, *m.program, m.quantPlan());
+    for (blob::ExtraSection& s : lower::programExtraSections(*m.program, !opts.packed_constants.empty()))
       opts.extra_sections.push_back(std::move(s));
+  }
   if (m.memory_plan)  // optional: a reader without it plans afresh
     opts.extra_sections.push_back(
         {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlan(*m.memory_plan)});
@@ -104,6 +109,8 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
     lower::verifyProgram(*m.program, *b.graph);
     lower::verifyProgramPlacement(*m.program, *b.graph, m.placement);
   }
+  // The NpuPacked constants' float32 tensors, from NWGT (and QUNT's scales for INT8 tasks).
+  restorePackedConstants(*b.graph, b.packed_constants, m.program ? &*m.program : nullptr, m.quantPlan(), origin);
   if (plan_section) {
     memory::NpuMemoryPlan plan = memory::decodeMemoryPlan(plan_section->bytes);
     for (const memory::PlannedBuffer& buf : plan.buffers)

@@ -10,6 +10,7 @@
 #include "ir/dtype.h"
 #include "lower/pipeline_dedup.h"
 #include "lower/weight_packing.h"
+#include "lower/weight_view.h"
 #include "perf/mac_shape.h"
 #include "perf/task_grouping.h"
 #include "quant/graph/quantizer.h"
@@ -178,30 +179,18 @@ class Lowerer {
   }
 
   // Constant weights of a MAC task in the NPU's NC1HWC2 layout: int8 as the simulator quantizes
-  // them (INT8 nodes), IEEE half otherwise. Conv [O, I/g, kh, kw] packs as it is; a depthwise
-  // weight [C, 1, kh, kw] as [1, C, kh, kw] (its channels are the vector lanes); a 2-D Gemm /
-  // MatMul weight as [N, K, 1, 1] (a 1x1 conv with K input channels), transposed from [K, N].
+  // them (INT8 nodes), IEEE half otherwise, in the view npuWeightView gives (a depthwise weight's
+  // channels are the vector lanes; a 2-D Gemm / MatMul weight is a 1x1 conv with K input channels).
   void packWeights(const Node& anchor, NpuDType dt, Task& task) {
-    const std::string& op = anchor.opType();
-    if ((op != "Conv" && op != "Gemm" && op != "MatMul") || anchor.inputs().size() < 2) return;
+    const std::optional<NpuWeightView> view = npuWeightView(anchor);
+    if (!view) return;
     const Value* w = anchor.input(1);
-    if (!w || !w->isConstant() || w->dtype() != DType::Float32) return;
     const Shape& s = w->shape();
     PackedWeightRef ref;
-    bool transpose = false;  // the weight is [K, N]: lanes must run along K
-    if (op == "Conv") {
-      if (s.size() != 4) return;
-      const int64_t group = anchor.attrs().i("group", 1);
-      const bool depthwise = group > 1 && s[1] == 1 && group == s[0];
-      ref.dims = depthwise ? Nchw{1, s[0], s[2], s[3]} : Nchw{s[0], s[1], s[2], s[3]};
-      ref.c2 = static_cast<uint32_t>(
-          soc_.alignment(dt, depthwise ? AlignmentRole::Depthwise : AlignmentRole::ConvInput));
-    } else {
-      if (s.size() != 2) return;
-      transpose = !(op == "Gemm" && anchor.attrs().i("transB", 0) != 0);
-      ref.dims = transpose ? Nchw{s[1], s[0], 1, 1} : Nchw{s[0], s[1], 1, 1};
-      ref.c2 = static_cast<uint32_t>(soc_.alignment(dt, AlignmentRole::ConvInput));
-    }
+    const bool transpose = view->transposed;  // the weight is [K, N]: lanes must run along K
+    ref.dims = view->dims;
+    ref.c2 = static_cast<uint32_t>(
+        soc_.alignment(dt, view->depthwise ? AlignmentRole::Depthwise : AlignmentRole::ConvInput));
     ref.present = true;
     std::string logical;  // row-major weight bytes in the NPU element type, in `s` order
     if (task.compute == ElemType::Int8) {
@@ -219,7 +208,7 @@ class Lowerer {
       ref.elem = ElemType::Float16;
     }
     const size_t elem_bytes = ref.elem == ElemType::Int8 ? 1 : 2;
-    if (transpose) logical = transpose2d(logical, s[0], s[1], elem_bytes);
+    if (transpose) logical = transposeElements(logical, s[0], s[1], elem_bytes);
     const std::string packed = packNc1hwc2(logical.data(), ref.dims, ref.c2, elem_bytes);
     std::string& section = program_.packed_weights;
     section.resize((section.size() + blob::kBlobAlignment - 1) / blob::kBlobAlignment * blob::kBlobAlignment,
@@ -228,16 +217,6 @@ class Lowerer {
     ref.size = packed.size();
     section += packed;
     task.weights = ref;
-  }
-
-  // [rows, cols] -> [cols, rows] of `elem_bytes` elements.
-  static std::string transpose2d(const std::string& in, int64_t rows, int64_t cols, size_t elem_bytes) {
-    std::string out(in.size(), '\0');
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        std::memcpy(&out[static_cast<size_t>(c * rows + r) * elem_bytes],
-                    &in[static_cast<size_t>(r * cols + c) * elem_bytes], elem_bytes);
-    return out;
   }
 
   const perf::CostModel& costModel(NpuDType dt) {

@@ -15,8 +15,9 @@
 
 namespace npuc::lower {
 
-// Packed NPU weights (conv weights in NC1HWC2, each 64-byte aligned): an optional blob section.
-constexpr uint32_t kSectionNpuWeights = blob::fourcc("NWGT");
+// Packed NPU weights (conv weights in NC1HWC2, each 64-byte aligned). Required when the graph
+// stores weights only here (blob format 2.0, NpuPacked constants), else optional.
+constexpr uint32_t kSectionNpuWeights = blob::kSectionNpuWeights;
 // "No entry" in a u32 index field (no pipeline, no CPU op, no tensor).
 constexpr uint32_t kNoIndex = 0xFFFFFFFFu;
 

@@ -233,12 +233,12 @@ LoweredProgram decodeProgram(const ProgramSections& s) {
   return p;
 }
 
-std::vector<blob::ExtraSection> programExtraSections(const LoweredProgram& program) {
+std::vector<blob::ExtraSection> programExtraSections(const LoweredProgram& program, bool required) {
   ProgramSections s = encodeProgram(program);
-  return {{blob::kSectionTasks, false, std::move(s.tasks)},
-          {blob::kSectionPipelines, false, std::move(s.pipelines)},
-          {blob::kSectionCpuOps, false, std::move(s.cpu_ops)},
-          {kSectionNpuWeights, false, std::move(s.packed_weights)}};
+  return {{blob::kSectionTasks, required, std::move(s.tasks)},
+          {blob::kSectionPipelines, required, std::move(s.pipelines)},
+          {blob::kSectionCpuOps, required, std::move(s.cpu_ops)},
+          {kSectionNpuWeights, required, std::move(s.packed_weights)}};
 }
 
 bool findProgramSections(const std::vector<blob::ExtraSection>& extra, ProgramSections* out) {

@@ -26,9 +26,10 @@ struct ProgramSections {
 ProgramSections encodeProgram(const LoweredProgram& program);
 LoweredProgram decodeProgram(const ProgramSections& sections);
 
-// The four sections as optional blob sections (a reader without the lowering still runs the
-// graph; one that has it verifies them).
-std::vector<blob::ExtraSection> programExtraSections(const LoweredProgram& program);
+// The four sections as blob sections: optional (a reader without the lowering still runs the
+// graph; one that has it verifies them), or `required` when the graph stores weights only in NWGT
+// (blob format 2.0, NpuPacked constants), which then cannot be read without them.
+std::vector<blob::ExtraSection> programExtraSections(const LoweredProgram& program, bool required = false);
 // The sections found in a loaded blob; false when it carries no TASK section. BlobError when only
 // some of TASK/PIPE/CPUO are present.
 bool findProgramSections(const std::vector<blob::ExtraSection>& extra, ProgramSections* out);

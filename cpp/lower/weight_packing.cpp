@@ -63,4 +63,13 @@ std::string unpackNc1hwc2(const std::string& packed, const Nchw& dims, int64_t c
   return out;
 }
 
+std::string transposeElements(const std::string& in, int64_t rows, int64_t cols, size_t elem_bytes) {
+  std::string out(in.size(), '\0');
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(&out[static_cast<size_t>(c * rows + r) * elem_bytes],
+                  &in[static_cast<size_t>(r * cols + c) * elem_bytes], elem_bytes);
+  return out;
+}
+
 }  // namespace npuc::lower

@@ -21,4 +21,7 @@ std::string packNc1hwc2(const void* src, const Nchw& dims, int64_t c2, size_t el
 // size for `dims` and `c2`).
 std::string unpackNc1hwc2(const std::string& packed, const Nchw& dims, int64_t c2, size_t elem_bytes);
 
+// [rows, cols] -> [cols, rows] of `elem_bytes`-byte elements (a [K, N] weight packs as [N, K]).
+std::string transposeElements(const std::string& in, int64_t rows, int64_t cols, size_t elem_bytes);
+
 }  // namespace npuc::lower

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from npuc.blob_sections import format_section_rows, section_rows
 from npuc.cli_common import EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, UserError, parse_shape
 from npuc.messages import capped, shown_path
 
@@ -135,10 +136,10 @@ def _print_blob_header(path: str):
               f"{program['converts']} converts), {program['pipelines']} unique pipelines (reuse rate "
               f"{program['reuse_rate']:.2f}), {program['total_tiles']} tiles, "
               f"{program['packed_weight_bytes']} bytes of packed NPU weights")
-    print("sections:")
-    for s in meta["sections"]:
-        print(f"  {s['kind']:<6}{'required' if s['required'] else 'optional':<10}{s['size']:>10} bytes at offset "
-              f"{s['offset']}")
+    print("sections:")  # with their sizes: where a blob's bytes go (issue #23)
+    file_bytes = os.path.getsize(path)
+    for line in format_section_rows(section_rows(meta["sections"], file_bytes), file_bytes):
+        print(line)
     return model
 
 

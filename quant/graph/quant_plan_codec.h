@@ -9,8 +9,11 @@
 
 namespace npuc::quant {
 
-// Format version of the payload; decodeQuantPlan refuses any other.
-constexpr uint32_t kQuantPlanCodecVersion = 1;
+// Format version of the payload the encoder writes. 2 (blob format 2.0): an entry whose zero
+// points are all zero (every weight and bias entry: they are symmetric) stores a flag instead of
+// them. decodeQuantPlan also reads 1 (blob format 1.2: every zero point stored) and refuses others.
+constexpr uint32_t kQuantPlanCodecVersion = 2;
+constexpr uint32_t kOldestQuantPlanCodecVersion = 1;
 
 // Encodes what the simulator needs: granularity, per-value parameters and per-node precision.
 // Build-time diagnostics (outlier rows, warnings) are not stored. Deterministic (maps are sorted).

@@ -115,16 +115,44 @@ TEST(BlobDeterminism, ModelDigestFollowsTheGraph) {
 
 TEST(BlobVersioning, NewerMajorIsRefusedWithUpgradeHint) {
   std::string b = blob::writeBlobBytes(*blobtest::smallConvModel(), options());
-  blobtest::writeField(b, blob::kOffMajor, 2, 2);
+  blobtest::writeField(b, blob::kOffMajor, 2, 3);
   blobtest::writeField(b, blob::kOffMinor, 2, 0);
   blobtest::reseal(b);
   try {
     blob::readBlobBytes(b);
-    FAIL() << "a 2.0 blob loaded";
+    FAIL() << "a 3.0 blob loaded";
   } catch (const BlobError& e) {
-    EXPECT_NE(std::string(e.what()).find("blob format 2.0 is newer than this npuc (1.x); upgrade npuc"),
+    EXPECT_NE(std::string(e.what()).find("blob format 3.0 is newer than this npuc (2.x); upgrade npuc"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// 2.0 stores NPU-packed weights once; a 1.2 blob (which has none) still loads, a 1.1 one (no
+// section digests) and a 0.x one are refused naming their version.
+TEST(BlobVersioning, Format1_2StillLoadsAndOlderOnesAreRefusedByName) {
+  const std::string current = blob::writeBlobBytes(*blobtest::smallConvModel(), options());
+  auto relabel = [&](uint16_t major, uint16_t minor) {
+    std::string b = current;
+    blobtest::writeField(b, blob::kOffMajor, 2, major);
+    blobtest::writeField(b, blob::kOffMinor, 2, minor);
+    blobtest::resealHeaderOnly(b);  // the version is in the header, outside every section digest
+    return b;
+  };
+  const blob::LoadedBlob v12 = blob::readBlobBytes(relabel(1, 2));
+  EXPECT_EQ(v12.meta.format_major, 1);
+  EXPECT_EQ(v12.meta.format_minor, 2);
+  EXPECT_TRUE(v12.packed_constants.empty());
+  const std::pair<std::pair<uint16_t, uint16_t>, std::string> refused[] = {
+      {{1, 1}, "blob format 1.1 has no section digests (added in 1.2)"},
+      {{0, 9}, "blob format 0.9 is older than this npuc supports (1.2 to 2.x); recompile the model"}};
+  for (const auto& [version, message] : refused) {
+    try {
+      blob::readBlobBytes(relabel(version.first, version.second));
+      FAIL() << message;
+    } catch (const BlobError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,8 +127,9 @@ def test_info_on_a_quantized_blob(conv_relu_path: Path, tmp_path: Path) -> None:
     sections = {line.split()[0]: line for line in r.stdout.split("sections:\n")[1].split("inputs:")[0].splitlines()}
     assert {"META", "GRPH", "WGHT", "QUNT"} <= set(sections)
     assert all("required" in sections[kind] for kind in ("META", "GRPH", "WGHT", "QUNT"))
-    # The lowered program: optional sections (a reader without the lowering still runs the graph).
-    assert all("optional" in sections[kind] for kind in ("TASK", "PIPE", "CPUO", "NWGT"))
+    # The lowered program: required, since the conv's weight is stored only as its NWGT entry
+    # (format 2.0), which TASK locates.
+    assert all("required" in sections[kind] for kind in ("TASK", "PIPE", "CPUO", "NWGT"))
     program = meta["program"]
     assert f"program: {program['tasks']} tasks ({program['npu_tasks']} NPU" in r.stdout
     assert "x: float32[1,3,8,8]" in r.stdout and "y: float32[1,4,8,8]" in r.stdout
@@ -139,11 +141,17 @@ def test_info_on_a_float_blob_lists_section_sizes_that_add_up(conv_relu_path: Pa
     r = npuc_cli("info", str(blob))
     assert r.returncode == 0, r.stderr
     assert "quantized: no" in r.stdout and "quantized = False" in r.stdout
-    # The last section ends the file (docs/blob_format.md), so its offset + size is the file size.
+    # The last section ends the file (docs/blob_format.md), so its offset + size is the file size;
+    # the sizes plus the header/table/padding line add up to it.
     after = r.stdout.split("sections:\n")[1].splitlines()
-    rows = [line.split() for line in after[: next(i for i, line in enumerate(after) if not line.startswith("  "))]]
-    last = max(rows, key=lambda row: int(row[-1]))
-    assert int(last[-1]) + int(last[2]) == blob.stat().st_size
+    lines = after[: next(i for i, line in enumerate(after) if not line.startswith("  "))]
+    rows = [re.match(r"  (\w{4}) +(?:required|optional) +(\d+) bytes \( *([\d.]+)%\) at offset (\d+)  \S", line)
+            for line in lines[:-1]]
+    assert all(rows), lines
+    last = max(rows, key=lambda m: int(m.group(4)))
+    assert int(last.group(4)) + int(last.group(2)) == blob.stat().st_size
+    overhead = int(re.fullmatch(r"  header, section table and padding: (\d+) bytes", lines[-1]).group(1))
+    assert sum(int(m.group(2)) for m in rows) + overhead == blob.stat().st_size
 
 
 def test_info_on_bad_blobs_is_a_user_error(conv_relu_path: Path, tmp_path: Path) -> None:

@@ -1,0 +1,146 @@
+#include "compile/packed_constants.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "ir/dtype.h"
+#include "lower/weight_packing.h"
+#include "lower/weight_view.h"
+#include "quant/graph/quantizer.h"
+#include "quant/qparams.h"
+
+namespace npuc {
+
+namespace {
+
+std::vector<const Node*> nodesByIndex(const Graph& graph) {
+  std::vector<const Node*> nodes;
+  for (const Node* n : graph.nodes()) nodes.push_back(n);
+  return nodes;
+}
+
+// The node whose weight a task packed: its first node (the lowering's anchor).
+const Node* anchorOf(const lower::Task& t, const std::vector<const Node*>& nodes) {
+  if (t.kind != lower::TaskKind::Npu || !t.weights.present || t.nodes.empty() || t.nodes.front() >= nodes.size())
+    return nullptr;
+  return nodes[t.nodes.front()];
+}
+
+// The float32 weight of `anchor` rebuilt from its task's NWGT entry, or an error message.
+struct Rebuilt {
+  Tensor tensor;
+  std::string error;
+};
+
+Rebuilt rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, const std::string& nwgt,
+                      const quant::QuantPlan* plan) {
+  const Value* w = anchor.input(1);
+  const std::optional<lower::NpuWeightView> view = lower::npuWeightView(anchor);
+  if (!view || view->dims != ref.dims)
+    return {{}, fmt::format("its packed view [{}] is not the one node '{}' ({}) packs", fmt::join(ref.dims, ", "),
+                            anchor.name(), anchor.opType())};
+  const bool int8 = ref.elem == lower::ElemType::Int8;
+  if (!int8 && ref.elem != lower::ElemType::Float16)
+    return {{}, std::string("its packed element type is ") + lower::elemTypeName(ref.elem)};
+  if (int8 && (!plan || !plan->has(w->name())))
+    return {{}, "it is packed as int8 but the quantization plan (QUNT) has no scales for it"};
+  if (ref.offset > nwgt.size() || ref.size > nwgt.size() - ref.offset)
+    return {{}, "its packed bytes lie outside NWGT"};
+  const size_t elem_bytes = int8 ? 1 : 2;
+  std::string logical = lower::unpackNc1hwc2(nwgt.substr(ref.offset, ref.size), ref.dims, ref.c2, elem_bytes);
+  const Shape& s = w->shape();
+  if (view->transposed) logical = lower::transposeElements(logical, s[1], s[0], elem_bytes);  // [N, K] -> [K, N]
+  Tensor out = Tensor::uninitialized(DType::Float32, s);
+  float* dst = out.data<float>();
+  const int64_t n = out.numel();
+  if (int8) {
+    const std::vector<float>& scales = plan->at(w->name()).scales;
+    const quant::WeightChannelLayout layout = quant::weightLayoutOf(anchor);
+    if (static_cast<int64_t>(scales.size()) != layout.numChannels())
+      return {{}, fmt::format("QUNT gives it {} scales for {} output channels", scales.size(), layout.numChannels())};
+    const int8_t* q = reinterpret_cast<const int8_t*>(logical.data());
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = quant::dequantizeValue(q[i], {scales[static_cast<size_t>(layout.channelOf(i))], 0});
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, &logical[static_cast<size_t>(i) * 2], 2);
+      dst[i] = halfToFloat(h);
+    }
+  }
+  return {std::move(out), ""};
+}
+
+// True when the simulator reads `rebuilt` exactly as it reads `anchor`'s own weight: the same int8
+// values at the plan's scales (INT8 task), the same half bits (FP16 task).
+bool simulatorSeesTheSame(const Node& anchor, const Tensor& rebuilt, lower::ElemType elem,
+                          const quant::QuantPlan* plan) {
+  const Tensor& original = anchor.input(1)->constant();
+  if (elem == lower::ElemType::Int8) {
+    const quant::QuantizedWeights want = quant::quantizeNodeWeights(anchor, *plan);
+    const quant::QuantizedWeights got =
+        quant::quantizeWeightsWithScales(rebuilt, quant::weightLayoutOf(anchor), plan->at(anchor.input(1)->name()).scales,
+                                         plan->weight_granularity, anchor.input(1)->name());
+    return std::memcmp(want.values.raw(), got.values.raw(), want.values.nbytes()) == 0;
+  }
+  const float* a = original.data<float>();
+  const float* b = rebuilt.data<float>();
+  for (int64_t i = 0; i < original.numel(); ++i)
+    if (floatToHalf(a[i]) != floatToHalf(b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+std::map<std::string, blob::PackedConstant> packedOnlyConstants(const Graph& graph,
+                                                                const lower::LoweredProgram& program,
+                                                                const quant::QuantPlan* plan) {
+  std::map<std::string, blob::PackedConstant> out;
+  const std::vector<const Node*> nodes = nodesByIndex(graph);
+  for (const lower::Task& t : program.tasks) {
+    const Node* anchor = anchorOf(t, nodes);
+    if (!anchor || anchor->numInputs() < 2 || !anchor->input(1)) continue;
+    const Value* w = anchor->input(1);
+    // Only a weight nothing else reads: another reader (a CPU op, a graph output, a second task)
+    // needs the float values themselves.
+    if (!w->isConstant() || w->isGraphInput() || w->isGraphOutput() || w->uses().size() != 1 ||
+        w->dtype() != DType::Float32)
+      continue;
+    Rebuilt r = rebuildWeight(*anchor, t.weights, program.packed_weights, plan);
+    if (!r.error.empty() || !simulatorSeesTheSame(*anchor, r.tensor, t.weights.elem, plan)) continue;
+    out[w->name()] = {w->name(), t.weights.offset, t.weights.size};
+  }
+  return out;
+}
+
+void restorePackedConstants(Graph& graph, const std::vector<blob::PackedConstant>& packed,
+                            const lower::LoweredProgram* program, const quant::QuantPlan* plan,
+                            const std::string& origin) {
+  if (packed.empty()) return;
+  auto fail = [&](const blob::PackedConstant& p, const std::string& why) {
+    throw BlobError(fmt::format("blob '{}': constant '{}' is stored as NPU-packed weights at NWGT [{}, +{}), but {}",
+                                origin, p.value, p.offset, p.size, why));
+  };
+  if (!program) fail(packed.front(), "the blob has no lowered program (TASK) that packs it");
+  const std::vector<const Node*> nodes = nodesByIndex(graph);
+  std::map<uint64_t, const lower::Task*> by_offset;  // NPU tasks with packed weights, by NWGT offset
+  for (const lower::Task& t : program->tasks)
+    if (anchorOf(t, nodes)) by_offset.emplace(t.weights.offset, &t);
+  for (const blob::PackedConstant& p : packed) {
+    auto it = by_offset.find(p.offset);
+    if (it == by_offset.end() || it->second->weights.size != p.size) fail(p, "no NPU task packs weights there");
+    const lower::Task& t = *it->second;
+    const Node& anchor = *nodes[t.nodes.front()];
+    if (anchor.numInputs() < 2 || !anchor.input(1) || anchor.input(1)->name() != p.value)
+      fail(p, fmt::format("the task packing them (task {}) reads it not as the weight of its first node '{}'", t.id,
+                          anchor.name()));
+    Rebuilt r = rebuildWeight(anchor, t.weights, program->packed_weights, plan);
+    if (!r.error.empty()) fail(p, r.error);
+    Value* v = graph.findValue(p.value);
+    v->setConstant(std::move(r.tensor));
+  }
+}
+
+}  // namespace npuc

@@ -1,0 +1,46 @@
+"""What each section of a ``.npub`` blob holds, and the section table as rows with sizes: what
+``npuc info`` prints for a blob (layout: docs/blob_format.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Sequence
+
+#: One line per section kind npuc writes: what its bytes are.
+SECTION_CONTENTS: Dict[str, str] = {
+    "META": "target SoC, build options, model digest",
+    "GRPH": "the graph: values (dtype, shape, where a constant's bytes are), nodes, attributes",
+    "WGHT": "float constants the NPU does not pack (biases, CPU-op weights, other constants)",
+    "QUNT": "quantization plan: scales and zero points, node precisions",
+    "TASK": "lowered program: tasks and their tensors",
+    "PIPE": "lowered program: unique NPU pipelines",
+    "CPUO": "lowered program: ops on the CPU and why",
+    "NWGT": "packed NPU weights (int8 or fp16, NC1HWC2): the only copy of the MAC weights",
+    "MPLN": "activation memory plan",
+    "SDIG": "digest of every other section",
+}
+
+
+def section_rows(sections: Sequence[Mapping[str, Any]], file_bytes: int) -> List[Dict[str, Any]]:
+    """The section table (``meta["sections"]``) in file order, each row with its share of the file
+    (``fraction``, 0..1) and what it holds (``contents``; unknown kinds: "not decoded by this npuc")."""
+    rows = []
+    for s in sections:
+        rows.append({
+            "kind": s["kind"],
+            "required": bool(s["required"]),
+            "size": int(s["size"]),
+            "offset": int(s["offset"]),
+            "fraction": int(s["size"]) / file_bytes if file_bytes else 0.0,
+            "contents": SECTION_CONTENTS.get(s["kind"], "not decoded by this npuc"),
+        })
+    return rows
+
+
+def format_section_rows(rows: Sequence[Mapping[str, Any]], file_bytes: int) -> List[str]:
+    """``npuc info``'s lines: kind, required/optional, bytes, share of the file, offset, contents;
+    then the bytes the sections leave to the header, table and alignment padding."""
+    lines = [f"  {r['kind']:<6}{'required' if r['required'] else 'optional':<10}{r['size']:>10} bytes "
+             f"({100 * r['fraction']:5.1f}%) at offset {r['offset']}  {r['contents']}" for r in rows]
+    overhead = file_bytes - sum(r["size"] for r in rows)
+    lines.append(f"  header, section table and padding: {overhead} bytes")
+    return lines

@@ -74,7 +74,8 @@ Rebuilt rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, con
 }
 
 // True when the simulator reads `rebuilt` exactly as it reads `anchor`'s own weight: the same int8
-// values at the plan's scales (INT8 task), the same half bits (FP16 task).
+// values at the plan's scales (INT8 task, quantizeNodeWeights), the same half bits (FP16 task of a
+// float build, whose MAC kernels read the half-rounded weight: QuantizedExecutor's FP16 mode).
 bool simulatorSeesTheSame(const Node& anchor, const Tensor& rebuilt, lower::ElemType elem,
                           const quant::QuantPlan* plan) {
   const Tensor& original = anchor.input(1)->constant();
@@ -108,6 +109,9 @@ std::map<std::string, blob::PackedConstant> packedOnlyConstants(const Graph& gra
     if (!w->isConstant() || w->isGraphInput() || w->isGraphOutput() || w->uses().size() != 1 ||
         w->dtype() != DType::Float32)
       continue;
+    // An INT8 build's FP16 (hybrid) layer keeps its FP32 weight: in INT8 mode the simulator's FP16
+    // kernels read the node's unrounded constant, so half weights would change its outputs.
+    if (plan && t.weights.elem != lower::ElemType::Int8) continue;
     Rebuilt r = rebuildWeight(*anchor, t.weights, program.packed_weights, plan);
     if (!r.error.empty() || !simulatorSeesTheSame(*anchor, r.tensor, t.weights.elem, plan)) continue;
     out[w->name()] = {w->name(), t.weights.offset, t.weights.size};

@@ -32,6 +32,14 @@ StepFactory int8Factory(QuantOpKind kind) {
   return makeFloat16Step;
 }
 
+// The constant weight of a MAC op (Conv, ConvTranspose, Gemm, MatMul input 1): what the NPU holds
+// in its compute type, and what those ops' kernels read from the node itself (constInput) when
+// they are built, rather than from the step's rounded input.
+bool isMacWeight(const Node& n, size_t input) {
+  const std::string& op = n.opType();
+  return input == 1 && (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul");
+}
+
 }  // namespace
 
 QuantizedExecutor::QuantizedExecutor(const Graph& graph, const QuantPlan& plan, SimOptions options)
@@ -48,6 +56,12 @@ QuantizedExecutor::~QuantizedExecutor() = default;
 
 void QuantizedExecutor::compile() {
   const bool int8 = options_.mode == SimMode::Int8;
+  // FP16 mode builds its steps on a clone whose MAC weights are the half-rounded slot tensors, so
+  // the kernels compute with the weights the NPU holds (and an FP16 blob stores), while graph()
+  // keeps the FP32 weights for the accuracy analysis' golden run. (Before, those kernels read the
+  // FP32 weights from the node and only the other inputs were rounded.)
+  if (!int8) step_graph_ = graph_->clone();
+  Graph& g = step_graph_ ? *step_graph_ : *graph_;
   std::unordered_map<const Value*, int> slot_of;
   auto slotFor = [&](const Value* v) {
     auto it = slot_of.find(v);
@@ -62,12 +76,12 @@ void QuantizedExecutor::compile() {
     initial_.push_back(std::move(sv));
     return id;
   };
-  for (const Value* v : graph_->inputs()) {
+  for (const Value* v : g.inputs()) {
     input_slots_.push_back(slotFor(v));
     if (v->dtype() == DType::Float32) float_values_.emplace_back(v->name(), input_slots_.back());
   }
 
-  for (const Node* n : graph_->nodes()) {
+  for (Node* n : g.nodes()) {
     const QuantOpKind kind = classifyForInt8(*n);
     const bool as_int8 =
         int8 && kind != QuantOpKind::NonFloat && plan_.precisionOf(n->name()) == NodePrecision::Int8;
@@ -80,6 +94,8 @@ void QuantizedExecutor::compile() {
         continue;
       }
       int slot = slotFor(v);
+      if (!int8 && v->isConstant() && v->dtype() == DType::Float32 && isMacWeight(*n, i))
+        n->input(i)->setConstant(initial_[static_cast<size_t>(slot)].tensor);  // shares the rounded tensor
       if (!v->isConstant() && v->dtype() == DType::Float32) float_values.inputs.emplace_back(v, slot);
       if (as_int8 && v->isConstant() && v->dtype() == DType::Float32 && readsAsActivation(kind, i)) {
         // A float constant read as an activation (Mul by a constant, ...): its own int8 copy.
@@ -104,7 +120,7 @@ void QuantizedExecutor::compile() {
                                ? std::string(quantOpKindName(effective))
                                : std::string("int8 ") + quantOpKindName(effective)));
   }
-  for (const Value* v : graph_->outputs()) output_slots_.push_back(slotFor(v));
+  for (const Value* v : g.outputs()) output_slots_.push_back(slotFor(v));
   for (const auto& [v, slot] : slot_of) slot_by_name_[v->name()] = slot;
 
   for (const Value* v : graph_->inputs()) footprint_.addTensor("input", v->name(), simDType(*v), v->shape());

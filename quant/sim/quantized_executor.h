@@ -88,6 +88,8 @@ class QuantizedExecutor {
   SimValue toSimFloat(const Value& v, const Tensor& t) const;
 
   std::unique_ptr<Graph> graph_;
+  // FP16 mode: the graph the steps are built on, graph_'s clone with half-rounded MAC weights.
+  std::unique_ptr<Graph> step_graph_;
   QuantPlan plan_;
   SimOptions options_;
   SimSlots initial_;  // constants (and int8 copies of constants feeding int8 ops); the rest empty

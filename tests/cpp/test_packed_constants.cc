@@ -81,9 +81,11 @@ TEST(PackedConstants, NpuWeightsAreStoredOnceAndTheLoadedModelRunsBitIdentical) 
     std::vector<std::string> packed;
     for (const blob::PackedConstant& p : raw.packed_constants) packed.push_back(p.value);
     EXPECT_EQ(packed, (std::vector<std::string>{"c1_w", "c2_w", "fc_w"})) << what;
-    for (const blob::SectionEntry& s : raw.sections)
-      if (s.kind == blob::kSectionNpuWeights || s.kind == blob::kSectionTasks)
+    for (const blob::SectionEntry& s : raw.sections) {
+      if (s.kind == blob::kSectionNpuWeights || s.kind == blob::kSectionTasks) {
         EXPECT_TRUE(s.required) << what << ": the graph cannot be rebuilt without " << blob::fourccName(s.kind);
+      }
+    }
 
     const CompiledModel loaded = readCompiledModel(bytes, std::nullopt, "<test>");
     EXPECT_EQ(serializeCompiledModel(loaded), bytes) << what << ": load + write changed bytes";
@@ -134,21 +136,35 @@ TEST(PackedConstants, ARecordThatNoTaskBacksIsRefused) {
   const blob::LoadedBlob raw = blob::readBlobBytes(good);
   ASSERT_EQ(raw.packed_constants.size(), 3u);
 
-  // c1_w pointed at fc's NWGT entry: the blob-level writer accepts the extent, the loader sees
-  // that the task packing it reads another weight.
   blob::BlobWriteOptions opts;
   opts.soc = "rk3588";
   opts.options = raw.meta.options;
   opts.extra_sections = raw.extra_sections;
-  for (const blob::PackedConstant& p : raw.packed_constants) opts.packed_constants[p.value] = p;
-  opts.packed_constants["c1_w"].offset = opts.packed_constants["fc_w"].offset;
-  opts.packed_constants["c1_w"].size = opts.packed_constants["fc_w"].size;
-  opts.packed_constants.erase("fc_w");
+  auto pointedAt = [&](const std::string& value, const std::string& entry_of) {
+    opts.packed_constants.clear();
+    for (const blob::PackedConstant& p : raw.packed_constants) opts.packed_constants[p.value] = p;
+    opts.packed_constants[value].offset = opts.packed_constants[entry_of].offset;
+    opts.packed_constants[value].size = opts.packed_constants[entry_of].size;
+    opts.packed_constants.erase(entry_of);  // that one keeps its float bytes in WGHT
+    return blob::writeBlobBytes(*built.graph, opts);
+  };
+  // fc_w (40 elements) pointed at c1's entry: the extent fits, but the task there packs c1_w.
   try {
-    readCompiledModel(blob::writeBlobBytes(*built.graph, opts), std::nullopt, "<test>");
+    readCompiledModel(pointedAt("fc_w", "c1_w"), std::nullopt, "<test>");
     FAIL() << "a packed constant backed by another node's weights loaded";
   } catch (const BlobError& e) {
-    EXPECT_NE(std::string(e.what()).find("constant 'c1_w' is stored as NPU-packed weights"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("constant 'fc_w' is stored as NPU-packed weights"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("reads it not as the weight of its first node 'c1'"), std::string::npos)
+        << e.what();
+  }
+  // c1_w (1152 elements) pointed at fc's 320-byte entry: refused before anything is allocated.
+  try {
+    blob::readBlobBytes(pointedAt("c1_w", "fc_w"));
+    FAIL() << "a packed constant larger than its NWGT extent loaded";
+  } catch (const BlobError& e) {
+    EXPECT_NE(std::string(e.what()).find("NPU-packed constant 'c1_w' [16,8,3,3] has more elements than its"),
+              std::string::npos)
         << e.what();
   }
   // The same bytes claiming format 1.2, which has no NPU-packed constants.

@@ -20,9 +20,20 @@ SECTION_CONTENTS: Dict[str, str] = {
 }
 
 
-def section_rows(sections: Sequence[Mapping[str, Any]], file_bytes: int) -> List[Dict[str, Any]]:
+#: Format 1.2 kept every weight in FP32 in WGHT and the packed copy in NWGT beside it.
+SECTION_CONTENTS_1_2: Dict[str, str] = {
+    **SECTION_CONTENTS,
+    "WGHT": "every float constant, FP32 (format 1.2: the NPU weights too, beside their NWGT copy)",
+    "NWGT": "packed NPU weights (int8 or fp16, NC1HWC2): a copy of WGHT's MAC weights",
+}
+
+
+def section_rows(sections: Sequence[Mapping[str, Any]], file_bytes: int,
+                 format_version: str = "2.0") -> List[Dict[str, Any]]:
     """The section table (``meta["sections"]``) in file order, each row with its share of the file
-    (``fraction``, 0..1) and what it holds (``contents``; unknown kinds: "not decoded by this npuc")."""
+    (``fraction``, 0..1) and what it holds in a blob of ``format_version`` (``contents``; unknown
+    kinds: "not decoded by this npuc")."""
+    contents = SECTION_CONTENTS_1_2 if format_version.startswith("1.") else SECTION_CONTENTS
     rows = []
     for s in sections:
         rows.append({
@@ -31,7 +42,7 @@ def section_rows(sections: Sequence[Mapping[str, Any]], file_bytes: int) -> List
             "size": int(s["size"]),
             "offset": int(s["offset"]),
             "fraction": int(s["size"]) / file_bytes if file_bytes else 0.0,
-            "contents": SECTION_CONTENTS.get(s["kind"], "not decoded by this npuc"),
+            "contents": contents.get(s["kind"], "not decoded by this npuc"),
         })
     return rows
 

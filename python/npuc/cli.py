@@ -138,7 +138,7 @@ def _print_blob_header(path: str):
               f"{program['packed_weight_bytes']} bytes of packed NPU weights")
     print("sections:")  # with their sizes: where a blob's bytes go (issue #23)
     file_bytes = os.path.getsize(path)
-    for line in format_section_rows(section_rows(meta["sections"], file_bytes), file_bytes):
+    for line in format_section_rows(section_rows(meta["sections"], file_bytes, meta["format_version"]), file_bytes):
         print(line)
     return model
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
 import npuc
 from npuc import _npuc
@@ -31,10 +33,21 @@ def test_round_trip_runs_identically(conv_relu_path: Path, tmp_path: Path) -> No
     assert meta["format_version"] == _npuc.BLOB_FORMAT_VERSION
     assert len(meta["model_digest"]) == 32
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
-    want = npuc.Runtime(model).run([x])
+    # A float build runs in FP16 on the NPU, so its conv weight is stored once, as half (format
+    # 2.0): the loaded graph computes in FP32 exactly as the model with that weight rounded to half.
+    onnx_model = onnx.load(str(conv_relu_path))
+    for init in onnx_model.graph.initializer:
+        if init.name == "w":
+            init.CopyFrom(numpy_helper.from_array(
+                numpy_helper.to_array(init).astype(np.float16).astype(np.float32), "w"))
+    half_path = tmp_path / "half_w.onnx"
+    onnx.save(onnx_model, str(half_path))
+    want = npuc.Runtime(npuc.Model.load(str(half_path))).run([x])
     got = npuc.Runtime(loaded).run([x])
     for w, g in zip(want, got):
         assert np.array_equal(w, g)
+    # ... which is not the FP32 model's output (this weight is not exactly representable in half).
+    assert not np.array_equal(npuc.Runtime(model).run([x])[0], got[0])
 
 
 def test_identical_inputs_give_identical_bytes(conv_relu_path: Path, tmp_path: Path) -> None:

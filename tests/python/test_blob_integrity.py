@@ -156,7 +156,8 @@ def test_a_forged_digest_table_still_meets_the_section_checks(blobs: Tuple[bytes
 def test_a_blob_before_section_digests_is_refused_naming_its_version(blobs: Tuple[bytes, bytes, Path],
                                                                     tmp_path: Path) -> None:
     old = bytearray(blobs[0])
-    old[6:8] = (1).to_bytes(2, "little")  # format 1.1
+    old[4:6] = (1).to_bytes(2, "little")  # format 1.1
+    old[6:8] = (1).to_bytes(2, "little")
     path = tmp_path / "old.npub"
     path.write_bytes(blob_surgery.reseal(bytes(old)))
     with pytest.raises(npuc.BlobError, match=r"blob format 1\.1 has no section digests \(added in 1\.2\)"):

@@ -138,7 +138,7 @@ class ViewThroughBinary : public RewritePattern {
   ViewThroughBinary() : RewritePattern("view_through_binary", opTypesWith(OpTrait::ElementwiseBinary)) {}
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
-    if (root.numInputs() != 2 || root.numOutputs() != 1 || root.domain() != "") return failure();
+    if (root.numInputs() != 2 || root.numOutputs() != 1 || !root.domain().empty()) return failure();
     Value* out = root.output();
     for (size_t i = 0; i < 2; ++i)
       if (!sameStaticShape(*root.input(i), *out)) return failure();  // no broadcasting

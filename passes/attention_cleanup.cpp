@@ -43,10 +43,6 @@ namespace {
 using slicing::AxisRange;
 using slicing::singleAxisRange;
 
-bool isShapeOnly(const Node* n) {
-  return n && opTraits(*n).has(OpTrait::ShapeOnly);
-}
-
 Node* producerSlice(const Value* v) {
   return fusion::producerIs(v, "Slice");
 }
@@ -62,10 +58,15 @@ Node* createSlice(Rewriter& rw, const Value& like, Value* x, const AxisRange& r,
 }
 
 // A projection of `x`: Gemm(x, B, C) without transA, or MatMul(x, B), B a float32 constant matrix.
+// The weight is only read here; it is laid out as [K, N] (transB undone) when the merge is built.
 struct Projection {
   Node* node = nullptr;
-  Tensor weight;               // [K, N] (transB undone)
+  Tensor weight;  // as stored: [K, N], or [N, K] with transB
+  bool trans_b = false;
   std::optional<Tensor> bias;  // [N]
+  int64_t k() const { return weight.shape()[trans_b ? 1 : 0]; }
+  int64_t n() const { return weight.shape()[trans_b ? 0 : 1]; }
+  Tensor weightKN() const;
 };
 
 Tensor transposed2d(const Tensor& t) {
@@ -78,18 +79,22 @@ Tensor transposed2d(const Tensor& t) {
   return out;
 }
 
+Tensor Projection::weightKN() const {
+  return trans_b ? transposed2d(weight) : weight;
+}
+
 std::optional<Projection> asProjection(Node* n, const Value* x) {
   if (n->input(0) != x || n->numOutputs() != 1) return std::nullopt;
   const Value* b = n->input(1);
   if (!b || !b->isConstant() || b->dtype() != DType::Float32 || b->rank() != 2) return std::nullopt;
-  Projection p{n, b->constant(), std::nullopt};
+  Projection p{n, b->constant(), false, std::nullopt};
   if (n->opType() == "MatMul") return x->rank() >= 2 ? std::optional<Projection>(p) : std::nullopt;
   if (n->opType() != "Gemm" || n->attrs().i("transA", 0) != 0 || n->attrs().f("alpha", 1.0f) != 1.0f ||
       n->attrs().f("beta", 1.0f) != 1.0f)
     return std::nullopt;
-  if (n->attrs().i("transB", 0) != 0) p.weight = transposed2d(p.weight);
+  p.trans_b = n->attrs().i("transB", 0) != 0;
   if (const Value* c = n->input(2)) {
-    const int64_t cols = p.weight.shape()[1];
+    const int64_t cols = p.n();
     if (!c->isConstant() || c->dtype() != DType::Float32 || c->constant().numel() != cols ||
         c->shape().empty() || c->shape().back() != cols)
       return std::nullopt;  // a bias per row or a scalar does not split by column
@@ -128,8 +133,7 @@ class MergeSiblingProjections : public RewritePattern {
       if (u.index != 0 || u.user->opType() != root.opType()) continue;
       auto p = asProjection(u.user, x);
       if (!p || !u.user->output()->shapeIsStatic()) continue;
-      if (!parts.empty() && (p->weight.shape()[0] != parts[0].weight.shape()[0] ||
-                             p->bias.has_value() != parts[0].bias.has_value()))
+      if (!parts.empty() && (p->k() != parts[0].k() || p->bias.has_value() != parts[0].bias.has_value()))
         continue;
       parts.push_back(std::move(*p));
     }
@@ -137,10 +141,12 @@ class MergeSiblingProjections : public RewritePattern {
     // Rewrite once, from the first sibling in graph order (the merged op goes before all of them).
     for (const Projection& p : parts)
       if (p.node->order() < root.order()) return failure();
+    std::vector<Tensor> laid_out;  // [K, N] each, built only now that the merge happens
     std::vector<const Tensor*> weights, biases;
-    for (const Projection& p : parts) {
-      weights.push_back(&p.weight);
-      if (p.bias) biases.push_back(&*p.bias);
+    for (const Projection& p : parts) laid_out.push_back(p.weightKN());
+    for (size_t i = 0; i < parts.size(); ++i) {
+      weights.push_back(&laid_out[i]);
+      if (parts[i].bias) biases.push_back(&*parts[i].bias);
     }
     rw.setInsertionPointBefore(&root);
     std::vector<Value*> ins{x, rw.constant(sideBySide(weights), root.name() + "_merged_w")};
@@ -151,7 +157,7 @@ class MergeSiblingProjections : public RewritePattern {
     std::vector<Value*> cuts;
     int64_t offset = 0;
     for (const Projection& p : parts) {
-      const int64_t cols = p.weight.shape()[1];
+      const int64_t cols = p.n();
       cuts.push_back(
           createSlice(rw, *p.node->output(), merged->output(), AxisRange{axis, offset, cols}, p.node->name())
               ->output());
@@ -179,7 +185,7 @@ struct ColumnSource {
 // columns, the scaled ones too.
 Node* gemmBelowRowViews(Value* x, int64_t& n) {
   Value* v = x;
-  while (isShapeOnly(v->producer())) {
+  while (fusion::isView(v->producer())) {
     Value* in = v->producer()->input(0);
     if (!in->shapeIsStatic() || in->shape().empty() || in->shape().back() != x->shape().back())
       return nullptr;
@@ -195,7 +201,7 @@ Node* gemmBelowRowViews(Value* x, int64_t& n) {
 std::optional<ColumnSource> columnSource(Value* v) {
   // Single-use views and Transposes down to a Slice or the Gemm: they only rearrange the elements
   // the Mul scales.
-  auto rearranges = [](const Node* n) { return isShapeOnly(n) || (n && n->opType() == "Transpose"); };
+  auto rearranges = [](const Node* n) { return fusion::isView(n) || (n && n->opType() == "Transpose"); };
   while (rearranges(v->producer()) && m::interiorUseProblem(*v).empty()) v = v->producer()->input(0);
   ColumnSource src;
   int64_t n = 0;
@@ -343,7 +349,7 @@ std::optional<SplitView> splitView(const Shape& in, const AxisRange& range, cons
 bool splitFeedsViews(const Value& x) {
   if (x.isGraphOutput() || x.uses().size() < 2) return false;
   for (const Use& u : x.uses()) {
-    if (isShapeOnly(u.user)) continue;
+    if (fusion::isView(u.user)) continue;
     if (u.user->opType() != "Slice") return false;
     const Node* next = fusion::soleConsumer(u.user->output());
     if (!next || next->opType() != "Reshape") return false;
@@ -362,7 +368,7 @@ class SliceBeforeReshape : public RewritePattern {
     if (m::matchRoot(root, pat, rw).failed()) return failure();
     const auto range = singleAxisRange(*slice);
     if (!range || !root.output()->shapeIsStatic()) return failure();
-    if (!isShapeOnly(x->producer()) && !splitFeedsViews(*x)) return failure();
+    if (!fusion::isView(x->producer()) && !splitFeedsViews(*x)) return failure();
     const auto view = splitView(x->shape(), *range, root.output()->shape());
     if (!view)
       return rw.notifyMatchFailure(

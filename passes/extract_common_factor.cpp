@@ -112,8 +112,7 @@ class HoistOpOverConcat : public RewritePattern {
         rw.createTyped(x0->dtype(), root.output()->shape(), "Concat", xs, root.attrs(), root.name());
     std::vector<Value*> ins = first->inputs();
     ins[static_cast<size_t>(k)] = concat->output();
-    Node* op = rw.createLike(*root.output(), first->opType(), ins, first->attrs(), root.name());
-    op->setDomain(first->domain());
+    Node* op = rw.createCopy(*first, ins, root.output()->dtype(), root.output()->shape(), first->attrs());
     rw.replaceOp(&root, {op->output()});
     return success();
   }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "opset/op_traits.h"
 #include "opset/registry.h"
 #include "passes/core/ir_helpers.h"
 
@@ -12,6 +13,10 @@ Node* producerIs(const Value* v, const std::string& op_type) {
   if (!v || !v->producer()) return nullptr;
   Node* p = v->producer();
   return p->opType() == op_type && p->domain().empty() ? p : nullptr;
+}
+
+bool isView(const Node* n) {
+  return n && opTraits(*n).has(OpTrait::ShapeOnly);
 }
 
 Node* soleConsumer(const Value* v) {

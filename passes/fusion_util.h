@@ -16,6 +16,9 @@ namespace fusion {
 
 // The producer of `v` if it is an ONNX-domain `op_type` node, else null.
 Node* producerIs(const Value* v, const std::string& op_type);
+// True for a non-null node whose output is input 0's elements under another shape (OpTrait::ShapeOnly:
+// Reshape, Flatten, Squeeze, Unsqueeze), a view.
+bool isView(const Node* n);
 // The single consumer node of `v` (exactly one use, not a graph output), else null.
 Node* soleConsumer(const Value* v);
 // For a two-input node holding `one` as an operand, the other operand (null if `one` is not one).

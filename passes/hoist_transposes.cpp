@@ -61,9 +61,7 @@ class HoistTransposeAboveElementwise : public RewritePattern {
       ins[i] = rw.constant(transposedConstant(ins[i]->constant(), y->rank(), perm),
                            ins[i]->name() + "_transposed");
     }
-    Node* op = rw.createTyped(root.output()->dtype(), root.output()->shape(), e->opType(), ins, e->attrs(),
-                              e->name());
-    op->setDomain(e->domain());
+    Node* op = rw.createCopy(*e, ins, root.output()->dtype(), root.output()->shape(), e->attrs());
     rw.replaceOp(&root, {op->output()});
     return success();
   }

@@ -32,9 +32,7 @@
 namespace npuc {
 namespace {
 
-bool isView(const Node* n) {
-  return n && opTraits(*n).has(OpTrait::ShapeOnly);
-}
+using fusion::isView;
 
 // The producer of `v` if it is a view whose output only `v`'s one reader uses.
 Node* soleView(const Value* v) {
@@ -97,6 +95,13 @@ bool isLastAxisRowwise(const Node& n) {
   return false;
 }
 
+// The row-wise op `op` on `ins` (input 0 of shape `shape`), normalizing that shape's last axis.
+Node* rowwiseOn(Rewriter& rw, const Node& op, const std::vector<Value*>& ins, const Shape& shape) {
+  Attributes a = op.attrs();
+  a.set("axis", static_cast<int64_t>(shape.size()) - 1);
+  return rw.createCopy(op, ins, op.output()->dtype(), shape, a);
+}
+
 class ViewAboveRowwise : public RewritePattern {
  public:
   ViewAboveRowwise() : RewritePattern("view_above_rowwise", opTypesWith(OpTrait::ShapeOnly)) {}
@@ -112,11 +117,7 @@ class ViewAboveRowwise : public RewritePattern {
     rw.setInsertionPointBefore(&root);
     std::vector<Value*> ins = op->inputs();
     ins[0] = reshapeTo(rw, x, out->shape(), root.name());
-    Attributes a = op->attrs();
-    a.set("axis", out->rank() - 1);
-    Node* moved = rw.createTyped(out->dtype(), out->shape(), op->opType(), ins, a, op->name());
-    moved->setDomain(op->domain());
-    rw.replaceOp(&root, {moved->output()});
+    rw.replaceOp(&root, {rowwiseOn(rw, *op, ins, out->shape())->output()});
     return success();
   }
 };
@@ -186,9 +187,7 @@ class ViewBelowUnary : public RewritePattern {
     rw.setInsertionPointBefore(&root);
     std::vector<Value*> ins = root.inputs();
     ins[0] = x;
-    Node* moved =
-        rw.createTyped(root.output()->dtype(), x->shape(), root.opType(), ins, root.attrs(), root.name());
-    moved->setDomain(root.domain());
+    Node* moved = rw.createCopy(root, ins, root.output()->dtype(), x->shape(), root.attrs());
     rw.replaceOp(&root, {reshapeLike(rw, *root.output(), moved->output(), root.name())->output()});
     return success();
   }
@@ -238,19 +237,12 @@ class ViewIntoReduce : public RewritePattern {
     if (rowwise) {
       std::vector<Value*> ins = rowwise->inputs();
       ins[0] = x;
-      Attributes a = rowwise->attrs();
-      a.set("axis", x->rank() - 1);
-      Node* moved =
-          rw.createTyped(rowwise->output()->dtype(), x->shape(), rowwise->opType(), ins, a, rowwise->name());
-      moved->setDomain(rowwise->domain());
-      data = moved->output();
+      data = rowwiseOn(rw, *rowwise, ins, x->shape())->output();
     }
     Attributes a = root.attrs();
     a.set("keepdims", int64_t{1});
-    Node* reduce =
-        rw.createLike(*root.output(), root.opType(),
-                      {data, rw.constant(int64Vector(x_axes), root.name() + "_axes")}, a, root.name());
-    reduce->setDomain(root.domain());
+    Node* reduce = rw.createCopy(root, {data, rw.constant(int64Vector(x_axes), root.name() + "_axes")},
+                                 root.output()->dtype(), root.output()->shape(), a);
     rw.replaceOp(&root, {reduce->output()});
     return success();
   }

@@ -61,9 +61,7 @@ class SinkTransposeBelowElementwise : public RewritePattern {
                            ins[i]->name() + "_transposed");
     }
     rw.setInsertionPointBefore(&root);
-    Node* moved =
-        rw.createTyped(root.output()->dtype(), x->shape(), root.opType(), ins, root.attrs(), root.name());
-    moved->setDomain(root.domain());
+    Node* moved = rw.createCopy(root, ins, root.output()->dtype(), x->shape(), root.attrs());
     Node* t =
         rw.createLike(*root.output(), "Transpose", {moved->output()}, transpose->attrs(), transpose->name());
     rw.replaceOp(&root, {t->output()});

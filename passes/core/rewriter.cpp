@@ -56,6 +56,13 @@ Node* Rewriter::createTyped(DType dtype, const Shape& shape, const std::string& 
   return node;
 }
 
+Node* Rewriter::createCopy(const Node& of, const std::vector<Value*>& inputs, DType dtype, const Shape& shape,
+                           const Attributes& attrs) {
+  Node* node = createTyped(dtype, shape, of.opType(), inputs, attrs, of.name());
+  node->setDomain(of.domain());
+  return node;
+}
+
 Value* Rewriter::constant(Tensor t, const std::string& name_hint) {
   return graph_.addConstant(std::move(t), name_hint);
 }

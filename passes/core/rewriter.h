@@ -50,6 +50,11 @@ class Rewriter {
   Node* createTyped(DType dtype, const Shape& shape, const std::string& op_type,
                     const std::vector<Value*>& inputs, const Attributes& attrs = {},
                     const std::string& name_hint = "");
+  // A copy of the one-output node `of` (op type, domain, attributes `attrs`) reading `inputs`, with
+  // the given output type: an op moved across a view, a Transpose or a Concat. The domain comes
+  // with it, so an ai.npuc op stays one.
+  Node* createCopy(const Node& of, const std::vector<Value*>& inputs, DType dtype, const Shape& shape,
+                   const Attributes& attrs);
   // A new constant value named after `name_hint`.
   Value* constant(Tensor t, const std::string& name_hint = "");
 

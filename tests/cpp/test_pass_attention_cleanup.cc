@@ -69,7 +69,8 @@ TEST(PassAttentionCleanup, BeforeItTheSplitHadNineViewOps) {
 }
 
 // q, k and v as three Linears of the same input (how many exports write them): one projection, and
-// then the same split as the fused export.
+// then the same split as the fused export. The weights are square, so a transB not undone in the
+// merge would still type-check; the differential check catches it.
 std::unique_ptr<Graph> splitProjections(bool with_bias) {
   GraphBuilder b;
   Value* x = b.input("x", {12, 16});
@@ -77,7 +78,10 @@ std::unique_ptr<Graph> splitProjections(bool with_bias) {
   for (int i = 0; i < 3; ++i) {
     std::vector<Value*> ins{x, b.randomConstant({16, 16}, 80 + i)};
     if (with_bias) ins.push_back(b.randomConstant({16}, 90 + i));
-    Value* p = b.op(with_bias ? "Gemm" : "MatMul", ins);
+    // The k Gemm stores its weight transposed (transB), as ONNX Linear exports do: the merge lays
+    // it out as [K, N] like the others.
+    const Attributes a = with_bias && i == 1 ? attrs({{"transB", int64_t{1}}}) : Attributes{};
+    Value* p = b.op(with_bias ? "Gemm" : "MatMul", ins, a);
     p = b.op("Reshape", {p, b.int64s({12, 2, 8})});
     parts[i] = b.op("Transpose", {p}, attrs({{"perm", i == 1 ? kKeysLast : kHeadsFirst}}));
   }

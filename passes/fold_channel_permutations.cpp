@@ -1,7 +1,7 @@
 // fold_channel_permutations: a connected region of channel data movement (Concat, channel Slice,
 // Split and Gather on axis 1, and the Reshape-Transpose-Reshape channel shuffle) between Convs
-// that can reorder their channels is rebuilt from scratch as one Conv per piece of a producer
-// and one Concat per consumer input, with every permutation folded into Conv weights.
+// that can reorder their channels is rebuilt from scratch as at most one Split per producer and
+// one Concat per consumer input, with every permutation folded into Conv weights.
 //
 // The region only moves channels, so every consumer reads a fixed list of (producer, channel)
 // pairs, which the pass computes by walking the region (the "provenance" of each value):
@@ -23,28 +23,22 @@
 // through it, which must then all go through the same ops.
 //
 // Each source's channels are grouped by the set of sinks that read them (channels nobody reads
-// are dropped from the Conv). A source of one group keeps one Conv (rows reordered if needed); a
-// source of several groups becomes one Conv per group (the group's weight rows and bias, and
-// copies of the channelwise ops after it), not one Conv and a Split: a Conv output read only by
-// a Concat is quantized on the Concat's grid (quantizer's shareConcatScales, one rounding), a
-// Split piece keeps its Conv's grid and is rescaled again at the Concat. With the Split form
-// those extra roundings piled up along ShuffleNetV2's identity path: ONNX Runtime on the QDQ
-// export agreed with the INT8 simulator on 62% of shufflenet_v2_x0_5's outputs within 1 LSB
-// (100% equal without the pass), and INT8 cosine to FP32 fell. The piece Convs have the MACs of
-// the one Conv (each re-reads its input, one task each). Each sink then reads the Concat of the
-// groups it needs (shared between sinks reading the same groups; none for a single group), with
-// exactly the channels it read before. So no sink gains a weight column (MACs never grow: they
-// shrink when channels were dropped). The pass applies only when the rebuilt region has fewer
-// data-movement nodes than the old one, a source of several groups counting as one (its
-// extra Convs stand for the Split they replace).
+// are dropped from the Conv) and its rows are reordered so that every group is contiguous: one
+// Split (none for a single group). Each sink then reads the Concat of the groups it needs
+// (shared between sinks reading the same groups; none for a single group), with exactly the
+// channels it read before. So no sink gains a weight column (MACs never grow: they shrink when
+// channels were dropped), and the pass applies only when the rebuilt region has fewer
+// data-movement nodes than the old one.
 //
 // ShuffleNetV2 is the case it was written for: in a stage, every channel of the identity path
 // leaves it at exactly one block (its "exit"), so each branch's last Conv is split by exit block
-// into several Convs and each branch's first Conv reads one Concat: per stride-1 block one
-// Concat, no shuffle, no gather Conv and no zero weight columns (channel_shuffle_to_conv leaves
-// one gather Conv and a Slice with C/4 zero columns per block).
+// and each branch's first Conv reads one Concat: per stride-1 block one Split and one Concat, no
+// shuffle, no gather Conv and no zero weight columns (channel_shuffle_to_conv leaves one gather
+// Conv and a Slice with C/4 zero columns per block). A stage of n stride-1 blocks keeps 2n + 2
+// Split/Concat nodes (the downsampling block's two branches are split apart), one more than the
+// 2n + 1 Slice/Concat nodes channel_shuffle_to_conv leaves beside its n gather Convs.
 //
-// Numerics: moving or splitting producer rows and filters is exact; a sink Conv that reads its channels in
+// Numerics: moving producer rows and filters is exact; a sink Conv that reads its channels in
 // another order sums them in another order, so the last bits may change: level 3.
 #include <algorithm>
 #include <map>
@@ -620,9 +614,11 @@ class Region {
     return copy->output();
   }
 
-  // The source's Conv keeping rows `rows` in that order (unread rows dropped), then the
-  // channelwise ops after it.
-  Value* sourceRows(const Source& s, const std::vector<int64_t>& rows, Rewriter& rw) {
+  // The source's Conv with its rows in group order (unread rows dropped) and the channelwise ops
+  // after it.
+  Value* reorderedSource(const Source& s, Rewriter& rw) {
+    std::vector<int64_t> rows;
+    for (const auto& g : s.groups) rows.insert(rows.end(), g.begin(), g.end());
     Node& conv = *s.chain.conv;
     const std::string hint = conv.name();
     std::vector<Value*> in{conv.input(0),
@@ -633,30 +629,27 @@ class Region {
     return v;
   }
 
-  // The source's pieces: one per group, each its own Conv (the group's weight rows and bias, then
-  // copies of the channelwise ops after it and of the region's ops its channels went through).
-  // Not one Conv and a Split: a piece that is a Conv output read only by a Concat is quantized on
-  // the Concat's grid (one rounding), where a Split piece keeps its Conv's grid and is rescaled
-  // again at the Concat; on ShuffleNetV2 those extra roundings piled up along the identity path
-  // (QDQ export vs the INT8 simulator in ONNX Runtime: 62% of outputs within 1 LSB instead of
-  // 100%). Same MACs, one Conv task per piece.
+  // The source reordered, then the region's channelwise ops its channels went through, then a
+  // Split into the groups.
   void rebuildSource(size_t i, Rewriter& rw) {
     Source& s = sources_[i];
     if (s.groups.empty()) return;  // nothing reads it: it dies with the region
     const std::vector<Node*>& ops = chains_[s.region_ops.value_or(0)];
-    if (orderUnchanged(s)) {
-      Value* v = s.value;
-      rw.setInsertionPointAfter(v->producer());
-      for (Node* op : ops) v = copyUnary(*op, v, rw);
+    rw.setInsertionPointBefore(s.chain.conv);
+    Value* v = orderUnchanged(s) ? s.value : reorderedSource(s, rw);
+    if (!ops.empty()) rw.setInsertionPointAfter(v->producer());
+    for (Node* op : ops) v = copyUnary(*op, v, rw);
+    if (s.groups.size() == 1) {
       pieces_[{i, 0}] = v;
       return;
     }
-    rw.setInsertionPointBefore(s.chain.conv);
-    for (size_t g = 0; g < s.groups.size(); ++g) {
-      Value* v = sourceRows(s, s.groups[g], rw);
-      for (Node* op : ops) v = copyUnary(*op, v, rw);
-      pieces_[{i, static_cast<int64_t>(g)}] = v;
-    }
+    std::vector<int64_t> sizes;
+    for (const auto& g : s.groups) sizes.push_back(static_cast<int64_t>(g.size()));
+    Attributes a;
+    a.set("axis", int64_t{1});
+    const std::string hint = s.chain.conv->name() + "_split";
+    Node* split = rw.create("Split", {v, rw.constant(int64Vector(sizes), hint)}, a, hint, s.groups.size());
+    for (size_t g = 0; g < s.groups.size(); ++g) pieces_[{i, static_cast<int64_t>(g)}] = split->output(g);
   }
 
   // Points the sink at the Concat of its groups (built once per group list); the weights and
@@ -784,8 +777,8 @@ class FoldChannelPermutationsPass : public PatternPass {
  public:
   const char* name() const override { return "fold_channel_permutations"; }
   const char* description() const override {
-    return "channel shuffles, Gathers, Slices and Concats between Convs -> one Conv per piece of a producer "
-           "and one Concat per consumer, permutations folded into Conv weights";
+    return "channel shuffles, Gathers, Slices and Concats between Convs -> one Split per producer and one "
+           "Concat per consumer, permutations folded into Conv weights";
   }
 
  protected:

@@ -53,6 +53,17 @@ RKNN_EQUIVALENT: Dict[str, str] = {
     "optimization_report": "-",
     "auto_hybrid_report": "-",
     "accuracy_report": "-",
+    "get_sdk_version": "`rknn.get_sdk_version()`; npuc's version (no board runtime or driver to report)",
+    "list_devices": "`rknn.list_devices()`; no boards: prints why, returns `([], [])`",
+    "export_encrypted_rknn_model": "`rknn.export_encrypted_rknn_model(...)`; refused (NotSupportedError): blobs are "
+    "checksummed, not encrypted",
+    "codegen": "`rknn.codegen(output_path, inputs, overwrite)`; not yet (NotSupportedError)",
+    "reg_custom_op": "`rknn.reg_custom_op(op)`; not yet (NotSupportedError)",
+    "load_tflite": "`rknn.load_tflite(model)`; not yet (NotSupportedError)",
+    "load_caffe": "`rknn.load_caffe(model, blobs)`; not yet (NotSupportedError)",
+    "load_darknet": "`rknn.load_darknet(model, weight)`; not yet (NotSupportedError)",
+    "load_tensorflow": "`rknn.load_tensorflow(tf_pb, ...)`; not yet (NotSupportedError)",
+    "load_keras": "`rknn.load_keras(model)`; not yet (NotSupportedError)",
 }
 
 

@@ -3,8 +3,9 @@
 ``npuc analyze MODEL.onnx -t SOC --dataset ds.txt --inputs a.npy [...] [--output-dir D]`` builds
 the model as ``npuc convert --quantize`` would (optionally with ``--auto-hybrid`` or
 ``--hybrid-layer``), runs ``Toolkit.accuracy_analysis`` on the inputs and prints its table
-(entire and single cosine / Euclidean distance / SQNR per layer); the dumps and
-``error_analysis.txt`` go to ``--output-dir`` (default ``./snapshot``).
+(entire and single cosine / Euclidean distance / SQNR per layer) and the 10 layers with the worst
+single cosine; the dumps and ``error_analysis.txt`` go to ``--output-dir`` (default
+``./snapshot``), or nowhere with ``--no-dump``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import io
 import os
 from typing import Any, Dict
 
+from npuc.accuracy import worst_layers
 from npuc.cli_common import EXIT_OK, UserError, parse_floats
 from npuc.messages import shown_path
 
@@ -37,6 +39,9 @@ def add_command(sub: Any, add_model_args: Any) -> None:
                    help="one .npy or image per model input, in model input order (preprocessed like --dataset)")
     p.add_argument("--output-dir", default="./snapshot", metavar="DIR",
                    help="where the dumps and error_analysis.txt go (default: %(default)s)")
+    p.add_argument("--no-dump", action="store_true",
+                   help="write nothing: print the table and the worst layers only (the dumps hold every "
+                        "activation three times: hundreds of MB for a large input)")
     p.add_argument("--fp16", action="store_true", help="analyse the FP16 build instead of INT8")
     p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
     p.add_argument("--method", choices=["channel", "layer"])
@@ -85,6 +90,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             tk.build(do_quantization=not args.fp16, dataset=args.dataset, auto_hybrid=args.auto_hybrid)
         if tk.auto_hybrid_report is not None and not args.verbose:
             print(tk.auto_hybrid_report.text)
-        tk.accuracy_analysis(inputs=args.inputs, output_dir=args.output_dir)
-        print(f"dumps and error_analysis.txt written to {os.path.abspath(args.output_dir)}")
+        output_dir = None if args.no_dump else args.output_dir
+        tk.accuracy_analysis(inputs=args.inputs, output_dir=output_dir)
+        print(worst_layers(tk.accuracy_report.rows))
+        if output_dir is not None:
+            print(f"dumps and error_analysis.txt written to {os.path.abspath(output_dir)}")
     return EXIT_OK

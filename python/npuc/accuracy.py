@@ -7,7 +7,11 @@ and writes what RKNN-Toolkit2's ``accuracy_analysis`` writes:
 * ``output_dir/simulator/<tensor>.npy``: the simulator's value, end to end ("entire");
 * ``output_dir/single/<tensor>.npy``: the simulator's value of that layer alone on its FP32
   inputs quantized with their own parameters ("single");
-* ``output_dir/error_analysis.txt``: the printed table.
+* ``output_dir/error_analysis.txt``: the printed table;
+* ``output_dir/golden/<output>.txt`` and ``output_dir/simulator/<output>.txt`` for each model
+  output: RKNN's text dumps (one value per line, what ``np.genfromtxt`` reads: RKNN's own
+  accuracy_analysis example reads them), next to the ``.npy`` files; only for the outputs,
+  because text takes about 3x the bytes of ``.npy`` and the intermediate dumps are already large.
 
 Tensor names are sanitized for the filesystem (``/``, ``:`` ... become ``_``). How to read the
 table: docs/quantization.md section 10.
@@ -206,9 +210,17 @@ def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Optional[Unio
         refuse_output(path, _DUMP_WHAT, inputs)
     for folder in DUMP_FOLDERS.values():
         make_folder(out / folder, "the accuracy_analysis dumps")
+    outputs = {info["name"] for info in qmodel.outputs}
+    texts = [(out / folder / f"{stems[name]}.txt", tensor) for run, folder in DUMP_FOLDERS.items() if run != "single"
+             for name, tensor in report[run].items() if name in outputs]
+    for path, _ in texts:
+        refuse_output(path, _DUMP_WHAT, inputs)
     for path, tensor in dumps:
         with atomic_output(path, _DUMP_WHAT, inputs) as tmp:
             np.save(tmp, tensor)
+    for path, tensor in texts:
+        values = np.asarray(tensor, dtype=np.float64).reshape(-1)
+        write_text_output(path, "".join(f"{v:.6f}\n" for v in values), _DUMP_WHAT, inputs)
     text = format_table(report["rows"])
     write_text_output(out / "error_analysis.txt", text + "\n", _DUMP_WHAT, inputs)
     return AccuracyReport(rows=report["rows"], text=text, output_dir=out, files=stems)

@@ -468,6 +468,12 @@ class Toolkit(RknnOnlyCalls):
         model_quantization_cfg = arg_check.path(call, "model_quantization_cfg", model_quantization_cfg)
         job = self._new_job([(model_input, "the hybrid model_input"), (data_input, "the hybrid data_input"),
                              (model_quantization_cfg, "the hybrid model_quantization_cfg")])
+        # What step 1 recorded (SoC, mean/std, RGB2BGR) applies where config() did not set it: RKNN's
+        # step2 script runs in a fresh object and exports without calling config().
+        for key, value in hybrid.recorded_config(data_input).items():
+            if self._config.get(key) in (None, False):
+                self._config[key] = value
+        self._preprocessor = InputPreprocessor(self._config.get("mean_values"), self._config.get("std_values"))
         model, quantized = hybrid.step2(model_input, data_input, model_quantization_cfg, self._config)
         self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model

@@ -43,8 +43,10 @@ def add_command(sub: Any, add_model_args: Any) -> None:
                    help="write nothing: print the table and the worst layers only (the dumps hold every "
                         "activation three times: hundreds of MB for a large input)")
     p.add_argument("--fp16", action="store_true", help="analyse the FP16 build instead of INT8")
-    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
-    p.add_argument("--method", choices=["channel", "layer"])
+    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"],
+                   help="how activation ranges are chosen (config quantized_algorithm; default normal)")
+    p.add_argument("--method", choices=["channel", "layer"],
+                   help="int8 weight scales per output channel or per layer (default channel)")
     p.add_argument("--mean", type=parse_floats, metavar="M,M,M", help="per-channel mean of the input")
     p.add_argument("--std", type=parse_floats, metavar="S,S,S", help="per-channel std of the input")
     p.add_argument("--auto-hybrid", action="store_true",

@@ -17,7 +17,7 @@ import os
 from typing import Any, Dict
 
 from npuc.accuracy import worst_layers
-from npuc.cli_common import EXIT_OK, UserError, parse_floats
+from npuc.cli_common import EXIT_OK, UserError, fit_width, parse_floats, terminal_width
 from npuc.messages import shown_path
 
 __all__ = ["add_command", "cmd_analyze"]
@@ -55,6 +55,8 @@ def add_command(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--hybrid-layer", action="append", default=[], metavar="NODE",
                    help="keep this node in FP16; repeatable")
     p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
+    p.add_argument("--wide", action="store_true",
+                   help="print the table's full lines (default: cut to $COLUMNS or the terminal width)")
     p.set_defaults(func=cmd_analyze)
 
 
@@ -93,7 +95,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         if tk.auto_hybrid_report is not None and not args.verbose:
             print(tk.auto_hybrid_report.text)
         output_dir = None if args.no_dump else args.output_dir
-        tk.accuracy_analysis(inputs=args.inputs, output_dir=output_dir)
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            tk.accuracy_analysis(inputs=args.inputs, output_dir=output_dir)
+        print(fit_width(table.getvalue().rstrip("\n"), None if args.wide else terminal_width()))
         print(worst_layers(tk.accuracy_report.rows))
         if output_dir is not None:
             print(f"dumps and error_analysis.txt written to {os.path.abspath(output_dir)}")

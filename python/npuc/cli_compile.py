@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
+from npuc.cli_common import ConfigFileError, fit_width, parse_floats, parse_shape, terminal_width
 from npuc.dataset import dataset_files
 from npuc.output_files import JobInputs, check_folder, make_folder, refuse_output
 from npuc.errors import ConfigError
@@ -301,7 +301,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     else:
         report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
     report.inputs = inputs
-    print(report)
+    print(fit_width(str(report), None if args.wide else terminal_width()))
     if args.csv:
         report.to_csv(args.csv)
     if args.json:
@@ -371,6 +371,8 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--plot", metavar="PNG", help="also draw the per-layer time and a roofline into a PNG")
     p.add_argument("--compare-socs", action="store_true",
                    help="one summary line per SoC profile instead of the table")
+    p.add_argument("--wide", action="store_true",
+                   help="print the table's full lines (default: cut to $COLUMNS or the terminal width)")
     p.set_defaults(func=cmd_perf)
 
     p = sub.add_parser("socs", help="list the SoC profiles", description="Lists every SoC profile npuc knows.")

@@ -241,3 +241,15 @@ def test_perf_takes_input_sizes_for_a_dynamic_onnx_model(tmp_path: Path) -> None
     done = npuc_cli("perf", str(path), "--input-size", "1,3,32,32")
     assert done.returncode == 0, done.stderr
     assert "(1,3,32,32)" in done.stdout
+
+
+def test_wide_tables_fit_columns_unless_wide(conv_relu_path: Path) -> None:
+    env = {"COLUMNS": "90"}
+    narrow = subprocess.run([sys.executable, "-m", "npuc", "perf", str(conv_relu_path)], capture_output=True,
+                            text=True, env=dict(os.environ, **env, PYTHONPATH=PACKAGE_PARENT))
+    assert narrow.returncode == 0, narrow.stderr
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 90
+    assert any(line.endswith("…") for line in narrow.stdout.splitlines())
+    wide = subprocess.run([sys.executable, "-m", "npuc", "perf", str(conv_relu_path), "--wide"], capture_output=True,
+                          text=True, env=dict(os.environ, **env, PYTHONPATH=PACKAGE_PARENT))
+    assert max(len(line) for line in wide.stdout.splitlines()) > 90

@@ -94,7 +94,8 @@ def _measure(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> Tup
     worst: Dict[str, Dict[str, Any]] = {}
     outputs = {o["name"] for o in qmodel.outputs}
     output_cos = 1.0
-    for sample in samples:
+    # A per-layer analysis per sample: most of auto hybrid's time on a large model; shown.
+    for sample in _dataset.progress(samples, len(samples), "hybrid: per-layer analysis"):
         for r in qmodel.accuracy_analysis(sample):
             if r["value"] in outputs:
                 output_cos = min(output_cos, _nan_low(r["cosine"]))
@@ -143,7 +144,7 @@ def _output_cosine(model: Model, qmodel: QuantizedModel, samples: Sequence[List[
     runtime = Runtime(model)
     cosines = [
         _nan_low(cosine_similarity(ref, got))
-        for s in samples
+        for s in _dataset.progress(samples, len(samples), "hybrid: output check")
         for ref, got in zip(runtime.run(s), qmodel.run(s))
     ]
     return min(cosines) if cosines else 1.0

@@ -80,6 +80,11 @@ CONFIG_KEYS = (
     "hybrid_layers",
 )
 
+#: RKNN-Toolkit2's init_runtime options that act on a board, with their defaults. npuc accepts
+#: them (a script passes them) and warns when one is set to something else.
+RKNN_BOARD_OPTIONS: Dict[str, Any] = {"device_id": None, "perf_debug": False, "eval_mem": False,
+                                      "async_mode": False, "core_mask": 0, "fallback_prior_device": "cpu"}
+
 #: ``inference(data_format=...)`` values: the array layout of a 4-D input ('auto': its shape decides).
 DATA_FORMATS = ("auto", "nchw", "nhwc")
 
@@ -689,6 +694,7 @@ class Toolkit(RknnOnlyCalls):
         require("init_runtime", self._stage)
         if target is not None:
             raise ConfigError(f"init_runtime(target={shown(target)}): only the host runtime (target=None) is supported")
+        self._check_board_options(kwargs)
         # Validated now (the same rule the runtimes apply); None stays None so the environment
         # variable is read when the run happens.
         self._max_run_bytes = None if max_run_bytes is None else _npuc.max_run_bytes(max_run_bytes)
@@ -890,6 +896,21 @@ class Toolkit(RknnOnlyCalls):
         files = list(files)
         self._new_job(files)
         self._inputs.add_all(files)
+
+    def _check_board_options(self, options: Dict[str, Any]) -> None:
+        """init_runtime's board options (RKNN_BOARD_OPTIONS): an unknown name is refused, a
+        setting that would change what happens on a board is named in a warning (the host
+        simulator's results do not depend on it), never ignored silently."""
+        unknown = sorted(set(options) - set(RKNN_BOARD_OPTIONS))
+        if unknown:
+            raise ConfigError(f"init_runtime: unknown argument(s) {', '.join(shown_key(k) for k in unknown)}; "
+                              f"valid: target, max_run_bytes, {', '.join(RKNN_BOARD_OPTIONS)}")
+        for key, value in options.items():
+            if value not in (None, False, RKNN_BOARD_OPTIONS[key]):
+                self._log.warning("init_runtime(%s=%s) has no effect: npuc runs on the host simulator, whose outputs "
+                                  "do not depend on it%s", key, shown(value),
+                                  "; eval_perf models one core or all with config(single_core_mode)"
+                                  if key == "core_mask" else "")
 
     def _refuse_dynamic_input(self, call: str) -> None:
         """config(dynamic_input=...) with more than one shape set needs a program per set, which

@@ -172,3 +172,15 @@ def test_verbose_prints_a_report_once(conv_relu_path: Path, capfd: pytest.Captur
     out, err = capfd.readouterr()
     line = next(x for x in out.splitlines() if x.startswith("Partition for rk3588"))
     assert (out + err).count(line) == 1
+
+
+def test_init_runtime_board_options_are_named_not_ignored(conv_relu_path: Path,  # noqa: F811
+                                                         capsys: pytest.CaptureFixture) -> None:
+    rknn = RKNN()
+    rknn.load_onnx(model=str(conv_relu_path))
+    assert rknn.init_runtime(core_mask=7) == 0  # RKNN.NPU_CORE_0_1_2
+    assert "init_runtime(core_mask=7) has no effect" in capsys.readouterr().err
+    assert rknn.init_runtime(perf_debug=False, eval_mem=False) == 0
+    assert capsys.readouterr().err == ""
+    assert rknn.init_runtime(cores=2) == -1
+    assert "unknown argument(s) cores;" in capsys.readouterr().err

@@ -25,20 +25,38 @@ FRONTENDS_PENDING = {
 }
 
 
-def _pending_loader(call: str, framework: str) -> Any:
-    def loader(self: Any, *args: Any, **kwargs: Any) -> int:
-        raise NotSupportedError(
-            f"{call}: {framework} models are not supported yet; npuc reads ONNX (load_onnx) and "
-            f"TorchScript (load_pytorch): export the model to ONNX first"
-        )
-
-    loader.__name__ = call
-    loader.__doc__ = f"RKNN-Toolkit2 ``{call}``: {framework} is not supported yet (raises NotSupportedError)."
-    return loader
+def _frontend_pending(call: str) -> NotSupportedError:
+    return NotSupportedError(
+        f"{call}: {FRONTENDS_PENDING[call]} models are not supported yet; npuc reads ONNX (load_onnx) and "
+        f"TorchScript (load_pytorch): export the model to ONNX first"
+    )
 
 
 class RknnOnlyCalls:
     """Mixed into :class:`npuc.Toolkit`: RKNN-Toolkit2 calls without an npuc counterpart."""
+
+    # RKNN-Toolkit2's loaders whose frontends are still to be written, with RKNN's signatures.
+
+    def load_tflite(self, model: Any, input_is_nchw: bool = False) -> int:
+        """RKNN ``load_tflite``: not supported yet (NotSupportedError)."""
+        raise _frontend_pending("load_tflite")
+
+    def load_caffe(self, model: Any, blobs: Any = None, input_name: Any = None) -> int:
+        """RKNN ``load_caffe``: not supported yet (NotSupportedError)."""
+        raise _frontend_pending("load_caffe")
+
+    def load_darknet(self, model: Any, weight: Any = None) -> int:
+        """RKNN ``load_darknet``: not supported yet (NotSupportedError)."""
+        raise _frontend_pending("load_darknet")
+
+    def load_tensorflow(self, tf_pb: Any, inputs: Any = None, input_size_list: Any = None, outputs: Any = None,
+                        input_is_nchw: bool = False) -> int:
+        """RKNN ``load_tensorflow``: not supported yet (NotSupportedError)."""
+        raise _frontend_pending("load_tensorflow")
+
+    def load_keras(self, model: Any) -> int:
+        """RKNN ``load_keras``: not supported yet (NotSupportedError)."""
+        raise _frontend_pending("load_keras")
 
     def get_sdk_version(self) -> str:
         """The toolkit's version. RKNN reports the board's runtime and driver; npuc has neither."""
@@ -74,7 +92,3 @@ class RknnOnlyCalls:
             f"reg_custom_op: custom operators are not supported yet ({type(custom_op).__name__}); a model "
             "that uses one fails to load with the op named"
         )
-
-
-for _call, _framework in FRONTENDS_PENDING.items():
-    setattr(RknnOnlyCalls, _call, _pending_loader(_call, _framework))

@@ -57,7 +57,8 @@ RKNN_EQUIVALENT: Dict[str, str] = {
     "list_devices": "`rknn.list_devices()`; no boards: prints why, returns `([], [])`",
     "export_encrypted_rknn_model": "`rknn.export_encrypted_rknn_model(...)`; refused (NotSupportedError): blobs are "
     "checksummed, not encrypted",
-    "codegen": "`rknn.codegen(output_path, inputs, overwrite)`; not yet (NotSupportedError)",
+    "codegen": "`rknn.codegen(output_path, inputs, overwrite)`; a C++ program on npuc's C++ runtime (CMake), "
+    "not a board demo",
     "reg_custom_op": "`rknn.reg_custom_op(op)`; not yet (NotSupportedError)",
     "load_tflite": "`rknn.load_tflite(model)`; not yet (NotSupportedError)",
     "load_caffe": "`rknn.load_caffe(model, blobs)`; not yet (NotSupportedError)",

@@ -79,13 +79,6 @@ class RknnOnlyCalls:
             "sections digested, so tampering is detected, but its weights are readable); nothing was written"
         )
 
-    def codegen(self, output_path: Any, inputs: Any = None, overwrite: bool = False) -> int:
-        """RKNN's C++ deploy-program generator: not written yet."""
-        raise NotSupportedError(
-            "codegen: generating a C++ deploy program is not supported yet; npuc's C++ library loads a .npub "
-            "with npuc::loadCompiledModel (cpp/compile/compiled_model_io.h); nothing was written"
-        )
-
     def reg_custom_op(self, custom_op: Any) -> int:
         """RKNN's Python custom operators: not supported yet."""
         raise NotSupportedError(

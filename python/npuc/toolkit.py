@@ -881,6 +881,33 @@ class Toolkit(RknnOnlyCalls):
             (quantized if int8 else self._model).export_onnx(tmp)
         return 0
 
+    def codegen(self, output_path: Union[str, os.PathLike], inputs: Optional[Sequence[Any]] = None,
+                overwrite: bool = False) -> int:
+        """Writes a C++ program that runs the built (or loaded) model with npuc's C++ runtime
+        (RKNN-Toolkit2 ``codegen``): ``model.npub``, ``main.cpp``, ``CMakeLists.txt`` finding this
+        npuc build's library, and ``inputs/input_<i>.npy`` from ``inputs`` (image or ``.npy``
+        paths, one per model input). See :mod:`npuc.codegen`.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            NotSupportedError: this npuc has no C++ build tree to link against (a pip install).
+            OutputError: ``output_path`` is a file, or a non-empty folder without ``overwrite``.
+            NpucError: nothing built or loaded; ConfigError: no target_platform.
+        """
+        from npuc import codegen as _codegen
+
+        output_path = Path(arg_check.path("codegen", "output_path", output_path))
+        overwrite = arg_check.flag("codegen", "overwrite", overwrite)
+        compiled = self._compiled("codegen")
+        model_inputs = (self._simulator() or self._ensure_runtime()).inputs
+        _codegen.write_program(output_path, overwrite, self.export_blob, inputs, len(model_inputs), compiled.soc,
+                               self._model_name, "INT8" if compiled.quantized else "FP16")
+        self._emit(f"codegen wrote {output_path}: build with `cmake -S {output_path} -B {output_path}/build && "
+                   f"cmake --build {output_path}/build`")
+        return 0
+
     def _new_job(self, files: Sequence[Any]) -> JobInputs:
         """The inputs of a job that starts by reading `files` ((path, role) pairs), checked against
         the verbose_file before anything is read or logged (see AppendedLog.guard)."""

@@ -24,6 +24,12 @@
 // 1x1 gather Conv. In the downsampling blocks both branches (depthwise Conv -> 1x1 Conv, and a 1x1
 // Conv) absorb the shuffle, and the last shuffle folds into conv5.
 //
+// In the pipeline, fold_channel_permutations runs first: it rebuilds a whole region of shuffles,
+// Slices and Concats between reorderable Convs (ShuffleNetV2's identity path included) without
+// gather Convs or zero columns. This pass keeps what it refuses (a shuffled value that is a graph
+// output, a producer that cannot reorder its channels, a consumer that cannot absorb an order),
+// and runs alone at levels 1-2 for its bit-exact strided-Slice case.
+//
 // Numerics: a folded Conv sums its input channels in a different order, and a permutation Conv
 // multiplies the other channels by 0 (an inf or NaN in one of them would poison the result), so
 // the rewrite may change the last bits: level 3. When every consumer becomes a strided Slice the

@@ -12,7 +12,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
         "extract_common_factor", "canonicalize"}},
       {"fuse",
        {"fuse_layernorm", "fuse_activations", "fuse_hardsigmoid", "fuse_glu", "transpose_reorder",
-        "channel_shuffle_to_conv", "fold_focus"}},
+        "fold_channel_permutations", "channel_shuffle_to_conv", "fold_focus"}},
       {"cleanup", {"dead_code_elimination"}},
   };
   return kPipeline;

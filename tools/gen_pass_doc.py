@@ -7,7 +7,7 @@ disabled (except the clean-up passes an example names), and prints the result. I
 did not fire, or if a registered pass has no example, so the page cannot go stale silently.
 
 Usage (from the repository root, with the extension importable):
-    PYTHONPATH=<build>/pyroot /usr/bin/python3 tools/gen_pass_doc.py [--check]
+    PYTHONPATH=python /usr/bin/python3 tools/gen_pass_doc.py [--check]
 ``--check`` compares with the committed docs/passes.md instead of writing it (exit 1 on a difference).
 """
 
@@ -180,6 +180,26 @@ def channel_shuffle_to_conv() -> onnx.ModelProto:
                    _const("w2", r.standard_normal((8, 8, 1, 1)).astype(np.float32))])
 
 
+def fold_channel_permutations() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("Conv", ["x", "wa"], ["a"], name="conv_a", kernel_shape=[1, 1]),
+         helper.make_node("Conv", ["x", "wb"], ["b0"], name="conv_b", kernel_shape=[1, 1]),
+         helper.make_node("Relu", ["b0"], ["b"], name="relu_b"),
+         helper.make_node("Concat", ["a", "b"], ["c"], name="concat", axis=1),
+         helper.make_node("Reshape", ["c", "s5"], ["g"], name="split_groups"),
+         helper.make_node("Transpose", ["g"], ["t"], name="shuffle", perm=[0, 2, 1, 3, 4]),
+         helper.make_node("Reshape", ["t", "s4"], ["sh"], name="merge_groups"),
+         helper.make_node("Slice", ["sh", "zero", "four", "one"], ["lo"], name="first_half"),
+         helper.make_node("Slice", ["sh", "four", "eight", "one"], ["hi"], name="second_half"),
+         helper.make_node("Conv", ["lo", "wc"], ["y1"], name="conv_c", kernel_shape=[1, 1]),
+         helper.make_node("Conv", ["hi", "wd"], ["y2"], name="conv_d", kernel_shape=[1, 1])]
+    w = [_const(k, r.standard_normal(s).astype(np.float32))
+         for k, s in (("wa", (4, 3, 1, 1)), ("wb", (4, 3, 1, 1)), ("wc", (2, 4, 1, 1)), ("wd", (2, 4, 1, 1)))]
+    return _model(n, [_f("x", [1, 3, 4, 4])], [_f("y1", [1, 2, 4, 4]), _f("y2", [1, 2, 4, 4])],
+                  w + [_i64("s5", [1, 2, 4, 4, 4]), _i64("s4", [1, 8, 4, 4]), _i64("zero", [0]),
+                       _i64("four", [4]), _i64("eight", [8]), _i64("one", [1])])
+
+
 def fold_focus() -> onnx.ModelProto:
     r = _rng()
     nodes, inits, parts = [], [_i64("axes", [2, 3]), _i64("steps", [2, 2]), _i64("ends", [1 << 30, 1 << 30])], []
@@ -288,6 +308,8 @@ class Example:
     mode: str = "pass"
     #: The SoC a target-stage pass rewrites for (``npuc.optimize(..., soc=...)``).
     soc: str = ""
+    #: A paragraph after the note: why the pass is exact, what it measured on the shared models.
+    detail: str = ""
 
 
 EXAMPLES: Dict[str, Example] = {
@@ -314,6 +336,25 @@ EXAMPLES: Dict[str, Example] = {
                               "with zero weights where the cost model says it pays", mode="target"),
     "channel_shuffle_to_conv": Example(channel_shuffle_to_conv, "the Reshape-Transpose-Reshape shuffle is folded "
                                        "into the next Conv's weights (a permutation of its input channels)"),
+    "fold_channel_permutations": Example(
+        fold_channel_permutations, "channel shuffles, Gathers, channel Slices and Concats between Convs become one "
+        "Split per producing Conv and one Concat per consuming Conv (here: ShuffleNetV2 halves of a shuffled "
+        "Concat); the permutations move into the Convs' weight rows and columns",
+        detail=("Each consumer reads exactly the channels it read before (no zero weight columns, no gather "
+                "Conv), so MACs never grow; the pass applies only when fewer data-movement nodes remain. "
+                "Moving a producer's weight rows (and the per-channel Relu after it) is exact; a consumer "
+                "Conv that reads its channels in another order sums them in another order, hence level 3. "
+                "It runs before `channel_shuffle_to_conv`, which keeps the shuffles this pass refuses (a "
+                "region value that is a graph output, a producer that cannot reorder its channels, a "
+                "consumer that cannot absorb an order). On shufflenet_v2_x0_5 (baseline: "
+                "`config(disable_passes=['fold_channel_permutations'])`) it removes the 13 gather Convs, "
+                "every shuffle and every Slice (three regions, one per stage): MACs 55.15 M -> 40.48 M, "
+                "Conv 69 -> 56, Slice 13 -> 0, Split 0 -> 16; eval_perf on rk3588 INT8 992.7 -> 1139.0 FPS "
+                "(FP16 668.9 -> 793.2). INT8 output cosine vs FP32 on the reference input and 7 noisy copies, "
+                "calibrated on those 8: mean 0.98887 -> 0.98934. In INT8 a Split piece keeps its producer's "
+                "scale and is rescaled at the Concat it feeds; one Conv per piece (each piece on its "
+                "Concat's grid) was measured and rejected: 124 tasks instead of 91, 971 FPS."
+                )),
     "fuse_matmul_bias": Example(fuse_matmul_bias, "`MatMul(x, W) + b` with constant W and b becomes one Gemm (Reshapes around it for rank > 2)"),
     "fuse_hardsigmoid": Example(fuse_hardsigmoid, "`Clip(x + 3, 0, 6) * (1/6)` (relu6(x + 3) / 6) becomes one "
                                 "HardSigmoid(alpha = 1/6, beta = 0.5)"),
@@ -390,6 +431,7 @@ def _section(name: str, example: Example) -> str:
     return "\n".join(title + [
         f"{note}. Ran: {ran}; `{name}` fired {fired[name]}x.",
         "",
+        *([example.detail, ""] if example.detail else []),
         "Before:",
         "```",
         model.dump().rstrip(),
@@ -407,7 +449,7 @@ HEADER = """# Graph passes, before and after
 Generated by `tools/gen_pass_doc.py` from the passes themselves: each section imports a tiny model,
 prints the graph (`Model.dump()`), runs `npuc.optimize(model, 3, disable_passes=...)` with only that
 pass enabled (plus the clean-up passes named), and prints the result. Regenerate after changing a
-pass: `PYTHONPATH=<build>/pyroot /usr/bin/python3 tools/gen_pass_doc.py`.
+pass: `PYTHONPATH=python /usr/bin/python3 tools/gen_pass_doc.py`.
 
 Reading a dump: `%name` is a computed value, `$name` a constant, `# name` the node's name; the
 first line lists the graph inputs and the last `return` its outputs.

@@ -49,6 +49,7 @@ built=$(date +%s)
 
 mkdir -p "$PKG/npuc"
 for f in "$REPO"/python/npuc/*.py; do ln -sf "$f" "$PKG/npuc/"; done
+ln -sfn "$REPO/python/npuc/rknn" "$PKG/npuc/rknn"  # subpackages: linked whole
 
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 status=0

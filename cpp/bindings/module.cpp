@@ -65,6 +65,10 @@ PYBIND11_MODULE(_npuc, m) {
   npuc::bindings::bindDataset(m);
   npuc::bindings::bindMemory(m);
   npuc::bindings::bindCompile(m);
+#ifndef NPUC_CMAKE_PACKAGE_DIR
+#define NPUC_CMAKE_PACKAGE_DIR ""
+#endif
+  m.attr("cmake_package_dir") = std::string(NPUC_CMAKE_PACKAGE_DIR);  // "" outside a CMake build tree
   m.def(
       "supported_ops", [] { return npuc::OpRegistry::instance().opTypes(); },
       "Sorted list of the ops npuc can run: ONNX op types, and 'domain.Op' for other domains.");

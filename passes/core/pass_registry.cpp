@@ -20,6 +20,7 @@ std::unique_ptr<Pass> createFuseGluPass();
 std::unique_ptr<Pass> createTransposeReorderPass();
 std::unique_ptr<Pass> createAlignChannelsPass();  // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createChannelShuffleToConvPass();
+std::unique_ptr<Pass> createFoldChannelPermutationsPass();
 std::unique_ptr<Pass> createFoldFocusPass();
 std::unique_ptr<Pass> createFuseMatMulBiasPass();
 std::unique_ptr<Pass> createFuseHardSigmoidPass();
@@ -48,6 +49,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"transpose_reorder", createTransposeReorderPass},
       {"align_channels", createAlignChannelsPass},
       {"channel_shuffle_to_conv", createChannelShuffleToConvPass},
+      {"fold_channel_permutations", createFoldChannelPermutationsPass},
       {"fold_focus", createFoldFocusPass},
       {"fuse_matmul_bias", createFuseMatMulBiasPass},
       {"fuse_hardsigmoid", createFuseHardSigmoidPass},

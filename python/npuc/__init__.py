@@ -12,6 +12,7 @@ from npuc.errors import (
     GraphError,
     InputError,
     ModelLoadError,
+    NotSupportedError,
     NpucError,
     OutputError,
     ResourceError,
@@ -40,4 +41,5 @@ __all__ = [
     "ResourceError",
     "VerificationError",
     "OutputError",
+    "NotSupportedError",
 ]

@@ -7,7 +7,11 @@ and writes what RKNN-Toolkit2's ``accuracy_analysis`` writes:
 * ``output_dir/simulator/<tensor>.npy``: the simulator's value, end to end ("entire");
 * ``output_dir/single/<tensor>.npy``: the simulator's value of that layer alone on its FP32
   inputs quantized with their own parameters ("single");
-* ``output_dir/error_analysis.txt``: the printed table.
+* ``output_dir/error_analysis.txt``: the printed table;
+* ``output_dir/golden/<output>.txt`` and ``output_dir/simulator/<output>.txt`` for each model
+  output: RKNN's text dumps (one value per line, what ``np.genfromtxt`` reads: RKNN's own
+  accuracy_analysis example reads them), next to the ``.npy`` files; only for the outputs,
+  because text takes about 3x the bytes of ``.npy`` and the intermediate dumps are already large.
 
 Tensor names are sanitized for the filesystem (``/``, ``:`` ... become ``_``). How to read the
 table: docs/quantization.md section 10.
@@ -28,7 +32,7 @@ from npuc.errors import InputError, OutputError
 from npuc.messages import shown_path
 from npuc.output_files import JobInputs, atomic_output, make_folder, refuse_output, write_text_output
 
-__all__ = ["AccuracyReport", "analyze", "check_output_dir", "format_table", "input_files", "load_inputs",
+__all__ = ["AccuracyReport", "analyze", "check_output_dir", "format_table", "input_files", "load_inputs", "worst_layers",
            "sanitize_tensor_name", "weight_outlier_report"]
 
 #: Subfolders of output_dir holding the per-tensor dumps, by run.
@@ -45,8 +49,8 @@ class AccuracyReport:
     rows: List[Dict[str, Any]]
     #: The table as printed and written to ``error_analysis.txt``.
     text: str
-    #: Where the dumps and ``error_analysis.txt`` were written.
-    output_dir: Path
+    #: Where the dumps and ``error_analysis.txt`` were written (None: nothing was written).
+    output_dir: Optional[Path]
     #: Tensor name -> file stem used for its dumps.
     files: Dict[str, str] = field(default_factory=dict)
 
@@ -119,6 +123,17 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
                      + [line(b) for b in body] + [rule])
 
 
+def worst_layers(rows: Sequence[Dict[str, Any]], count: int = 10) -> str:
+    """The `count` layers with the lowest single cosine (their own error, not what they inherit):
+    where hybrid_layers pays off first. Rows without a single cosine (inputs) are skipped."""
+    scored = [r for r in rows if r.get("single_cosine") is not None]
+    scored.sort(key=lambda r: r["single_cosine"])
+    lines = [f"worst {min(count, len(scored))} of {len(scored)} layers by single cosine (own error):"]
+    lines += [f"  {_fmt(r['single_cosine'])}  entire {_fmt(r['cosine'])}  {_label(r)} ({r['precision']})"
+              for r in scored[:count]]
+    return "\n".join(lines)
+
+
 def load_inputs(
     inputs: Sequence[Union[str, "os.PathLike[str]", np.ndarray]],
     input_infos: Sequence[Dict[str, Any]],
@@ -173,14 +188,18 @@ def check_output_dir(output_dir: Union[str, "os.PathLike[str]"], inputs: Optiona
     refuse_output(os.path.join(out, "error_analysis.txt"), _DUMP_WHAT, inputs)
 
 
-def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Union[str, "os.PathLike[str]"],
+def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Optional[Union[str, "os.PathLike[str]"]],
             inputs: Optional[JobInputs] = None) -> AccuracyReport:
     """Runs the analysis of `qmodel` (a ``QuantizedModel``) on one sample and writes the dumps
-    and ``error_analysis.txt`` into `output_dir` (created if needed).
+    and ``error_analysis.txt`` into `output_dir` (created if needed; None: the table only, no
+    file, as RKNN-Toolkit2 does for ``output_dir=None``).
 
     No file is written when any of them would replace one of `inputs` (OutputError); each is
     written whole or not at all (npuc.output_files.atomic_output).
     """
+    if output_dir is None:
+        report = qmodel.accuracy_report(list(arrays))
+        return AccuracyReport(rows=report["rows"], text=format_table(report["rows"]), output_dir=None)
     check_output_dir(output_dir, inputs)
     report = qmodel.accuracy_report(list(arrays))
     out = Path(output_dir)
@@ -191,9 +210,17 @@ def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Union[str, "o
         refuse_output(path, _DUMP_WHAT, inputs)
     for folder in DUMP_FOLDERS.values():
         make_folder(out / folder, "the accuracy_analysis dumps")
+    outputs = {info["name"] for info in qmodel.outputs}
+    texts = [(out / folder / f"{stems[name]}.txt", tensor) for run, folder in DUMP_FOLDERS.items() if run != "single"
+             for name, tensor in report[run].items() if name in outputs]
+    for path, _ in texts:
+        refuse_output(path, _DUMP_WHAT, inputs)
     for path, tensor in dumps:
         with atomic_output(path, _DUMP_WHAT, inputs) as tmp:
             np.save(tmp, tensor)
+    for path, tensor in texts:
+        values = np.asarray(tensor, dtype=np.float64).reshape(-1)
+        write_text_output(path, "".join(f"{v:.6f}\n" for v in values), _DUMP_WHAT, inputs)
     text = format_table(report["rows"])
     write_text_output(out / "error_analysis.txt", text + "\n", _DUMP_WHAT, inputs)
     return AccuracyReport(rows=report["rows"], text=text, output_dir=out, files=stems)

@@ -3,8 +3,9 @@
 ``npuc analyze MODEL.onnx -t SOC --dataset ds.txt --inputs a.npy [...] [--output-dir D]`` builds
 the model as ``npuc convert --quantize`` would (optionally with ``--auto-hybrid`` or
 ``--hybrid-layer``), runs ``Toolkit.accuracy_analysis`` on the inputs and prints its table
-(entire and single cosine / Euclidean distance / SQNR per layer); the dumps and
-``error_analysis.txt`` go to ``--output-dir`` (default ``./snapshot``).
+(entire and single cosine / Euclidean distance / SQNR per layer) and the 10 layers with the worst
+single cosine; the dumps and ``error_analysis.txt`` go to ``--output-dir`` (default
+``./snapshot``), or nowhere with ``--no-dump``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import io
 import os
 from typing import Any, Dict
 
-from npuc.cli_common import EXIT_OK, UserError, parse_floats
+from npuc.accuracy import worst_layers
+from npuc.cli_common import EXIT_OK, UserError, fit_width, parse_floats, terminal_width
 from npuc.messages import shown_path
 
 __all__ = ["add_command", "cmd_analyze"]
@@ -37,9 +39,14 @@ def add_command(sub: Any, add_model_args: Any) -> None:
                    help="one .npy or image per model input, in model input order (preprocessed like --dataset)")
     p.add_argument("--output-dir", default="./snapshot", metavar="DIR",
                    help="where the dumps and error_analysis.txt go (default: %(default)s)")
+    p.add_argument("--no-dump", action="store_true",
+                   help="write nothing: print the table and the worst layers only (the dumps hold every "
+                        "activation three times: hundreds of MB for a large input)")
     p.add_argument("--fp16", action="store_true", help="analyse the FP16 build instead of INT8")
-    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
-    p.add_argument("--method", choices=["channel", "layer"])
+    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"],
+                   help="how activation ranges are chosen (config quantized_algorithm; default normal)")
+    p.add_argument("--method", choices=["channel", "layer"],
+                   help="int8 weight scales per output channel or per layer (default channel)")
     p.add_argument("--mean", type=parse_floats, metavar="M,M,M", help="per-channel mean of the input")
     p.add_argument("--std", type=parse_floats, metavar="S,S,S", help="per-channel std of the input")
     p.add_argument("--auto-hybrid", action="store_true",
@@ -48,6 +55,8 @@ def add_command(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--hybrid-layer", action="append", default=[], metavar="NODE",
                    help="keep this node in FP16; repeatable")
     p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
+    p.add_argument("--wide", action="store_true",
+                   help="print the table's full lines (default: cut to $COLUMNS or the terminal width)")
     p.set_defaults(func=cmd_analyze)
 
 
@@ -85,6 +94,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             tk.build(do_quantization=not args.fp16, dataset=args.dataset, auto_hybrid=args.auto_hybrid)
         if tk.auto_hybrid_report is not None and not args.verbose:
             print(tk.auto_hybrid_report.text)
-        tk.accuracy_analysis(inputs=args.inputs, output_dir=args.output_dir)
-        print(f"dumps and error_analysis.txt written to {os.path.abspath(args.output_dir)}")
+        output_dir = None if args.no_dump else args.output_dir
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            tk.accuracy_analysis(inputs=args.inputs, output_dir=output_dir)
+        print(fit_width(table.getvalue().rstrip("\n"), None if args.wide else terminal_width()))
+        print(worst_layers(tk.accuracy_report.rows))
+        if output_dir is not None:
+            print(f"dumps and error_analysis.txt written to {os.path.abspath(output_dir)}")
     return EXIT_OK

@@ -7,10 +7,13 @@ and none imports another back, so the command modules form no import cycle.
 from __future__ import annotations
 
 import argparse
-from typing import List
+import os
+import shutil
+import sys
+from typing import List, Optional
 
 __all__ = ["EXIT_OK", "EXIT_USER_ERROR", "EXIT_INTERNAL_ERROR", "UserError", "ConfigFileError",
-           "parse_shape", "parse_floats"]
+           "parse_shape", "parse_floats", "terminal_width", "fit_width"]
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -58,3 +61,21 @@ def parse_floats(text: str) -> List[float]:
         return [finite_number(v, f"value [{i}]") for i, v in enumerate(values)]
     except ConfigError as e:
         raise argparse.ArgumentTypeError(f"invalid list {shown(text)}: {e}") from None
+
+
+def terminal_width() -> Optional[int]:
+    """The width wide tables are cut to: ``$COLUMNS`` when set, else the terminal's when stdout is
+    one; None (no limit) when the output goes to a file or a pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def fit_width(text: str, width: Optional[int]) -> str:
+    """`text` with every line longer than `width` cut to it, ending in "…" (the tables' last
+    columns are the long layer names); unchanged for width None. ``--wide`` passes None."""
+    if width is None:
+        return text
+    width = max(width, 40)
+    return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in text.split("\n"))

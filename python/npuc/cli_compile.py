@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from npuc.cli_common import ConfigFileError, parse_floats, parse_shape
+from npuc.cli_common import ConfigFileError, fit_width, parse_floats, parse_shape, terminal_width
 from npuc.dataset import dataset_files
 from npuc.output_files import JobInputs, check_folder, make_folder, refuse_output
 from npuc.errors import ConfigError
@@ -277,11 +277,14 @@ def cmd_perf(args: argparse.Namespace) -> int:
     check_output_paths(inputs, csv=args.csv, json=args.json, plot=args.plot)  # before any work
     compiled = None
     if args.model.endswith(".npub"):
+        if args.input_size:
+            raise ConfigFileError("--input-size applies to an ONNX model; a .npub has fixed shapes")
         compiled = npuc._npuc.load_compiled(args.model)
         model, soc, optimize = compiled.model, args.soc or compiled.soc, False
         dtype = "int8" if compiled.quantized else "fp16"
     else:
-        model, soc, dtype, optimize = npuc.Model.load(args.model), args.soc or "rk3588", args.dtype, True
+        model = npuc.Model.load(args.model, input_sizes=args.input_size)
+        soc, dtype, optimize = args.soc or "rk3588", args.dtype, True
     if args.compare_socs:
         print(f"{'SoC':<10}{'time (us)':>12}{'FPS':>10}{'NPU tasks':>11}{'CPU ops':>9}{'DDR KB':>10}")
         for name in npuc._npuc.soc_names():
@@ -298,7 +301,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     else:
         report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
     report.inputs = inputs
-    print(report)
+    print(fit_width(str(report), None if args.wide else terminal_width()))
     if args.csv:
         report.to_csv(args.csv)
     if args.json:
@@ -332,19 +335,26 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("-o", "--output", metavar="PATH", help="the .npub to write (a folder with -i)")
     p.add_argument("--quantize", action="store_true", help="INT8 quantization (needs --dataset)")
     p.add_argument("--dataset", metavar="TXT", help="dataset.txt: one calibration sample per line")
-    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"])
-    p.add_argument("--method", choices=["channel", "layer"])
+    p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"],
+                   help="how activation ranges are chosen from the calibration histograms (config "
+                        "quantized_algorithm; default normal: min/max)")
+    p.add_argument("--method", choices=["channel", "layer"],
+                   help="int8 weight scales per output channel or one per layer (config quantized_method; "
+                        "default channel)")
     p.add_argument("--mean", type=parse_floats, metavar="M,M,M", help="per-channel mean of the input")
     p.add_argument("--std", type=parse_floats, metavar="S,S,S", help="per-channel std of the input")
     p.add_argument("--op-target", action="append", default=[], metavar="NAME=cpu|npu",
                    help="force a node (by name or op type) onto the CPU or the NPU; repeatable")
-    p.add_argument("--optimization-level", type=int, choices=[0, 1, 2, 3])
+    p.add_argument("--optimization-level", type=int, choices=[0, 1, 2, 3],
+                   help="graph passes to run: 0 none, 1-2 only exact ones, 3 all (default 3)")
     p.add_argument("--verify", action="store_true", help="check the optimized graph against the original")
     p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
     p.add_argument("--input-size", type=_shape, action="append", default=[], metavar="SHAPE",
                    help="full shape of one input (e.g. 1,3,224,224); repeat per input")
-    p.add_argument("--input-name", action="append", default=[], metavar="NAME")
-    p.add_argument("--output-name", action="append", default=[], metavar="NAME")
+    p.add_argument("--input-name", action="append", default=[], metavar="NAME",
+                   help="the input --input-size refers to (default: the model's inputs in order); repeatable")
+    p.add_argument("--output-name", action="append", default=[], metavar="NAME",
+                   help="cut the model at this value, which becomes an output; repeatable")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("perf", help="simulated per-layer NPU performance (eval_perf)",
@@ -353,10 +363,16 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("model", help="an .onnx model or a .npub blob")
     p.add_argument("--soc", help="SoC to cost on (default: the blob's, or rk3588 for ONNX)")
     p.add_argument("--dtype", default="int8", choices=["int8", "fp16"], help="NPU data type for an ONNX model")
-    p.add_argument("--csv", metavar="FILE")
-    p.add_argument("--json", metavar="FILE")
-    p.add_argument("--plot", metavar="PNG")
-    p.add_argument("--compare-socs", action="store_true")
+    p.add_argument("--input-size", type=_shape, action="append", default=[], metavar="SHAPE",
+                   help="full shape of one input of an ONNX model with dynamic dims (e.g. 1,3,640,640); "
+                        "repeat per input")
+    p.add_argument("--csv", metavar="FILE", help="also write the per-layer rows as CSV")
+    p.add_argument("--json", metavar="FILE", help="also write the rows and the summary as JSON")
+    p.add_argument("--plot", metavar="PNG", help="also draw the per-layer time and a roofline into a PNG")
+    p.add_argument("--compare-socs", action="store_true",
+                   help="one summary line per SoC profile instead of the table")
+    p.add_argument("--wide", action="store_true",
+                   help="print the table's full lines (default: cut to $COLUMNS or the terminal width)")
     p.set_defaults(func=cmd_perf)
 
     p = sub.add_parser("socs", help="list the SoC profiles", description="Lists every SoC profile npuc knows.")

@@ -2,8 +2,9 @@
 
 Key names are checked by ``Toolkit.config`` against ``CONFIG_KEYS``; this module checks values.
 A ``None`` value always means "the default" and is accepted. Keys that npuc accepts for RKNN
-compatibility but does not act on (``remove_weight``, ``compress_weight``, ...) get a type check
-only, so a script written for RKNN-Toolkit2 still runs.
+compatibility but does not act on (``remove_weight``, ``compress_weight``, ...) get a type check,
+so a script written for RKNN-Toolkit2 still runs, and :func:`inert_settings` names every one set
+away from its default, which ``config()`` logs as a warning: a setting is never ignored silently.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence
 from npuc.errors import ConfigError
 from npuc.messages import shown
 
-__all__ = ["check_config_values", "known_target_platforms", "finite_number", "finite_float32", "OPTIMIZATION_LEVELS",
+__all__ = ["check_config_values", "inert_settings", "known_target_platforms", "finite_number", "finite_float32", "OPTIMIZATION_LEVELS",
            "OP_TARGET_DEVICES", "FLOAT_DTYPES"]
 
 #: ``optimization_level`` values: 0 runs no pass, 1-2 only exact ones, 3 everything (the default).
@@ -34,6 +35,32 @@ _INERT_BOOL_KEYS = (
     "enable_flash_attention",
     "quantize_weight",
 )
+
+
+#: Keys accepted for RKNN compatibility whose non-default values npuc does not act on, with what
+#: happens instead (the warning's text).
+_INERT_EFFECT = {
+    "remove_weight": "the blob keeps its weights",
+    "compress_weight": "weights are stored uncompressed",
+    "model_pruning": "no channels are pruned",
+    "remove_reshape": "the model's Reshapes are kept (graph passes still merge and cancel them)",
+    "sparse_infer": "weights run dense",
+    "enable_flash_attention": "attention runs as its separate ops",
+    "quantize_weight": "weights are quantized only by build(do_quantization=True)",
+    "quantized_hybrid_level": "use hybrid_layers or build(auto_hybrid=True) to keep layers in FP16",
+    "inputs_yuv_fmt": "inputs are taken as the arrays given (no YUV conversion)",
+}
+
+
+def inert_settings(values: Mapping[str, Any]) -> List[str]:
+    """One sentence per key set away from its default that npuc accepts but does not act on."""
+    out = []
+    for key, effect in _INERT_EFFECT.items():
+        value = values.get(key)
+        if value is None or value is False or (key == "quantized_hybrid_level" and value == 0):
+            continue
+        out.append(f"config({key}={shown(value)}) has no effect in npuc: {effect}")
+    return out
 
 
 def _fail(key: str, value: Any, expected: str) -> ConfigError:

@@ -7,10 +7,11 @@ transposed to the model's NCHW) or ``.npy`` arrays (NCHW, NHWC, or either withou
 dimension). Blank lines and lines starting with ``#`` are skipped. The configured mean/std
 normalization is applied to every file, as ``inference`` applies it to its inputs.
 
-Images are not resized: an image must have the model input's height and width. Its size is read
-from the file's header and checked before the pixels are decoded, as is the cap
-:data:`MAX_IMAGE_PIXELS`, so a small file declaring a huge image (a "decompression bomb") is
-refused without decoding it.
+An image whose size differs from the model input's is resized to it (bilinear, as RKNN-Toolkit2
+resizes dataset images: its caffe/mobilenet_v2 example calibrates a 224x224 model on 299x299
+images); ``.npy`` arrays are never resized. An image's size is read from the file's header and
+checked against the cap :data:`MAX_IMAGE_PIXELS` before the pixels are decoded, so a small file
+declaring a huge image (a "decompression bomb") is refused without decoding it.
 
 A Python iterable yields, per sample, one array (single-input model) or a list/tuple of arrays
 (one per input). Those arrays are taken as the model's ready inputs (no normalization).
@@ -37,7 +38,7 @@ from npuc.errors import InputError
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import capped, shown, shown_path
 
-__all__ = ["iterate_samples", "count_samples", "dataset_files", "progress", "sample_array"]
+__all__ = ["iterate_samples", "count_samples", "dataset_files", "fitting_layout", "progress", "sample_array"]
 
 #: File extensions read as images (anything else but ``.npy`` is refused by name).
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -210,8 +211,11 @@ def _read_file(file: Path, where: str, rgb2bgr: bool, info: Dict[str, Any]) -> n
             # Pillow warns about large images when it opens them; npuc refuses those itself below.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(file) as image:  # lazy: reads the header, decodes nothing yet
-                _check_image_size(image.size, file, where, info)
-                hwc = np.asarray(image.convert("RGB"), dtype=np.float32)
+                size = _check_image_size(image.size, file, where, info)
+                rgb = image.convert("RGB")
+                if size != rgb.size:
+                    rgb = rgb.resize(size, Image.BILINEAR)
+                hwc = np.asarray(rgb, dtype=np.float32)
     except Image.DecompressionBombError as e:  # past Pillow's own limit: refused by open() itself
         raise InputError(f"{where}: image '{file}' is refused before decoding: {e} "
                          f"(input '{info['name']}' expects {_expected_image_text(info)})") from None
@@ -219,19 +223,39 @@ def _read_file(file: Path, where: str, rgb2bgr: bool, info: Dict[str, Any]) -> n
         raise InputError(f"{where}: unreadable image {shown_path(file)} ({capped(str(e), 300)})") from None
     if rgb2bgr:
         hwc = hwc[:, :, ::-1]
+    dims = tuple(info["shape"])[-3:]
+    if len(dims) == 3 and dims[2] == 3 and dims[0] != 3:  # an NHWC image input keeps HWC
+        return np.ascontiguousarray(hwc)[np.newaxis]
     return hwc.transpose(2, 0, 1)[np.newaxis]  # HWC -> NCHW with batch 1
 
 
-def _check_image_size(size: Tuple[int, int], file: Path, where: str, info: Dict[str, Any]) -> None:
-    """Refuses, from the header's (width, height), an image that would not fit `info` once decoded
-    (as the NCHW array _read_file makes of it) or that exceeds MAX_IMAGE_PIXELS."""
+def _check_image_size(size: Tuple[int, int], file: Path, where: str, info: Dict[str, Any]) -> Tuple[int, int]:
+    """The (width, height) an image of the header's `size` is read at for input `info`: its own
+    when it fits, else the input's (resized, as RKNN-Toolkit2 resizes dataset images). Refuses an
+    image larger than MAX_IMAGE_PIXELS, and one for an input no RGB image fills (not 3 channels)."""
     width, height = size
-    if _fitting_layout((1, 3, height, width), tuple(info["shape"])) is None:
-        raise InputError(f"{where}: image '{file}' is {width}x{height} pixels, but input '{info['name']}' "
-                         f"expects {_expected_image_text(info)} (images are not resized)")
     if width * height > MAX_IMAGE_PIXELS:
         raise InputError(f"{where}: image '{file}' is {width}x{height} pixels, more than the "
                          f"{MAX_IMAGE_PIXELS} npuc decodes (npuc.dataset.MAX_IMAGE_PIXELS)")
+    if fitting_layout((1, 3, height, width), tuple(info["shape"])) is not None:
+        return width, height
+    target = _image_input_size(tuple(info["shape"]))
+    if target is None:
+        raise InputError(f"{where}: image '{file}' is {width}x{height} pixels, but input '{info['name']}' "
+                         f"expects {_expected_image_text(info)}")
+    return target
+
+
+def _image_input_size(shape: Tuple[Any, ...]) -> Optional[Tuple[int, int]]:
+    """(width, height) of a 3-channel image input, NCHW or NHWC, with or without batch dim of 1."""
+    dims = shape[1:] if len(shape) == 4 and shape[0] == 1 else shape
+    if len(dims) != 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+        return None
+    if dims[0] == 3:
+        return dims[2], dims[1]
+    if dims[2] == 3:
+        return dims[1], dims[0]
+    return None
 
 
 def _expected_image_text(info: Dict[str, Any]) -> str:
@@ -243,7 +267,7 @@ def _expected_image_text(info: Dict[str, Any]) -> str:
     return f"{described}, which no RGB image fills"
 
 
-def _fitting_layout(shape: Tuple[int, ...], expected: Tuple[int, ...]) -> Optional[Tuple[bool, bool]]:
+def fitting_layout(shape: Tuple[int, ...], expected: Tuple[int, ...]) -> Optional[Tuple[bool, bool]]:
     """(add a batch dim, transpose NHWC -> NCHW) that brings an array of `shape` to `expected`, or
     None: the one rule _fit_to_input applies and the image header check predicts."""
     for add_batch in (False, True):
@@ -259,7 +283,7 @@ def _fitting_layout(shape: Tuple[int, ...], expected: Tuple[int, ...]) -> Option
 
 def _fit_to_input(array: np.ndarray, info: Dict[str, Any], where: str) -> np.ndarray:
     """The array in the input's shape: as is, with a batch dim added, or NHWC -> NCHW."""
-    layout = _fitting_layout(tuple(array.shape), tuple(info["shape"]))
+    layout = fitting_layout(tuple(array.shape), tuple(info["shape"]))
     if layout is not None:
         add_batch, transpose = layout
         if add_batch:

@@ -41,4 +41,11 @@ __all__ = [
     "ConfigError",
     "BlobError",
     "ResourceError",
+    "NotSupportedError",
 ]
+
+
+class NotSupportedError(NpucError):
+    """An RKNN-Toolkit2 call or option npuc does not have (yet): a frontend still to be written,
+    a board-only feature, or an RKNN feature npuc does not offer. The message names it and what
+    npuc offers instead; nothing was done."""

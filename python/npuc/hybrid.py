@@ -16,6 +16,7 @@ docs/quantization.md ("Hybrid quantization") shows both flows.
 from __future__ import annotations
 
 import logging
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -56,6 +57,9 @@ CFG_KEYS = ("custom_quantize_layers", "quantize_parameters")
 PARAM_KEYS = ("qtype", "qmethod", "dtype", "min", "max", "scale", "zero_point")
 #: Step 1's files by kind: their suffix after the prefix, and what error messages call them.
 STEP1_SUFFIXES = {"model": ".model", "data": ".data", "cfg": ".quantization.cfg"}
+#: config() settings step 1 records in its .data file for step 2 (which RKNN scripts run in a
+#: fresh object, without config()): the SoC and the preprocessing.
+RECORDED_CONFIG = ("target_platform", "mean_values", "std_values", "quant_img_RGB2BGR")
 STEP1_FILES = {"model": "the hybrid step1 model file", "data": "the hybrid step1 data file",
                "cfg": "the hybrid step1 quantization cfg"}
 
@@ -90,7 +94,8 @@ def _measure(qmodel: QuantizedModel, samples: Sequence[List[np.ndarray]]) -> Tup
     worst: Dict[str, Dict[str, Any]] = {}
     outputs = {o["name"] for o in qmodel.outputs}
     output_cos = 1.0
-    for sample in samples:
+    # A per-layer analysis per sample: most of auto hybrid's time on a large model; shown.
+    for sample in _dataset.progress(samples, len(samples), "hybrid: per-layer analysis"):
         for r in qmodel.accuracy_analysis(sample):
             if r["value"] in outputs:
                 output_cos = min(output_cos, _nan_low(r["cosine"]))
@@ -139,7 +144,7 @@ def _output_cosine(model: Model, qmodel: QuantizedModel, samples: Sequence[List[
     runtime = Runtime(model)
     cosines = [
         _nan_low(cosine_similarity(ref, got))
-        for s in samples
+        for s in _dataset.progress(samples, len(samples), "hybrid: output check")
         for ref, got in zip(runtime.run(s), qmodel.run(s))
     ]
     return min(cosines) if cosines else 1.0
@@ -254,7 +259,8 @@ def step1(
         # a file object: np.savez would append ".npz" to a name
         np.savez(f, names=np.array(names), min=np.array([ranges[n][0] for n in names], np.float32),
                  max=np.array([ranges[n][1] for n in names], np.float32),
-                 algorithm=np.array(algorithm), method=np.array(method))
+                 algorithm=np.array(algorithm), method=np.array(method),
+                 config=np.array(json.dumps({k: config.get(k) for k in RECORDED_CONFIG})))
     write_text_output(paths["cfg"], _cfg_text(custom, ranges, qmodel, worst, method, len(samples)),
                       STEP1_FILES["cfg"], inputs)
     return paths
@@ -294,6 +300,30 @@ def _cfg_text(custom: Dict[str, str], ranges: Dict[str, Tuple[float, float]], qm
     return "\n".join(header) + body
 
 
+def recorded_config(data_input: str) -> Dict[str, Any]:
+    """The config() settings step 1 recorded in its .data file (RECORDED_CONFIG; None where unset),
+    so step 2 in a fresh toolkit builds for the same SoC with the same preprocessing. Empty for a
+    .data file written before they were recorded."""
+    try:
+        with np.load(os.fspath(data_input), allow_pickle=False) as data:
+            if "config" not in data.files:
+                return {}
+            recorded = json.loads(str(data["config"]))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"hybrid_quantization_step2: data_input {shown_path(data_input)} is not a step1 .data file "
+                          f"({capped(str(e), 300)})") from None
+    return {k: v for k, v in recorded.items() if k in RECORDED_CONFIG and v is not None} if isinstance(recorded, dict) else {}
+
+
+def _layers_by_output(model_input: str) -> Dict[str, str]:
+    """Output tensor name -> node name of the step-1 model: RKNN's step-1 tips name the layers to
+    keep in float16 by their output tensor, npuc's cfg lists node names; both are accepted."""
+    import onnx
+
+    proto = onnx.load(os.fspath(model_input))
+    return {out: node.name for node in proto.graph.node for out in node.output if out}
+
+
 def step2(
     model_input: str,
     data_input: str,
@@ -301,6 +331,9 @@ def step2(
     config: Dict[str, Any],
 ) -> Tuple[Model, QuantizedModel]:
     """Rebuilds the model step 1 wrote with the (edited) config: returns the graph and its simulator.
+
+    A ``custom_quantize_layers`` key is a node name or the name of a node's output tensor (RKNN's
+    tips use tensor names, with TensorFlow's ``:0`` suffix or without).
 
     Raises:
         ModelLoadError: a missing or unreadable model file.
@@ -320,13 +353,17 @@ def step2(
     method = config.get("quantized_method") or data_method
     settings_from_config(dict(config, quantized_method=method))  # validates dtype and method
     all_int8 = quantize_from_ranges(model, ranges, method, [])
+    by_output = _layers_by_output(model_input)
+    layers = set()
     for name in custom:
-        if name not in all_int8.node_precisions:
+        layer = name if name in all_int8.node_precisions else by_output.get(name, by_output.get(name.removesuffix(":0")))
+        if layer not in all_int8.node_precisions:
             raise ConfigError(
                 f"{model_quantization_cfg}: custom_quantize_layers.{shown_key(name)}: not a float layer of the model "
-                f"(layers are listed in the '# layers' comment of the cfg)"
+                f"nor the output of one (layers are listed in the '# layers' comment of the cfg)"
             )
-    hybrid = sorted(set(custom) | set(config.get("hybrid_layers") or []))
+        layers.add(layer)
+    hybrid = sorted(layers | set(config.get("hybrid_layers") or []))
     return model, (quantize_from_ranges(model, ranges, method, hybrid) if hybrid else all_int8)
 
 

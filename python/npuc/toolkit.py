@@ -2,8 +2,9 @@
 
 Users of RKNN-Toolkit2 can keep their scripts: method names, argument names and the "return 0 on
 success" convention are the same. Unlike RKNN-Toolkit2, failures raise an :class:`npuc.NpucError`
-subclass naming the problem (a script that checks ``ret != 0`` still works, it just never sees a
-non-zero code).
+subclass naming the problem; :class:`npuc.rknn.RKNN` is the same toolkit with RKNN's failure
+convention (``-1`` or ``None`` and a logged error), for scripts whose error branches should run.
+RKNN calls npuc has no counterpart for raise :class:`npuc.NotSupportedError` (:mod:`npuc.rknn_only`).
 
 ``build`` runs the graph optimizer (and INT8 quantization where available), ``eval_perf`` reports
 simulated per-layer NPU cycles, ``export_blob`` / ``load_blob`` write and verify ``.npub`` files,
@@ -25,14 +26,15 @@ import numpy as np
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
 from npuc import arg_check
-from npuc.config_check import check_config_values, known_target_platforms
-from npuc.dataset import dataset_files
-from npuc.errors import ConfigError, InputError, ModelLoadError, NpucError
+from npuc.config_check import check_config_values, inert_settings, known_target_platforms
+from npuc.dataset import dataset_files, fitting_layout
+from npuc.errors import ConfigError, InputError, ModelLoadError, NotSupportedError, NpucError
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
 from npuc.shapes import check_shapes
 from npuc.output_files import AppendedLog, JobInputs, atomic_output, onnx_external_files, refuse_output, staged_folder
 from npuc.preprocess import InputPreprocessor
+from npuc.rknn_only import RknnOnlyCalls
 from npuc.session import Stage, require
 from npuc.verify import verify_optimization
 
@@ -78,14 +80,19 @@ CONFIG_KEYS = (
     "hybrid_layers",
 )
 
-#: ``inference(data_format=...)`` values: the array layout of a 4-D input.
-DATA_FORMATS = ("nchw", "nhwc")
+#: RKNN-Toolkit2's init_runtime options that act on a board, with their defaults. npuc accepts
+#: them (a script passes them) and warns when one is set to something else.
+RKNN_BOARD_OPTIONS: Dict[str, Any] = {"device_id": None, "perf_debug": False, "eval_mem": False,
+                                      "async_mode": False, "core_mask": 0, "fallback_prior_device": "cpu"}
+
+#: ``inference(data_format=...)`` values: the array layout of a 4-D input ('auto': its shape decides).
+DATA_FORMATS = ("auto", "nchw", "nhwc")
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]
 Shape = Sequence[int]
 
 
-class Toolkit:
+class Toolkit(RknnOnlyCalls):
     """One model's trip through npuc, in RKNN-Toolkit2's order.
 
     Usable as a context manager, which calls :meth:`release` on exit::
@@ -171,6 +178,9 @@ class Toolkit:
             **kwargs: any other RKNN-Toolkit2 config key (:data:`CONFIG_KEYS`), stored for later
                 stages.
 
+        Each call replaces the whole configuration (as RKNN-Toolkit2's does): a key not passed
+        again returns to its default, and a warning names the settings that were dropped.
+
         Returns:
             0 on success.
 
@@ -192,14 +202,18 @@ class Toolkit:
             target_platform = target_platform.lower()
         check_config_values(dict(kwargs, quant_img_RGB2BGR=quant_img_RGB2BGR))
         preprocessor = InputPreprocessor(mean_values, std_values)  # validates before storing
-        self._config.update(kwargs)
-        self._config.update(
-            target_platform=target_platform,
-            mean_values=mean_values,
-            std_values=std_values,
-            quant_img_RGB2BGR=bool(quant_img_RGB2BGR),
-        )
+        # Each call replaces the whole configuration, as in RKNN-Toolkit2 (every key of its config()
+        # has a default); settings the new call drops are named, never lost silently.
+        config = dict(kwargs, target_platform=target_platform, mean_values=mean_values, std_values=std_values,
+                      quant_img_RGB2BGR=bool(quant_img_RGB2BGR))
+        dropped = sorted(k for k, v in self._config.items() if v not in (None, False) and config.get(k) in (None, False))
+        if dropped:
+            self._log.warning("config() replaces the previous configuration, as in RKNN-Toolkit2; no longer set: %s "
+                              "(pass every setting in one call)", ", ".join(dropped))
+        self._config = config
         self._preprocessor = preprocessor
+        for sentence in inert_settings(config):
+            self._log.warning("%s", sentence)
         self._log.info("config: %s", {k: v for k, v in self._config.items() if v is not None})
         return 0
 
@@ -320,6 +334,7 @@ class Toolkit:
         dump_dir = arg_check.optional_path("build", "dump_dir", dump_dir)
         _check_dataset("build", dataset)
         arg_check.one_of("build", "rknn_batch_size", rknn_batch_size, (None, 1))  # RKNN compatibility
+        self._refuse_dynamic_input("build")
         self._preprocessor.check_model((self._float_model or self._model).inputs)
         level = self._config.get("optimization_level")
         level = 3 if level is None else level
@@ -458,6 +473,12 @@ class Toolkit:
         model_quantization_cfg = arg_check.path(call, "model_quantization_cfg", model_quantization_cfg)
         job = self._new_job([(model_input, "the hybrid model_input"), (data_input, "the hybrid data_input"),
                              (model_quantization_cfg, "the hybrid model_quantization_cfg")])
+        # What step 1 recorded (SoC, mean/std, RGB2BGR) applies where config() did not set it: RKNN's
+        # step2 script runs in a fresh object and exports without calling config().
+        for key, value in hybrid.recorded_config(data_input).items():
+            if self._config.get(key) in (None, False):
+                self._config[key] = value
+        self._preprocessor = InputPreprocessor(self._config.get("mean_values"), self._config.get("std_values"))
         model, quantized = hybrid.step2(model_input, data_input, model_quantization_cfg, self._config)
         self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
@@ -472,7 +493,7 @@ class Toolkit:
     def accuracy_analysis(
         self,
         inputs: Sequence[Any],
-        output_dir: Union[str, os.PathLike] = "./snapshot",
+        output_dir: Optional[Union[str, os.PathLike]] = "./snapshot",
         target: Optional[str] = None,
         device_id: Optional[str] = None,
     ) -> int:
@@ -487,7 +508,8 @@ class Toolkit:
         Args:
             inputs: one entry per model input: a ``.npy`` / image path (preprocessed like a
                 calibration sample: mean/std, RGB2BGR) or an already preprocessed array.
-            output_dir: where the dumps and the table go (created if needed).
+            output_dir: where the dumps and the table go (created if needed); None prints the
+                table and writes nothing (RKNN's hybrid example passes None).
             target, device_id: RKNN compatibility; only the host simulator (None) exists.
 
         Returns:
@@ -499,12 +521,13 @@ class Toolkit:
         if target is not None or device_id is not None:
             raise ConfigError(f"accuracy_analysis(target={shown(target)}, device_id={shown(device_id)}): only the host "
                               f"simulator (target=None) is supported")
-        output_dir = arg_check.path("accuracy_analysis", "output_dir", output_dir)
+        output_dir = arg_check.optional_path("accuracy_analysis", "output_dir", output_dir)
         simulator = self._simulator()
         if simulator is None:
             raise NpucError("accuracy_analysis needs a built model: call build() (or hybrid_quantization_step2) first")
         self._add_inputs(accuracy.input_files(inputs))
-        accuracy.check_output_dir(output_dir, self._inputs)
+        if output_dir is not None:
+            accuracy.check_output_dir(output_dir, self._inputs)
         arrays = accuracy.load_inputs(inputs, simulator.inputs, self._preprocessor.apply,
                                       bool(self._config.get("quant_img_RGB2BGR")))
         self.accuracy_report = accuracy.analyze(simulator, arrays, output_dir, self._inputs)
@@ -671,6 +694,7 @@ class Toolkit:
         require("init_runtime", self._stage)
         if target is not None:
             raise ConfigError(f"init_runtime(target={shown(target)}): only the host runtime (target=None) is supported")
+        self._check_board_options(kwargs)
         # Validated now (the same rule the runtimes apply); None stays None so the environment
         # variable is read when the run happens.
         self._max_run_bytes = None if max_run_bytes is None else _npuc.max_run_bytes(max_run_bytes)
@@ -702,9 +726,11 @@ class Toolkit:
 
         Args:
             inputs: one array per model input, in order (a single array for a one-input model).
-            data_format: ``'nchw'`` (the default: arrays already in the model's layout) or
-                ``'nhwc'`` (4-D inputs are transposed to NCHW first); one string for all inputs
-                or one per input.
+            data_format: the layout of a 4-D input's array: ``'auto'`` (the default: the
+                array's shape decides: the model's NCHW shape as is, an NHWC image such as
+                cv2/PIL give transposed, either without the batch dim given one; where both
+                layouts fit, H = W = C, NCHW), ``'nchw'`` (as is) or ``'nhwc'`` (transposed; a
+                3-D HWC array gets a batch dim); one string for all inputs or one per input.
             inputs_pass_through: per input, 1 to feed the array exactly as given (no layout
                 change, no mean/std), 0 (the default) to preprocess it.
 
@@ -723,7 +749,7 @@ class Toolkit:
         runtime = self._simulator() or self._ensure_runtime()  # the NPU simulator once built
         expected = runtime.inputs
         arrays = _as_input_list(inputs, len(expected))
-        formats = _per_input("data_format", data_format, len(arrays), "nchw", DATA_FORMATS)
+        formats = _per_input("data_format", data_format, len(arrays), "auto", DATA_FORMATS)
         passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0, (0, 1))
         feeds = []
         for i, (x, info) in enumerate(zip(arrays, expected)):
@@ -731,7 +757,7 @@ class Toolkit:
             if passes[i]:
                 feeds.append(coerce_input(x, info, where))
                 continue
-            x = _to_nchw(x, formats[i], info)
+            x = _to_nchw(x, formats[i], info, where)
             feeds.append(coerce_input(x, info, where, partial(self._preprocessor.apply, i, info=info)))
         return runtime.run(feeds, max_run_bytes=self._max_run_bytes)
 
@@ -855,6 +881,33 @@ class Toolkit:
             (quantized if int8 else self._model).export_onnx(tmp)
         return 0
 
+    def codegen(self, output_path: Union[str, os.PathLike], inputs: Optional[Sequence[Any]] = None,
+                overwrite: bool = False) -> int:
+        """Writes a C++ program that runs the built (or loaded) model with npuc's C++ runtime
+        (RKNN-Toolkit2 ``codegen``): ``model.npub``, ``main.cpp``, ``CMakeLists.txt`` finding this
+        npuc build's library, and ``inputs/input_<i>.npy`` from ``inputs`` (image or ``.npy``
+        paths, one per model input). See :mod:`npuc.codegen`.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            NotSupportedError: this npuc has no C++ build tree to link against (a pip install).
+            OutputError: ``output_path`` is a file, or a non-empty folder without ``overwrite``.
+            NpucError: nothing built or loaded; ConfigError: no target_platform.
+        """
+        from npuc import codegen as _codegen
+
+        output_path = Path(arg_check.path("codegen", "output_path", output_path))
+        overwrite = arg_check.flag("codegen", "overwrite", overwrite)
+        compiled = self._compiled("codegen")
+        model_inputs = (self._simulator() or self._ensure_runtime()).inputs
+        _codegen.write_program(output_path, overwrite, self.export_blob, inputs, len(model_inputs), compiled.soc,
+                               self._model_name, "INT8" if compiled.quantized else "FP16")
+        self._emit(f"codegen wrote {output_path}: build with `cmake -S {output_path} -B {output_path}/build && "
+                   f"cmake --build {output_path}/build`")
+        return 0
+
     def _new_job(self, files: Sequence[Any]) -> JobInputs:
         """The inputs of a job that starts by reading `files` ((path, role) pairs), checked against
         the verbose_file before anything is read or logged (see AppendedLog.guard)."""
@@ -871,10 +924,44 @@ class Toolkit:
         self._new_job(files)
         self._inputs.add_all(files)
 
+    def _check_board_options(self, options: Dict[str, Any]) -> None:
+        """init_runtime's board options (RKNN_BOARD_OPTIONS): an unknown name is refused, a
+        setting that would change what happens on a board is named in a warning (the host
+        simulator's results do not depend on it), never ignored silently."""
+        unknown = sorted(set(options) - set(RKNN_BOARD_OPTIONS))
+        if unknown:
+            raise ConfigError(f"init_runtime: unknown argument(s) {', '.join(shown_key(k) for k in unknown)}; "
+                              f"valid: target, max_run_bytes, {', '.join(RKNN_BOARD_OPTIONS)}")
+        for key, value in options.items():
+            if value not in (None, False, RKNN_BOARD_OPTIONS[key]):
+                self._log.warning("init_runtime(%s=%s) has no effect: npuc runs on the host simulator, whose outputs "
+                                  "do not depend on it%s", key, shown(value),
+                                  "; eval_perf models one core or all with config(single_core_mode)"
+                                  if key == "core_mask" else "")
+
+    def _refuse_dynamic_input(self, call: str) -> None:
+        """config(dynamic_input=...) with more than one shape set needs a program per set, which
+        npuc does not build yet: refused rather than building one shape and ignoring the rest."""
+        sets = self._config.get("dynamic_input")
+        if sets:
+            raise NotSupportedError(
+                f"{call}: config(dynamic_input=...) lists {len(sets)} input-shape set(s); npuc builds one input "
+                f"shape per model (not several yet): build once per shape, fixing it with "
+                f"load_onnx(..., input_size_list=[...]), and drop dynamic_input"
+            )
+
     def _emit(self, text: str) -> None:
-        """Prints a report block (RKNN prints its build reports too) and logs it."""
+        """Prints a report block (RKNN prints its build reports too) and logs it to the
+        verbose_file; not through the verbose stderr log, which would show it twice."""
         print(text, flush=True)
-        self._log.info("%s", text)
+        self._log_to_files(text)
+
+    def _log_to_files(self, text: str) -> None:
+        """Writes `text` to the verbose_file (if any), formatted like every other logged line."""
+        record = self._log.makeRecord(self._log.name, logging.INFO, __file__, 0, "%s", (text,), None)
+        for handler in self._log.handlers:
+            if isinstance(handler, AppendedLog):
+                handler.handle(record)
 
     # ------------------------------------------------------------------ introspection
 
@@ -978,13 +1065,24 @@ def _per_input(what: str, value: Any, count: int, default: Any, choices: Sequenc
     return [v.lower() if isinstance(v, str) else int(v) for v in values]
 
 
-def _to_nchw(x: Any, data_format: str, info: Dict[str, Any]) -> Any:
-    """`x` transposed NHWC -> NCHW for data_format 'nhwc' and a 4-D input (already checked by _per_input)."""
-    if data_format == "nhwc" and len(info["shape"]) == 4:
-        x = as_array(x, info, "inference input")
-        if x.ndim != 4:
-            raise InputError(
-                f"input '{info['name']}' expects a 4-D NHWC array for data_format='nhwc', got shape {list(x.shape)}"
-            )
-        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
-    return x
+def _to_nchw(x: Any, data_format: str, info: Dict[str, Any], where: str) -> Any:
+    """`x` in the model's NCHW layout, for a 4-D input (data_format already checked by _per_input):
+    'nhwc' transposes (a 3-D HWC array gets its batch dim first); 'auto' (the default) lets the
+    array's shape decide, as calibration .npy files do: the model's shape as is, an NHWC array
+    transposed, either without the batch dim given one. Other inputs pass unchanged."""
+    if len(info["shape"]) != 4 or data_format == "nchw":
+        return x
+    x = as_array(x, info, where)
+    if data_format == "auto":
+        layout = fitting_layout(tuple(x.shape), tuple(info["shape"]))
+        if layout is None:
+            return x  # coerce_input names the shape it expects
+        add_batch, transpose = layout
+    else:
+        add_batch, transpose = x.ndim == 3, True
+        if x.ndim not in (3, 4):
+            raise InputError(f"input '{info['name']}' expects a 4-D NHWC (or 3-D HWC) array for data_format='nhwc', "
+                             f"got shape {list(x.shape)}")
+    if add_batch:
+        x = x[np.newaxis]
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if transpose else x

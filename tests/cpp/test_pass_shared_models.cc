@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "frontend/onnx_import.h"
+#include "opset/macs.h"
 #include "pass_test_util.h"
 #include "passes/optimize.h"
 #include "reference_npz.h"
@@ -25,15 +26,19 @@ class PassSharedModels : public ::testing::Test {
       NPUC_SKIP_MISSING_DEP("shared models folder not found (set NPUC_SHARED_MODELS)");
   }
 
-  // Imports and optimizes `name`.onnx, checks it against its reference, and returns it.
-  std::unique_ptr<Graph> optimizedAndChecked(const std::string& name) {
+  // Imports and optimizes `name`.onnx (without `disabled`), checks it against its reference, and
+  // returns it.
+  std::unique_ptr<Graph> optimizedAndChecked(const std::string& name,
+                                             std::vector<std::string> disabled = {}) {
     const testing::fs::path onnx = dir_ / (name + ".onnx");
     if (!testing::fs::exists(onnx)) {
       ADD_FAILURE() << "missing " << onnx;
       return nullptr;
     }
     auto g = importOnnxFile(onnx.string());
-    report_ = optimize(*g);
+    OptimizeOptions options;
+    options.disable_passes = std::move(disabled);
+    report_ = optimize(*g, options);
     g->verify();
     testing::TempDir scratch;
     const testing::ReferenceData ref = testing::loadReferenceNpz(dir_ / (name + ".ref.npz"), scratch.path());
@@ -114,11 +119,34 @@ TEST_F(PassSharedModels, ShuffleNetHasNoChannelShuffleLeft) {
   ASSERT_TRUE(g);
   std::cout << "shufflenet_v2_x0_5 imported:  " << opHistogram(*imported) << "\n"
             << "shufflenet_v2_x0_5 optimized: " << opHistogram(*g) << "\n";
+  // One channel region per stage: every shuffle, Slice and gather leaves; each branch's last Conv
+  // is split by the block its channels leave the identity path at, each branch's first Conv reads
+  // one Concat (4 + 8 + 4 blocks: 16 Splits, 16 Concats). No Conv is added.
+  EXPECT_EQ(report_.changesBy("fold_channel_permutations"), 3u) << report_.toText();
+  EXPECT_EQ(report_.changesBy("channel_shuffle_to_conv"), 0u) << report_.toText();
+  for (const char* op : {"Reshape", "Transpose", "Slice", "Gather"}) EXPECT_EQ(countOps(*g, op), 0u) << op;
+  EXPECT_EQ(countOps(*g, "Split"), 16u);
+  EXPECT_EQ(countOps(*g, "Concat"), 16u);
+  EXPECT_EQ(countOps(*g, "Conv"), countOps(*imported, "Conv"));
+}
+
+int64_t totalMacs(const Graph& g) {
+  int64_t macs = 0;
+  for (const Node* n : g.nodes()) macs += nodeMacs(*n);
+  return macs;
+}
+
+TEST_F(PassSharedModels, ShuffleNetWithoutPermutationFoldingKeepsGatherConvsAndMoreMacs) {
+  // channel_shuffle_to_conv alone: one 1x1 gather Conv per stride-1 block (13) and zero weight
+  // columns in the branch Convs; fold_channel_permutations removes both.
+  auto folded = optimizedAndChecked("shufflenet_v2_x0_5");
+  auto shuffled = optimizedAndChecked("shufflenet_v2_x0_5", {"fold_channel_permutations"});
+  ASSERT_TRUE(folded && shuffled);
   EXPECT_EQ(report_.changesBy("channel_shuffle_to_conv"), 16u) << report_.toText();
-  for (const Node* n : g->nodes()) {
-    EXPECT_FALSE(n->opType() == "Transpose" && n->output()->rank() == 5) << "5-D Transpose " << n->name();
-    EXPECT_FALSE(n->opType() == "Reshape" && n->output()->rank() == 5) << "5-D Reshape " << n->name();
-  }
+  EXPECT_EQ(countOps(*shuffled, "Conv"), countOps(*folded, "Conv") + 13u);
+  EXPECT_LT(totalMacs(*folded), totalMacs(*shuffled));
+  std::cout << "shufflenet_v2_x0_5 MACs: " << totalMacs(*shuffled) << " with channel_shuffle_to_conv alone, "
+            << totalMacs(*folded) << " with fold_channel_permutations\n";
 }
 
 TEST_F(PassSharedModels, YoloFocusBecomesOneStrideTwoConv) {

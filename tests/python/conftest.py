@@ -13,6 +13,10 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# The CLI cuts wide tables to $COLUMNS: tests read whole lines, whatever terminal runs them (the
+# test of the cutting sets it for its own subprocess).
+os.environ.pop("COLUMNS", None)
+
 try:
     import npuc  # noqa: F401
 except ImportError:

@@ -219,3 +219,45 @@ def test_convert_prints_no_progress_bar_when_piped(conv_relu_path: Path, tmp_pat
                  "--dataset", str(tmp_path / "ds.txt"))
     assert r.returncode == 0, r.stderr
     assert "\r" not in r.stderr and "calibrating" not in r.stderr
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    """Issue #23: convert --algorithm, perf --csv, ... printed no explanation in --help."""
+    import argparse
+
+    from npuc.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    missing = [f"{name} {'/'.join(action.option_strings) or action.dest}"
+               for name, sub in commands.items() for action in sub._actions
+               if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]
+    assert missing == []
+
+
+def test_perf_takes_input_sizes_for_a_dynamic_onnx_model(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3, "h", "w"])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "dyn.onnx"
+    onnx.save(model, str(path))
+    done = npuc_cli("perf", str(path), "--input-size", "1,3,32,32")
+    assert done.returncode == 0, done.stderr
+    assert "(1,3,32,32)" in done.stdout
+
+
+def test_wide_tables_fit_columns_unless_wide(conv_relu_path: Path) -> None:
+    env = {"COLUMNS": "90"}
+    narrow = subprocess.run([sys.executable, "-m", "npuc", "perf", str(conv_relu_path)], capture_output=True,
+                            text=True, env=dict(os.environ, **env, PYTHONPATH=PACKAGE_PARENT))
+    assert narrow.returncode == 0, narrow.stderr
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 90
+    assert any(line.endswith("…") for line in narrow.stdout.splitlines())
+    wide = subprocess.run([sys.executable, "-m", "npuc", "perf", str(conv_relu_path), "--wide"], capture_output=True,
+                          text=True, env=dict(os.environ, **env, PYTHONPATH=PACKAGE_PARENT))
+    assert max(len(line) for line in wide.stdout.splitlines()) > 90

@@ -15,6 +15,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
+from typing import Tuple
 
 import numpy as np
 import onnx
@@ -62,15 +63,40 @@ def test_decompression_bomb_past_pillows_limit_is_an_input_error(tmp_path: Path)
     assert "input 'x' expects 8x8 pixels (float32[1, 3, 8, 8])" in message
 
 
-def test_wrong_size_is_refused_from_the_header(tmp_path: Path) -> None:
-    """10000 x 10000 = 100 M pixels (Pillow only warns): refused for its size, before decoding."""
+def test_oversized_image_is_refused_from_the_header(tmp_path: Path) -> None:
+    """10000 x 10000 = 100 M pixels (Pillow only warns): refused for its size, before decoding,
+    although a smaller image would be resized to the input."""
     listing = dataset_of(tmp_path, write_blank_png(tmp_path / "big.png", 10000, 10000))
     start = time.monotonic()
     with pytest.raises(npuc.InputError, match=(
-            rf"dataset '.*dataset.txt' line 2: image '.*big.png' is 10000x10000 pixels, but input 'x' expects 8x8 "
-            r"pixels \(float32\[1, 3, 8, 8\]\) \(images are not resized\)$")):
+            rf"dataset '.*dataset.txt' line 2: image '.*big.png' is 10000x10000 pixels, more than the "
+            rf"{MAX_IMAGE_PIXELS} npuc decodes")):
         next(iterate_samples(str(listing), [INPUT_8x8]))
     assert time.monotonic() - start < 1.0  # decoding it takes seconds
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 8, 6), (1, 8, 6, 3)])
+def test_an_image_of_another_size_is_resized_to_the_input(tmp_path: Path, shape: Tuple[int, ...]) -> None:
+    """As RKNN-Toolkit2 does (its caffe/mobilenet_v2 example calibrates 224x224 on 299x299 images):
+    bilinear to the input's width x height, NCHW or NHWC input."""
+    from PIL import Image
+
+    pixels = np.random.default_rng(0).integers(0, 256, (11, 13, 3), dtype=np.uint8)
+    Image.fromarray(pixels, "RGB").save(tmp_path / "photo.png")
+    listing = dataset_of(tmp_path, tmp_path / "photo.png")
+    (x,) = next(iterate_samples(str(listing), [{"name": "x", "dtype": "float32", "shape": shape}]))
+    want = np.asarray(Image.fromarray(pixels, "RGB").resize((6, 8), Image.BILINEAR), dtype=np.float32)
+    assert x.shape == shape
+    hwc = x[0] if shape[-1] == 3 else x[0].transpose(1, 2, 0)
+    np.testing.assert_array_equal(hwc, want)
+
+
+def test_an_image_for_an_input_no_rgb_image_fills_is_refused(tmp_path: Path) -> None:
+    listing = dataset_of(tmp_path, write_blank_png(tmp_path / "small.png", 10, 10))
+    info = {"name": "x", "dtype": "float32", "shape": (1, 4, 8, 8)}
+    with pytest.raises(npuc.InputError, match=r"image '.*small.png' is 10x10 pixels, but input 'x' expects "
+                       r"float32\[1, 4, 8, 8\], which no RGB image fills"):
+        next(iterate_samples(str(listing), [info]))
 
 
 def test_image_over_the_pixel_cap_is_refused_even_when_the_input_matches(tmp_path: Path) -> None:

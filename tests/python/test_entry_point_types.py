@@ -82,7 +82,7 @@ TOOLKIT_CASES = [
     ("build", "loaded", {"dataset": [X], "dump_dir": 7}, npuc.ConfigError, r"build\(dump_dir=...\): expected a path"),
     # inference
     ("inference", "loaded", {"inputs": 3.5}, npuc.InputError, r"inputs must be a list of arrays, got float"),
-    ("inference", "loaded", {"inputs": [X], "data_format": 1.5}, npuc.InputError, r"data_format: expected one of 'nchw', 'nhwc'"),
+    ("inference", "loaded", {"inputs": [X], "data_format": 1.5}, npuc.InputError, r"data_format: expected one of 'auto', 'nchw', 'nhwc'"),
     ("inference", "loaded", {"inputs": [X], "data_format": ["nchw", "nhwc"]}, npuc.InputError, r"data_format has 2 entries for 1 input"),
     ("inference", "loaded", {"inputs": [X], "inputs_pass_through": "yes"}, npuc.InputError, r"inputs_pass_through: expected one of 0, 1"),
     ("inference", "built", {"inputs": [X.astype(np.complex64)]}, npuc.InputError, r"dtype complex64 is not accepted"),
@@ -92,7 +92,7 @@ TOOLKIT_CASES = [
     ("eval_memory", "built", {"is_print": None}, npuc.ConfigError, r"eval_memory\(is_print=...\): expected True or False"),
     # accuracy_analysis
     ("accuracy_analysis", "built", {"inputs": 5}, npuc.InputError, r"inputs must be a list of arrays or file paths, got int"),
-    ("accuracy_analysis", "built", {"inputs": [X], "output_dir": None}, npuc.ConfigError, r"accuracy_analysis\(output_dir=...\): expected a path"),
+    ("accuracy_analysis", "built", {"inputs": [X], "output_dir": 7}, npuc.ConfigError, r"accuracy_analysis\(output_dir=...\): expected a path"),
     ("accuracy_analysis", "built", {"inputs": [X], "target": "rk3588"}, npuc.ConfigError, r"only the host simulator"),
     # hybrid quantization
     ("hybrid_quantization_step1", "loaded", {"dataset": [X], "proposal": 1}, npuc.ConfigError, r"proposal=...\): expected True or False"),

@@ -3,23 +3,25 @@ with npuc's bit-exact INT8 simulator on the same input.
 
 Differences are measured in output steps (LSB): ``|ours - ort| / s_out`` with ``s_out`` the
 output's quantization scale (both sides are dequantized int8, so this is an integer up to float
-rounding). Criterion, for the small CNN below, shufflenet_v2_x0_5 and mobilenet_v2 cut after its
-first residual block (10 convs):
+rounding). Criterion, for the small CNN below and mobilenet_v2 cut after its first residual block
+(10 convs):
 
 * at least ``MIN_WITHIN_ONE_LSB`` (99%) of the output elements differ by at most 1 LSB, and
 * no element differs by more than ``MAX_LSB`` (2) steps.
 
-Measured (ORT 1.30, node): small CNN and shufflenet 100% identical; the mobilenet_v2 prefix
-99.99% within 1 LSB, max 2. Differences start as near-ties: ORT requantizes with a float32
-multiplier and rounds half to even, our requantization uses a Q31 multiplier with one rounding
-half away from zero (the one mismatch of mobilenet_v2's first conv is acc * M = 59.4999977,
-which we round to 59 and ORT to 60).
+Measured (ORT 1.30, node): small CNN 100% identical; the mobilenet_v2 prefix 99.99% within 1 LSB,
+max 2. Differences start as near-ties: ORT requantizes with a float32 multiplier and rounds half to
+even, our requantization uses a Q31 multiplier with one rounding half away from zero (the one
+mismatch of mobilenet_v2's first conv is acc * M = 59.4999977, which we round to 59 and ORT to 60).
 
-The full mobilenet_v2 (52 convs, random weights) is chaotic at the LSB level: moving *one* input
-element by one step changes about half of the simulator's own outputs by more than 1 LSB, so
-ORT's rare near-tie differences grow the same way (measured 55% within 1 LSB, max 7). For it the
-criterion is on the signal instead: cosine(ORT, simulator) >= ``MIN_FULL_MODEL_COSINE`` and ORT's
-cosine to FP32 within ``MAX_COSINE_GAP`` of the simulator's.
+Deep models are chaotic at the LSB level: moving *one* input element by one step changes a quarter
+to a half of the simulator's own outputs by more than 1 LSB, so ORT's rare near-tie differences
+grow the same way. Full mobilenet_v2 (52 convs, random weights): 55% within 1 LSB, max 7.
+shufflenet_v2_x0_5 on its reference input and 5 noisy copies: identical on 4 of 6 without
+fold_channel_permutations and 3 of 6 with it; the others 45-89% within 1 LSB, max 4-10, while the
+simulator's one-step response reaches max 6. For these two the criterion is on the signal:
+cosine(ORT, simulator) >= ``MIN_FULL_MODEL_COSINE`` (measured >= 0.998 on all 12 shufflenet runs)
+and ORT's cosine to FP32 within ``MAX_COSINE_GAP`` of the simulator's (measured <= 0.0008).
 
 Skipped (with the reason) only when node or onnxruntime-node is absent
 (``tools/install_deps.sh test`` installs it into bench/).
@@ -183,24 +185,11 @@ def test_small_cnn_qdq_matches_simulator_in_ort(tmp_path: Path) -> None:
     _assert_criterion("small_cnn", _compare("small_cnn", model, x, tmp_path))
 
 
-def test_shufflenet_qdq_matches_simulator_in_ort(tmp_path: Path) -> None:
-    _require_ort()
-    model, x = _shared_model("shufflenet_v2_x0_5")
-    _assert_criterion("shufflenet_v2_x0_5", _compare("shufflenet_v2_x0_5", model, x, tmp_path))
-
-
-def test_mobilenet_first_block_qdq_matches_simulator_in_ort(tmp_path: Path) -> None:
-    _require_ort()
-    model, x = _shared_model("mobilenet_v2", [MOBILENET_FIRST_BLOCK])
-    _assert_criterion("mobilenet_v2 first block", _compare("mobilenet_v2_block", model, x, tmp_path))
-
-
-def test_full_mobilenet_qdq_keeps_the_simulators_signal_in_ort(tmp_path: Path) -> None:
-    """End to end, LSB differences are as large as the simulator's own response to moving one
-    input element by one step (printed as the peer); the outputs must carry the same signal."""
-    _require_ort()
-    model, x = _shared_model("mobilenet_v2")
-    qmodel, (ort,), (ours,) = _export_and_run("mobilenet_v2", model, x, tmp_path)
+def _assert_signal_kept(name: str, model: npuc.Model, x: np.ndarray, tmp_path: Path) -> None:
+    """End to end on a deep model, LSB differences are as large as the simulator's own response to
+    moving one input element by one step (printed as the peer); the outputs must carry the same
+    signal: cosine(ORT, simulator) and the gap between their cosines to FP32."""
+    qmodel, (ort,), (ours,) = _export_and_run(name, model, x, tmp_path)
     params = qmodel.activation_params
     s_out = params[qmodel.outputs[0]["name"]][0]
     s_in = params[qmodel.inputs[0]["name"]][0]
@@ -211,11 +200,31 @@ def test_full_mobilenet_qdq_keeps_the_simulators_signal_in_ort(tmp_path: Path) -
     fp32 = npuc.Runtime(model).run([x])[0]
     cos_ort_sim = cosine_similarity(ours, ort)
     cos_sim, cos_ort = cosine_similarity(fp32, ours), cosine_similarity(fp32, ort)
-    print("\n" + _report("mobilenet_v2 ORT vs simulator", lsb))
-    print(_report("mobilenet_v2 simulator, one input element +1 step", sensitivity))
+    print("\n" + _report(f"{name} ORT vs simulator", lsb))
+    print(_report(f"{name} simulator, one input element +1 step", sensitivity))
     print(f"cosine(ORT, simulator) {cos_ort_sim:.5f}; to FP32: simulator {cos_sim:.5f}, ORT {cos_ort:.5f}")
     assert cos_ort_sim >= MIN_FULL_MODEL_COSINE
     assert abs(cos_ort - cos_sim) <= MAX_COSINE_GAP
+
+
+def test_shufflenet_qdq_keeps_the_simulators_signal_in_ort(tmp_path: Path) -> None:
+    """Deep like the full mobilenet_v2: the strict criterion held on the reference input by luck
+    (4 of 6 noisy copies, without fold_channel_permutations too)."""
+    _require_ort()
+    model, x = _shared_model("shufflenet_v2_x0_5")
+    _assert_signal_kept("shufflenet_v2_x0_5", model, x, tmp_path)
+
+
+def test_mobilenet_first_block_qdq_matches_simulator_in_ort(tmp_path: Path) -> None:
+    _require_ort()
+    model, x = _shared_model("mobilenet_v2", [MOBILENET_FIRST_BLOCK])
+    _assert_criterion("mobilenet_v2 first block", _compare("mobilenet_v2_block", model, x, tmp_path))
+
+
+def test_full_mobilenet_qdq_keeps_the_simulators_signal_in_ort(tmp_path: Path) -> None:
+    _require_ort()
+    model, x = _shared_model("mobilenet_v2")
+    _assert_signal_kept("mobilenet_v2", model, x, tmp_path)
 
 
 def test_qdq_structure_and_checker(tmp_path: Path) -> None:

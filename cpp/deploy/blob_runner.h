@@ -1,0 +1,65 @@
+// Running a .npub from C++: the one object a deploy program needs. It loads and verifies the blob
+// (compile/compiled_model_io.h), prepares what Toolkit.load_blob + inference run (the blob's
+// program over its planned arena when it has one, else the node-by-node simulator: the same
+// outputs, bit for bit), and applies the preprocessing the blob recorded (mean/std per channel of
+// a float input, an NHWC image transposed to the model's NCHW), as Toolkit.inference does.
+//
+//   npuc::deploy::BlobRunner runner("model.npub");
+//   std::vector<npuc::Tensor> outputs = runner.runRaw({runner.preprocess(0, image)});
+//
+// `npuc codegen` (Toolkit.codegen) writes a program built on it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compile/compiled_model.h"
+#include "ir/tensor.h"
+
+namespace npuc::quant {
+class QuantizedExecutor;
+}
+namespace npuc::runtime {
+class ProgramRuntime;
+}
+
+namespace npuc::deploy {
+
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::Float32;
+  Shape shape;
+};
+
+class BlobRunner {
+ public:
+  // BlobError naming the file when it is malformed, inconsistent or newer than this npuc.
+  explicit BlobRunner(const std::string& path);
+  ~BlobRunner();
+
+  const CompiledModel& model() const { return model_; }
+  std::vector<IoInfo> inputs() const;
+  std::vector<IoInfo> outputs() const;
+  // "program" when the blob's lowered program runs, else "simulator" (with the reason in note()).
+  std::string runtime() const;
+  const std::string& note() const { return why_not_; }
+
+  // Input `index` as the model takes it from `x`: an array of the input's shape, or of its NHWC
+  // form (a [1, H, W, C] image, also without the batch dim) for a 4-D NCHW input, any numeric
+  // dtype; converted to float32, transposed, then (x - mean[c]) / std[c] with the recorded values.
+  // InputError naming the input and both shapes when `x` fits neither layout.
+  Tensor preprocess(size_t index, const Tensor& x) const;
+  // Runs the model on already preprocessed inputs (one per model input); the outputs in float32.
+  std::vector<Tensor> runRaw(const std::vector<Tensor>& inputs) const;
+
+ private:
+  Tensor applyNormalization(size_t index, Tensor x) const;
+
+  CompiledModel model_;
+  std::shared_ptr<const quant::QuantizedExecutor> sim_;
+  std::shared_ptr<const runtime::ProgramRuntime> program_;
+  std::string why_not_;
+};
+
+}  // namespace npuc::deploy

@@ -74,14 +74,16 @@ void checkHeaderFields(const uint8_t* head, size_t head_len, uint64_t size, cons
     fail(origin, fmt::format("blob format {}.{} is newer than this npuc ({}.x); upgrade npuc",
                              meta.format_major, meta.format_minor, kFormatMajor));
   if (meta.format_major < kOldestReadableMajor)
-    fail(origin, fmt::format("blob format {}.{} is older than this npuc supports ({}.{} to {}.x); recompile the "
-                             "model",
-                             meta.format_major, meta.format_minor, kOldestReadableMajor, kOldestReadableMinor,
-                             kFormatMajor));
+    fail(origin,
+         fmt::format("blob format {}.{} is older than this npuc supports ({}.{} to {}.x); recompile the "
+                     "model",
+                     meta.format_major, meta.format_minor, kOldestReadableMajor, kOldestReadableMinor,
+                     kFormatMajor));
   if (meta.format_major == kOldestReadableMajor && meta.format_minor < kOldestReadableMinor)
-    fail(origin, fmt::format("blob format {}.{} has no section digests (added in {}.{}), so this npuc cannot "
-                             "verify its sections; export the model again with this npuc",
-                             meta.format_major, meta.format_minor, kOldestReadableMajor, kOldestReadableMinor));
+    fail(origin,
+         fmt::format("blob format {}.{} has no section digests (added in {}.{}), so this npuc cannot "
+                     "verify its sections; export the model again with this npuc",
+                     meta.format_major, meta.format_minor, kOldestReadableMajor, kOldestReadableMinor));
   if (head_len < kHeaderSize)
     fail(origin, fmt::format("truncated: {} bytes, less than the {}-byte header", size, kHeaderSize));
   const uint64_t file_size = le(head + kOffFileSize, 8);
@@ -270,8 +272,12 @@ LoadedBlob decodeBlob(const BlobBytes& buf, BlobMeta meta, const std::optional<s
     src.owner = buf.owner;
     src.packed_allowed = out.meta.format_major >= kPackedConstantsMajor;
     for (const Section& s : sections)
-      if (s.kind == kSectionNpuWeights) src.packed_size = s.size, src.has_packed = true;
-    DecodedGraph g = decodeGraph(ByteReader(f + graph.offset, graph.size, graph.offset, "GRAPH section"), src);
+      if (s.kind == kSectionNpuWeights) {
+        src.packed_size = s.size;
+        src.has_packed = true;
+      }
+    DecodedGraph g =
+        decodeGraph(ByteReader(f + graph.offset, graph.size, graph.offset, "GRAPH section"), src);
     checkRecordedShapes(*g.graph);  // the runtimes size buffers from the recorded shapes
     out.graph = std::move(g.graph);
     out.quant = std::move(g.quant);

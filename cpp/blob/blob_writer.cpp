@@ -60,9 +60,10 @@ const std::string* checkPackedConstants(const BlobWriteOptions& options) {
   for (const auto& [name, p] : options.packed_constants) {
     if (p.value != name || p.offset % kBlobAlignment || p.offset > nwgt->bytes.size() ||
         p.size > nwgt->bytes.size() - p.offset)
-      throw BlobError(fmt::format("cannot write blob: NPU-packed constant '{}' at NWGT [{}, +{}) does not fit "
-                                  "the {}-byte NWGT section",
-                                  name, p.offset, p.size, nwgt->bytes.size()));
+      throw BlobError(
+          fmt::format("cannot write blob: NPU-packed constant '{}' at NWGT [{}, +{}) does not fit "
+                      "the {}-byte NWGT section",
+                      name, p.offset, p.size, nwgt->bytes.size()));
   }
   return &nwgt->bytes;
 }

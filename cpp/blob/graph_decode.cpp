@@ -252,7 +252,8 @@ RawValue GraphDecoder::readValue() {
   if (layout > kMaxLayoutTag) r_.fail(fmt::format("value '{}' has unknown layout tag {}", v.name, layout));
   const bool constant = v.flags & kValueConstant;
   v.packed = layout == static_cast<uint8_t>(Layout::NpuPacked);
-  if (v.packed && !constant) r_.fail(fmt::format("value '{}' is no constant but has layout tag {}", v.name, layout));
+  if (v.packed && !constant)
+    r_.fail(fmt::format("value '{}' is no constant but has layout tag {}", v.name, layout));
   if (constant) {
     if (!(v.flags & kValueHasShape)) r_.fail("constant '" + v.name + "' without a shape");
     v.weight = v.packed ? readPackedRef(v.name) : readTensorRef("constant");

@@ -176,7 +176,8 @@ EncodedGraph encodeGraph(const Graph& graph, const std::map<std::string, QuantPa
   for (const Value* v : order) {
     auto q = quant.find(v->name());
     auto p = packed.find(v->name());
-    writeValue(w, weights, *v, q == quant.end() ? nullptr : &q->second, p == packed.end() ? nullptr : &p->second);
+    writeValue(w, weights, *v, q == quant.end() ? nullptr : &q->second,
+               p == packed.end() ? nullptr : &p->second);
   }
   auto indexOf = [&](const Value* v, const std::string& where) -> uint32_t {
     if (!v) return kNoValue;

@@ -110,7 +110,8 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
     lower::verifyProgramPlacement(*m.program, *b.graph, m.placement);
   }
   // The NpuPacked constants' float32 tensors, from NWGT (and QUNT's scales for INT8 tasks).
-  restorePackedConstants(*b.graph, b.packed_constants, m.program ? &*m.program : nullptr, m.quantPlan(), origin);
+  restorePackedConstants(*b.graph, b.packed_constants, m.program ? &*m.program : nullptr, m.quantPlan(),
+                         origin);
   if (plan_section) {
     memory::NpuMemoryPlan plan = memory::decodeMemoryPlan(plan_section->bytes);
     for (const memory::PlannedBuffer& buf : plan.buffers)

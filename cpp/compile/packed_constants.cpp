@@ -23,7 +23,8 @@ std::vector<const Node*> nodesByIndex(const Graph& graph) {
 
 // The node whose weight a task packed: its first node (the lowering's anchor).
 const Node* anchorOf(const lower::Task& t, const std::vector<const Node*>& nodes) {
-  if (t.kind != lower::TaskKind::Npu || !t.weights.present || t.nodes.empty() || t.nodes.front() >= nodes.size())
+  if (t.kind != lower::TaskKind::Npu || !t.weights.present || t.nodes.empty() ||
+      t.nodes.front() >= nodes.size())
     return nullptr;
   return nodes[t.nodes.front()];
 }
@@ -39,8 +40,9 @@ Rebuilt rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, con
   const Value* w = anchor.input(1);
   const std::optional<lower::NpuWeightView> view = lower::npuWeightView(anchor);
   if (!view || view->dims != ref.dims)
-    return {{}, fmt::format("its packed view [{}] is not the one node '{}' ({}) packs", fmt::join(ref.dims, ", "),
-                            anchor.name(), anchor.opType())};
+    return {{},
+            fmt::format("its packed view [{}] is not the one node '{}' ({}) packs", fmt::join(ref.dims, ", "),
+                        anchor.name(), anchor.opType())};
   const bool int8 = ref.elem == lower::ElemType::Int8;
   if (!int8 && ref.elem != lower::ElemType::Float16)
     return {{}, std::string("its packed element type is ") + lower::elemTypeName(ref.elem)};
@@ -51,7 +53,8 @@ Rebuilt rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, con
   const size_t elem_bytes = int8 ? 1 : 2;
   std::string logical = lower::unpackNc1hwc2(nwgt.substr(ref.offset, ref.size), ref.dims, ref.c2, elem_bytes);
   const Shape& s = w->shape();
-  if (view->transposed) logical = lower::transposeElements(logical, s[1], s[0], elem_bytes);  // [N, K] -> [K, N]
+  if (view->transposed)
+    logical = lower::transposeElements(logical, s[1], s[0], elem_bytes);  // [N, K] -> [K, N]
   Tensor out = Tensor::uninitialized(DType::Float32, s);
   float* dst = out.data<float>();
   const int64_t n = out.numel();
@@ -59,7 +62,9 @@ Rebuilt rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, con
     const std::vector<float>& scales = plan->at(w->name()).scales;
     const quant::WeightChannelLayout layout = quant::weightLayoutOf(anchor);
     if (static_cast<int64_t>(scales.size()) != layout.numChannels())
-      return {{}, fmt::format("QUNT gives it {} scales for {} output channels", scales.size(), layout.numChannels())};
+      return {
+          {},
+          fmt::format("QUNT gives it {} scales for {} output channels", scales.size(), layout.numChannels())};
     const int8_t* q = reinterpret_cast<const int8_t*>(logical.data());
     for (int64_t i = 0; i < n; ++i)
       dst[i] = quant::dequantizeValue(q[i], {scales[static_cast<size_t>(layout.channelOf(i))], 0});
@@ -81,9 +86,9 @@ bool simulatorSeesTheSame(const Node& anchor, const Tensor& rebuilt, lower::Elem
   const Tensor& original = anchor.input(1)->constant();
   if (elem == lower::ElemType::Int8) {
     const quant::QuantizedWeights want = quant::quantizeNodeWeights(anchor, *plan);
-    const quant::QuantizedWeights got =
-        quant::quantizeWeightsWithScales(rebuilt, quant::weightLayoutOf(anchor), plan->at(anchor.input(1)->name()).scales,
-                                         plan->weight_granularity, anchor.input(1)->name());
+    const quant::QuantizedWeights got = quant::quantizeWeightsWithScales(
+        rebuilt, quant::weightLayoutOf(anchor), plan->at(anchor.input(1)->name()).scales,
+        plan->weight_granularity, anchor.input(1)->name());
     return std::memcmp(want.values.raw(), got.values.raw(), want.values.nbytes()) == 0;
   }
   const float* a = original.data<float>();
@@ -124,8 +129,9 @@ void restorePackedConstants(Graph& graph, const std::vector<blob::PackedConstant
                             const std::string& origin) {
   if (packed.empty()) return;
   auto fail = [&](const blob::PackedConstant& p, const std::string& why) {
-    throw BlobError(fmt::format("blob '{}': constant '{}' is stored as NPU-packed weights at NWGT [{}, +{}), but {}",
-                                origin, p.value, p.offset, p.size, why));
+    throw BlobError(
+        fmt::format("blob '{}': constant '{}' is stored as NPU-packed weights at NWGT [{}, +{}), but {}",
+                    origin, p.value, p.offset, p.size, why));
   };
   if (!program) fail(packed.front(), "the blob has no lowered program (TASK) that packs it");
   const std::vector<const Node*> nodes = nodesByIndex(graph);
@@ -134,12 +140,13 @@ void restorePackedConstants(Graph& graph, const std::vector<blob::PackedConstant
     if (anchorOf(t, nodes)) by_offset.emplace(t.weights.offset, &t);
   for (const blob::PackedConstant& p : packed) {
     auto it = by_offset.find(p.offset);
-    if (it == by_offset.end() || it->second->weights.size != p.size) fail(p, "no NPU task packs weights there");
+    if (it == by_offset.end() || it->second->weights.size != p.size)
+      fail(p, "no NPU task packs weights there");
     const lower::Task& t = *it->second;
     const Node& anchor = *nodes[t.nodes.front()];
     if (anchor.numInputs() < 2 || !anchor.input(1) || anchor.input(1)->name() != p.value)
-      fail(p, fmt::format("the task packing them (task {}) reads it not as the weight of its first node '{}'", t.id,
-                          anchor.name()));
+      fail(p, fmt::format("the task packing them (task {}) reads it not as the weight of its first node '{}'",
+                          t.id, anchor.name()));
     Rebuilt r = rebuildWeight(anchor, t.weights, program->packed_weights, plan);
     if (!r.error.empty()) fail(p, r.error);
     Value* v = graph.findValue(p.value);

@@ -11,8 +11,8 @@
 namespace npuc::lower {
 
 struct NpuWeightView {
-  Nchw dims{};             // the packed logical view
-  bool depthwise = false;  // a depthwise Conv: lanes run along its channels (depthwise alignment)
+  Nchw dims{};              // the packed logical view
+  bool depthwise = false;   // a depthwise Conv: lanes run along its channels (depthwise alignment)
   bool transposed = false;  // a [K, N] Gemm / MatMul weight, packed as [N, K, 1, 1]
 };
 

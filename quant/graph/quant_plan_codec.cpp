@@ -42,7 +42,8 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
     w.count(q.scales.size(), "scales");
     for (float s : q.scales) w.f32(s);
     // Per-channel entries are symmetric (zero points all 0): half of the section in 1.2 blobs.
-    const bool all_zero = std::all_of(q.zero_points.begin(), q.zero_points.end(), [](int32_t z) { return z == 0; });
+    const bool all_zero =
+        std::all_of(q.zero_points.begin(), q.zero_points.end(), [](int32_t z) { return z == 0; });
     w.u8(all_zero && q.zero_points.size() == q.scales.size() ? kZeroPointsAllZero : kZeroPointsStored);
     if (!all_zero || q.zero_points.size() != q.scales.size()) {
       w.count(q.zero_points.size(), "zero points");

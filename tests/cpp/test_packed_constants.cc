@@ -32,8 +32,9 @@ std::shared_ptr<Graph> convGemmGraph() {
     return t;
   };
   Value* x = g->addInput("x", DType::Float32, {1, 8, 6, 6});
-  Node* c1 = g->appendNode("Conv", {x, g->addConstant(random({16, 8, 3, 3}), "c1_w"), g->addConstant(random({16}), "c1_b")},
-                           1, "c1");
+  Node* c1 = g->appendNode(
+      "Conv", {x, g->addConstant(random({16, 8, 3, 3}), "c1_w"), g->addConstant(random({16}), "c1_b")}, 1,
+      "c1");
   c1->attrs().set("kernel_shape", std::vector<int64_t>{3, 3});
   c1->attrs().set("pads", std::vector<int64_t>{1, 1, 1, 1});
   c1->output()->setType(DType::Float32, {1, 16, 6, 6});
@@ -50,7 +51,8 @@ std::shared_ptr<Graph> convGemmGraph() {
   return g;
 }
 
-CompiledModel compiled(const std::shared_ptr<Graph>& g, const quant::QuantPlan* plan, OpTargetMap op_target = {}) {
+CompiledModel compiled(const std::shared_ptr<Graph>& g, const quant::QuantPlan* plan,
+                       OpTargetMap op_target = {}) {
   CompileOptions o;
   o.quantized = plan != nullptr;
   o.op_target = std::move(op_target);
@@ -83,7 +85,8 @@ TEST(PackedConstants, NpuWeightsAreStoredOnceAndTheLoadedModelRunsBitIdentical) 
     EXPECT_EQ(packed, (std::vector<std::string>{"c1_w", "c2_w", "fc_w"})) << what;
     for (const blob::SectionEntry& s : raw.sections) {
       if (s.kind == blob::kSectionNpuWeights || s.kind == blob::kSectionTasks) {
-        EXPECT_TRUE(s.required) << what << ": the graph cannot be rebuilt without " << blob::fourccName(s.kind);
+        EXPECT_TRUE(s.required) << what << ": the graph cannot be rebuilt without "
+                                << blob::fourccName(s.kind);
       }
     }
 
@@ -96,7 +99,8 @@ TEST(PackedConstants, NpuWeightsAreStoredOnceAndTheLoadedModelRunsBitIdentical) 
       for (const Node* n : loaded.graph->nodes()) b = n->name() == name ? n : b;
       ASSERT_TRUE(a && b) << name;
       if (plan) {  // the int8 values the simulator quantizes to are the in-memory build's
-        EXPECT_TRUE(quant::quantizeNodeWeights(*a, q).values.bitwiseEqual(quant::quantizeNodeWeights(*b, q).values))
+        EXPECT_TRUE(
+            quant::quantizeNodeWeights(*a, q).values.bitwiseEqual(quant::quantizeNodeWeights(*b, q).values))
             << name;
       } else {  // the half bits are
         const Tensor& wa = a->input(1)->constant();
@@ -153,9 +157,11 @@ TEST(PackedConstants, ARecordThatNoTaskBacksIsRefused) {
     readCompiledModel(pointedAt("fc_w", "c1_w"), std::nullopt, "<test>");
     FAIL() << "a packed constant backed by another node's weights loaded";
   } catch (const BlobError& e) {
-    EXPECT_NE(std::string(e.what()).find("constant 'fc_w' is stored as NPU-packed weights"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("constant 'fc_w' is stored as NPU-packed weights"),
+              std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("reads it not as the weight of its first node 'c1'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("reads it not as the weight of its first node 'c1'"),
+              std::string::npos)
         << e.what();
   }
   // c1_w (1152 elements) pointed at fc's 320-byte entry: refused before anything is allocated.
@@ -176,7 +182,8 @@ TEST(PackedConstants, ARecordThatNoTaskBacksIsRefused) {
     blob::readBlobBytes(old);
     FAIL() << "a 1.2 blob with NPU-packed constants loaded";
   } catch (const BlobError& e) {
-    EXPECT_NE(std::string(e.what()).find("which blob format 1.x does not have"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("which blob format 1.x does not have"), std::string::npos)
+        << e.what();
   }
   // Without TASK there is nothing that says which weights NWGT holds.
   opts.extra_sections.clear();
@@ -184,7 +191,8 @@ TEST(PackedConstants, ARecordThatNoTaskBacksIsRefused) {
   for (const blob::PackedConstant& p : raw.packed_constants) opts.packed_constants[p.value] = p;
   for (const blob::ExtraSection& s : raw.extra_sections)
     if (s.kind == blob::kSectionNpuWeights || s.kind == blob::kSectionQuant) opts.extra_sections.push_back(s);
-  EXPECT_THROW(readCompiledModel(blob::writeBlobBytes(*built.graph, opts), std::nullopt, "<test>"), BlobError);
+  EXPECT_THROW(readCompiledModel(blob::writeBlobBytes(*built.graph, opts), std::nullopt, "<test>"),
+               BlobError);
 }
 
 }  // namespace

@@ -29,53 +29,60 @@ const Node* anchorOf(const lower::Task& t, const std::vector<const Node*>& nodes
   return nodes[t.nodes.front()];
 }
 
-// The float32 weight of `anchor` rebuilt from its task's NWGT entry, or an error message.
-struct Rebuilt {
-  Tensor tensor;
-  std::string error;
-};
-
-Rebuilt rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, const std::string& nwgt,
-                      const quant::QuantPlan* plan) {
+// Writes the float32 weight of `anchor`, rebuilt from its task's NWGT entry, into `dst` (numel
+// floats, the weight's shape); returns an error message instead when the entry does not fit.
+std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, const std::string& nwgt,
+                          const quant::QuantPlan* plan, float* dst) {
   const Value* w = anchor.input(1);
   const std::optional<lower::NpuWeightView> view = lower::npuWeightView(anchor);
   if (!view || view->dims != ref.dims)
-    return {{},
-            fmt::format("its packed view [{}] is not the one node '{}' ({}) packs", fmt::join(ref.dims, ", "),
-                        anchor.name(), anchor.opType())};
+    return fmt::format("its packed view [{}] is not the one node '{}' ({}) packs", fmt::join(ref.dims, ", "),
+                       anchor.name(), anchor.opType());
   const bool int8 = ref.elem == lower::ElemType::Int8;
   if (!int8 && ref.elem != lower::ElemType::Float16)
-    return {{}, std::string("its packed element type is ") + lower::elemTypeName(ref.elem)};
+    return std::string("its packed element type is ") + lower::elemTypeName(ref.elem);
   if (int8 && (!plan || !plan->has(w->name())))
-    return {{}, "it is packed as int8 but the quantization plan (QUNT) has no scales for it"};
+    return "it is packed as int8 but the quantization plan (QUNT) has no scales for it";
   if (ref.offset > nwgt.size() || ref.size > nwgt.size() - ref.offset)
-    return {{}, "its packed bytes lie outside NWGT"};
+    return "its packed bytes lie outside NWGT";
   const size_t elem_bytes = int8 ? 1 : 2;
-  std::string logical = lower::unpackNc1hwc2(nwgt.substr(ref.offset, ref.size), ref.dims, ref.c2, elem_bytes);
-  const Shape& s = w->shape();
-  if (view->transposed)
-    logical = lower::transposeElements(logical, s[1], s[0], elem_bytes);  // [N, K] -> [K, N]
-  Tensor out = Tensor::uninitialized(DType::Float32, s);
-  float* dst = out.data<float>();
-  const int64_t n = out.numel();
+  if (lower::packedBytes(ref.dims, ref.c2, elem_bytes) != ref.size)
+    return fmt::format("its packed size {} is not that of [{}] with C2 = {}", ref.size,
+                       fmt::join(ref.dims, ", "), ref.c2);
+  // Straight from the packed bytes (no unpacked copy): element (n, c) of the packed [N, C, H, W]
+  // view is weight element `logical`, or (c, n) of a [K, N] weight packed transposed as [N, K].
+  const uint8_t* packed = reinterpret_cast<const uint8_t*>(nwgt.data()) + ref.offset;
+  const int64_t view_n = ref.dims[0];
+  auto weightIndex = [&](int64_t n, int64_t c, int64_t logical) {
+    return view->transposed ? c * view_n + n : logical;
+  };
   if (int8) {
+    // The output channel is the view's N (Conv, Gemm, MatMul) or, depthwise, its C; one scale
+    // each. dst = quant::dequantizeValue(q, {scale, 0}) = scale * float(q).
     const std::vector<float>& scales = plan->at(w->name()).scales;
-    const quant::WeightChannelLayout layout = quant::weightLayoutOf(anchor);
-    if (static_cast<int64_t>(scales.size()) != layout.numChannels())
-      return {
-          {},
-          fmt::format("QUNT gives it {} scales for {} output channels", scales.size(), layout.numChannels())};
-    const int8_t* q = reinterpret_cast<const int8_t*>(logical.data());
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = quant::dequantizeValue(q[i], {scales[static_cast<size_t>(layout.channelOf(i))], 0});
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, &logical[static_cast<size_t>(i) * 2], 2);
-      dst[i] = halfToFloat(h);
+    const int64_t channels = view->depthwise ? ref.dims[1] : ref.dims[0];
+    if (static_cast<int64_t>(scales.size()) != channels ||
+        quant::weightLayoutOf(anchor).numChannels() != channels)
+      return fmt::format("QUNT gives it {} scales for {} output channels", scales.size(), channels);
+    const float* scale = scales.data();
+    const int8_t* q = reinterpret_cast<const int8_t*>(packed);
+    if (view->depthwise) {
+      lower::forEachPackedElement(ref.dims, ref.c2, [&](int64_t, int64_t c, int64_t logical, int64_t at) {
+        dst[logical] = scale[c] * static_cast<float>(q[at]);
+      });
+    } else {
+      lower::forEachPackedElement(ref.dims, ref.c2, [&](int64_t n, int64_t c, int64_t logical, int64_t at) {
+        dst[weightIndex(n, c, logical)] = scale[n] * static_cast<float>(q[at]);
+      });
     }
+  } else {
+    lower::forEachPackedElement(ref.dims, ref.c2, [&](int64_t n, int64_t c, int64_t logical, int64_t at) {
+      uint16_t h;
+      std::memcpy(&h, packed + at * 2, 2);
+      dst[weightIndex(n, c, logical)] = halfToFloat(h);
+    });
   }
-  return {std::move(out), ""};
+  return "";
 }
 
 // True when the simulator reads `rebuilt` exactly as it reads `anchor`'s own weight: the same int8
@@ -117,8 +124,10 @@ std::map<std::string, blob::PackedConstant> packedOnlyConstants(const Graph& gra
     // An INT8 build's FP16 (hybrid) layer keeps its FP32 weight: in INT8 mode the simulator's FP16
     // kernels read the node's unrounded constant, so half weights would change its outputs.
     if (plan && t.weights.elem != lower::ElemType::Int8) continue;
-    Rebuilt r = rebuildWeight(*anchor, t.weights, program.packed_weights, plan);
-    if (!r.error.empty() || !simulatorSeesTheSame(*anchor, r.tensor, t.weights.elem, plan)) continue;
+    Tensor rebuilt = Tensor::uninitialized(DType::Float32, w->shape());
+    if (!rebuildWeight(*anchor, t.weights, program.packed_weights, plan, rebuilt.data<float>()).empty() ||
+        !simulatorSeesTheSame(*anchor, rebuilt, t.weights.elem, plan))
+      continue;
     out[w->name()] = {w->name(), t.weights.offset, t.weights.size};
   }
   return out;
@@ -147,10 +156,13 @@ void restorePackedConstants(Graph& graph, const std::vector<blob::PackedConstant
     if (anchor.numInputs() < 2 || !anchor.input(1) || anchor.input(1)->name() != p.value)
       fail(p, fmt::format("the task packing them (task {}) reads it not as the weight of its first node '{}'",
                           t.id, anchor.name()));
-    Rebuilt r = rebuildWeight(anchor, t.weights, program->packed_weights, plan);
-    if (!r.error.empty()) fail(p, r.error);
-    Value* v = graph.findValue(p.value);
-    v->setConstant(std::move(r.tensor));
+    // Written into the placeholder the GRAPH decoder allocated for it (zero-filled, ours alone:
+    // the graph is not shared yet), so the weight costs one allocation.
+    // (The decoder made it float32 of the recorded shape: anchor.input(1) is this very value.)
+    const Tensor& placeholder = anchor.input(1)->constant();
+    const std::string error = rebuildWeight(anchor, t.weights, program->packed_weights, plan,
+                                            const_cast<float*>(placeholder.data<float>()));
+    if (!error.empty()) fail(p, error);
   }
 }
 

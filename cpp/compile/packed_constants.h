@@ -27,10 +27,10 @@ std::map<std::string, blob::PackedConstant> packedOnlyConstants(const Graph& gra
                                                                 const lower::LoweredProgram& program,
                                                                 const quant::QuantPlan* plan);
 
-// Reader: replaces the placeholders of the NpuPacked constants `packed` (blob::LoadedBlob) with the
-// float32 tensors rebuilt from `program`'s NWGT. BlobError naming the constant and `origin` when no
-// NPU task packs it at that extent as its first node's weight, when the view or element type does
-// not fit, or when an INT8 entry has no scales in `plan`.
+// Reader: fills the zero-filled placeholders of the NpuPacked constants `packed` (blob::LoadedBlob)
+// in place with the float32 tensors rebuilt from `program`'s NWGT. BlobError naming the constant and `origin`
+// when no NPU task packs it at that extent as its first node's weight, when the view or element type does not
+// fit, or when an INT8 entry has no scales in `plan`.
 void restorePackedConstants(Graph& graph, const std::vector<blob::PackedConstant>& packed,
                             const lower::LoweredProgram* program, const quant::QuantPlan* plan,
                             const std::string& origin);

@@ -16,21 +16,6 @@ void checkDims(const Nchw& dims, int64_t c2) {
     if (d < 0) throw ShapeError(fmt::format("NC1HWC2 packing of a tensor with a negative dim {}", d));
 }
 
-// Calls f(src_element_index, dst_element_index) for every real (unpadded) element.
-template <typename F>
-void forEachElement(const Nchw& dims, int64_t c2, F f) {
-  const auto [n, c, h, w] = dims;
-  const int64_t c1 = (c + c2 - 1) / c2;
-  const int64_t plane = h * w;
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ic = 0; ic < c; ++ic) {
-      const int64_t block = ic / c2, lane = ic % c2;
-      const int64_t src_base = (in * c + ic) * plane;
-      const int64_t dst_base = (in * c1 + block) * plane * c2 + lane;
-      for (int64_t p = 0; p < plane; ++p) f(src_base + p, dst_base + p * c2);
-    }
-}
-
 }  // namespace
 
 size_t packedBytes(const Nchw& dims, int64_t c2, size_t elem_bytes) {
@@ -42,7 +27,7 @@ size_t packedBytes(const Nchw& dims, int64_t c2, size_t elem_bytes) {
 std::string packNc1hwc2(const void* src, const Nchw& dims, int64_t c2, size_t elem_bytes) {
   std::string out(packedBytes(dims, c2, elem_bytes), '\0');  // padding lanes stay zero
   const char* in = static_cast<const char*>(src);
-  forEachElement(dims, c2, [&](int64_t s, int64_t d) {
+  forEachPackedElement(dims, c2, [&](int64_t, int64_t, int64_t s, int64_t d) {
     std::memcpy(&out[static_cast<size_t>(d) * elem_bytes], in + static_cast<size_t>(s) * elem_bytes,
                 elem_bytes);
   });
@@ -56,7 +41,7 @@ std::string unpackNc1hwc2(const std::string& packed, const Nchw& dims, int64_t c
                                 packed.size(), expected, fmt::join(dims, ","), c2));
   }
   std::string out(static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3]) * elem_bytes, '\0');
-  forEachElement(dims, c2, [&](int64_t s, int64_t d) {
+  forEachPackedElement(dims, c2, [&](int64_t, int64_t, int64_t s, int64_t d) {
     std::memcpy(&out[static_cast<size_t>(s) * elem_bytes], &packed[static_cast<size_t>(d) * elem_bytes],
                 elem_bytes);
   });

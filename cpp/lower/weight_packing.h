@@ -13,6 +13,23 @@ namespace npuc::lower {
 
 using Nchw = std::array<int64_t, 4>;
 
+// Calls f(n, c, logical, packed) for every real (unpadded) element of a row-major [N, C, H, W]
+// tensor packed with block `c2`: its N and C coordinates, its element index in the row-major
+// tensor and in the packed one. Dims must be non-negative and c2 >= 1 (packedBytes checks).
+template <typename F>
+void forEachPackedElement(const Nchw& dims, int64_t c2, F f) {
+  const auto [n, c, h, w] = dims;
+  const int64_t c1 = (c + c2 - 1) / c2;
+  const int64_t plane = h * w;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t block = 0; block < c1; ++block)  // no division per channel: 1x1 convs have plane 1
+      for (int64_t lane = 0, ic = block * c2; lane < c2 && ic < c; ++lane, ++ic) {
+        const int64_t src_base = (in * c + ic) * plane;
+        const int64_t dst_base = (in * c1 + block) * plane * c2 + lane;
+        for (int64_t p = 0; p < plane; ++p) f(in, ic, src_base + p, dst_base + p * c2);
+      }
+}
+
 // Bytes of the packed form of `dims` with block `c2`.
 size_t packedBytes(const Nchw& dims, int64_t c2, size_t elem_bytes);
 // Packs `src` (row-major `dims`, `elem_bytes` per element). ShapeError on c2 < 1 or a negative dim.

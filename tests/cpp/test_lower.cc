@@ -25,12 +25,6 @@ namespace {
 
 using perf::testing::PerfGraph;
 
-int count(const LoweredProgram& p, TaskKind k) {
-  int n = 0;
-  for (const Task& t : p.tasks) n += t.kind == k;
-  return n;
-}
-
 // x -> c1+relu -> c2 -> relu2 (forced to CPU) -> c3 -> out
 struct MixedGraph {
   PerfGraph p;

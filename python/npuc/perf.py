@@ -81,7 +81,8 @@ class PerfReport:
     def plot(self, path: Union[str, Path]) -> Path:
         """Writes the plot (PNG for ``.png``): each layer's time as eval_perf adds it up (a bar of
         TotalCycles: the bounding side's cycles coloured by the bottleneck, then the task overhead and
-        any hand-over; a tick at the other side's cycles; the slowest layers named), and a
+        any hand-over; a tick at the other side's cycles; the slowest layers named; beyond 80 layers
+        only the 40 slowest, each named under its bar: :meth:`plotted_rows`), and a
         roofline of the MAC layers (arithmetic intensity vs achieved MAC/s under the SoC's compute
         and DDR roofs). The format follows the extension, checked before drawing
         (:func:`check_plot_path`: OutputError naming the formats :func:`plot_formats` lists)."""
@@ -91,7 +92,7 @@ class PerfReport:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, (bars, roof) = plt.subplots(2, 1, figsize=(max(8.0, 0.12 * len(self.rows)), 9))
+        fig, (bars, roof) = plt.subplots(2, 1, figsize=(max(8.0, 0.12 * len(self.plotted_rows())), 9))
         self._plot_cycles(bars)
         self._plot_roofline(roof)
         fig.suptitle(f"npuc eval_perf: {self.summary['soc']} {self.summary['dtype']}, "
@@ -121,14 +122,26 @@ class PerfReport:
             parts.append({"bound": bound, "overhead": total - handover - bound, "handover": handover, "other": other})
         return parts
 
+    def plotted_rows(self) -> List[int]:
+        """Indices of the rows the cycle plot draws: every row in order for up to
+        ``_MAX_PLOTTED_LAYERS`` rows; for a bigger model the ``_SLOWEST_SHOWN`` slowest, slowest
+        first, each named under its bar (a bar per layer of a 186-layer model was unreadable)."""
+        if len(self.rows) <= _MAX_PLOTTED_LAYERS:
+            return list(range(len(self.rows)))
+        return sorted(range(len(self.rows)), key=lambda i: -self.rows[i]["TotalCycles"])[:_SLOWEST_SHOWN]
+
     def _plot_cycles(self, ax) -> None:
-        ids = [r["ID"] for r in self.rows]
-        parts = self.cycle_parts()
+        shown = self.plotted_rows()
+        every = len(shown) == len(self.rows)
+        rows = [self.rows[i] for i in shown]
+        all_parts = self.cycle_parts()
+        parts = [all_parts[i] for i in shown]
+        ids = [r["ID"] for r in rows] if every else list(range(len(rows)))
         colors = {"NPU": "tab:blue", "DDR": "tab:orange", "CPU": "tab:red"}
         bound = [p["bound"] for p in parts]
         overhead = [p["overhead"] for p in parts]
         handover = [p["handover"] for p in parts]
-        ax.bar(ids, bound, color=[colors.get(r["Bottleneck"], "tab:gray") for r in self.rows])
+        ax.bar(ids, bound, color=[colors.get(r["Bottleneck"], "tab:gray") for r in rows])
         ax.bar(ids, overhead, bottom=bound, color="lightgray")
         ax.bar(ids, handover, bottom=[b + o for b, o in zip(bound, overhead)], color="tab:purple")
         ax.scatter(ids, [p["other"] for p in parts], marker="_", color="black", s=60, zorder=3)
@@ -137,18 +150,24 @@ class PerfReport:
                    _legend_patch(colors["CPU"], "CPU op"),
                    _legend_patch("lightgray", "per-task overhead"),
                    _legend_patch("tab:purple", "NPU<->CPU hand-over")]
-        top = max((r["TotalCycles"] for r in self.rows), default=1.0)
+        top = max((r["TotalCycles"] for r in rows), default=1.0)
         ax.set_ylim(0, top * 1.6)  # room above the bars for the legend and the slowest layers' names
         ax.legend(handles=handles, fontsize="small", ncol=3, loc="upper left",
                   title="bar = TotalCycles; tick = the side that did not bound it", title_fontsize="small")
-        slowest = sorted(range(len(self.rows)), key=lambda i: -self.rows[i]["TotalCycles"])[:_LABELLED_LAYERS]
-        for i in slowest:
-            name = self.rows[i]["FullName"]
-            name = name if len(name) <= 28 else "..." + name[-25:]
-            ax.annotate(name, (ids[i], self.rows[i]["TotalCycles"]), rotation=45, fontsize=7, ha="left", va="bottom")
-        ax.set_xlabel("layer ID")
         ax.set_ylabel("cycles (NPU clock)")
-        ax.set_title("time per layer: max(NPU, DDR) + overhead (+ hand-over); the slowest labelled", fontsize=9)
+        if every:
+            slowest = sorted(range(len(rows)), key=lambda i: -rows[i]["TotalCycles"])[:_LABELLED_LAYERS]
+            for i in slowest:
+                ax.annotate(_short(rows[i]["FullName"]), (ids[i], rows[i]["TotalCycles"]), rotation=45, fontsize=7,
+                            ha="left", va="bottom")
+            ax.set_xlabel("layer ID")
+            ax.set_title("time per layer: max(NPU, DDR) + overhead (+ hand-over); the slowest labelled", fontsize=9)
+            return
+        share = sum(r["TotalCycles"] for r in rows) / max(1.0, sum(r["TotalCycles"] for r in self.rows))
+        ax.set_xticks(ids)
+        ax.set_xticklabels([f"{r['ID']} {_short(r['FullName'])}" for r in rows], rotation=90, fontsize=6)
+        ax.set_title(f"the {len(rows)} slowest of {len(self.rows)} layers ({100 * share:.1f}% of the time): "
+                     "max(NPU, DDR) + overhead (+ hand-over)", fontsize=9)
 
     def _plot_roofline(self, ax) -> None:
         peak = float(self.summary["peak_macs_per_s"])
@@ -172,6 +191,15 @@ class PerfReport:
 
 #: How many of the slowest layers the cycle plot names.
 _LABELLED_LAYERS = 5
+#: Up to this many rows the cycle plot draws a bar per layer; beyond, only the slowest.
+_MAX_PLOTTED_LAYERS = 80
+#: How many of the slowest layers a big model's cycle plot draws.
+_SLOWEST_SHOWN = 40
+
+
+def _short(name: str) -> str:
+    """A layer name cut to 28 characters from its end (the distinguishing part of a path name)."""
+    return name if len(name) <= 28 else "..." + name[-25:]
 
 
 def _legend_patch(color: str, label: str):

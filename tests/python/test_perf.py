@@ -89,6 +89,33 @@ def test_cycle_plot_draws_what_the_total_is(tmp_path):
     assert report.plot(tmp_path / "glu.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_cycle_plot_of_a_big_model_draws_its_slowest_layers_named(tmp_path):
+    """ppocrv4_det has 186 rows (issue #23: a bar per layer was unreadable): the 40 slowest are
+    drawn, slowest first, each named under its bar, with their share of the time in the title."""
+    folder = shared_models_dir()
+    if folder is None:
+        pytest.skip("shared models not found (set NPUC_SHARED_MODELS)")
+    report = npuc.perf.eval_perf(str(folder / "ppocrv4_det.onnx"), "rk3588")
+    assert len(report.rows) > 80
+    shown = report.plotted_rows()
+    cycles = [report.rows[i]["TotalCycles"] for i in shown]
+    rest = [r["TotalCycles"] for i, r in enumerate(report.rows) if i not in shown]
+    assert len(shown) == 40 and cycles == sorted(cycles, reverse=True) and min(cycles) >= max(rest)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    report._plot_cycles(ax)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    title = ax.get_title()
+    plt.close(fig)
+    assert len(labels) == 40 and labels[0].startswith(f"{report.rows[shown[0]]['ID']} ")
+    assert title.startswith(f"the 40 slowest of {len(report.rows)} layers (")
+    assert report.plot(tmp_path / "det.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_tuning_cache_file(conv_relu_path, tmp_path):
     cache = tmp_path / "tiling.cache"
     first = npuc.perf.eval_perf(str(conv_relu_path), "rk3588", tuning_cache=cache)

@@ -65,6 +65,25 @@ def _static_shape(value_info) -> List[int]:  # type: ignore[no-untyped-def]
     return [d.dim_value if d.HasField("dim_value") else -1 for d in value_info.type.tensor_type.shape.dim]
 
 
+def _named(table: Dict, name: str, kind: str):  # type: ignore[no-untyped-def]
+    """The value info of the model's `kind` ('input' / 'output') called `name`; ConfigError naming
+    the ones there are otherwise."""
+    if name not in table:
+        raise ConfigError(f"onnx_edit: {kind}s_transform names {name!r}, not an {kind} of the model "
+                          f"({kind}s: {', '.join(table)})")
+    return table[name]
+
+
+def _reshape_value_info(repeated, old, shape: List[int]) -> None:  # type: ignore[no-untyped-def]
+    """Replaces value info `old` in `repeated` (graph.input / graph.output) by one of `shape`, at
+    its position (inputs keep their order: the dataset lists files in it)."""
+    from onnx import helper
+
+    index = list(repeated).index(old)
+    repeated.remove(old)
+    repeated.insert(index, helper.make_tensor_value_info(old.name, old.type.tensor_type.elem_type, shape))
+
+
 def onnx_edit(model: PathLike, export_path: PathLike, inputs_transform: Optional[Dict[str, str]] = None,
               outputs_transform: Optional[Dict[str, str]] = None, dataset: Optional[PathLike] = None) -> int:
     """Writes `model` with its inputs / outputs reshaped per the transforms to `export_path`.
@@ -86,10 +105,7 @@ def onnx_edit(model: PathLike, export_path: PathLike, inputs_transform: Optional
     new_inputs: Dict[str, Tuple[List[int], List[int]]] = {}
     front: List = []
     for name, spec in (inputs_transform or {}).items():
-        if name not in inputs:
-            raise ConfigError(f"onnx_edit: inputs_transform names {name!r}, not an input of the model "
-                              f"(inputs: {', '.join(inputs)})")
-        perm, new_shape, permuted = _plan(spec, _static_shape(inputs[name]), f"input {name!r}")
+        perm, new_shape, permuted = _plan(spec, _static_shape(_named(inputs, name, "input")), f"input {name!r}")
         inner = f"{name}__onnx_edit"
         for n in nodes:  # the model's nodes read the restored tensor
             n.input[:] = [inner if i == name else i for i in n.input]
@@ -99,17 +115,11 @@ def onnx_edit(model: PathLike, export_path: PathLike, inputs_transform: Optional
         front += [helper.make_node("Reshape", [name, shape_name], [f"{name}__unmerged"], name=f"{name}/onnx_edit_reshape"),
                   helper.make_node("Transpose", [f"{name}__unmerged"], [inner], perm=back,
                                    name=f"{name}/onnx_edit_transpose")]
-        elem = inputs[name].type.tensor_type.elem_type
-        index = list(graph.input).index(inputs[name])  # the input keeps its position (dataset order)
-        graph.input.remove(inputs[name])
-        graph.input.insert(index, helper.make_tensor_value_info(name, elem, new_shape))
+        _reshape_value_info(graph.input, inputs[name], new_shape)
         new_inputs[name] = (perm, new_shape)
     back_nodes: List = []
     for name, spec in (outputs_transform or {}).items():
-        if name not in outputs:
-            raise ConfigError(f"onnx_edit: outputs_transform names {name!r}, not an output of the model "
-                              f"(outputs: {', '.join(outputs)})")
-        perm, new_shape, _ = _plan(spec, _static_shape(outputs[name]), f"output {name!r}")
+        perm, new_shape, _ = _plan(spec, _static_shape(_named(outputs, name, "output")), f"output {name!r}")
         inner = f"{name}__onnx_edit"
         for n in nodes:
             n.output[:] = [inner if o == name else o for o in n.output]
@@ -122,10 +132,7 @@ def onnx_edit(model: PathLike, export_path: PathLike, inputs_transform: Optional
         shape_name = f"{name}__edited_shape"
         graph.initializer.append(numpy_helper.from_array(np.array(new_shape, np.int64), shape_name))
         back_nodes.append(helper.make_node("Reshape", [source, shape_name], [name], name=f"{name}/onnx_edit_reshape"))
-        elem = outputs[name].type.tensor_type.elem_type
-        index = list(graph.output).index(outputs[name])
-        graph.output.remove(outputs[name])
-        graph.output.insert(index, helper.make_tensor_value_info(name, elem, new_shape))
+        _reshape_value_info(graph.output, outputs[name], new_shape)
     del graph.node[:]
     graph.node.extend(front + nodes + back_nodes)
     onnx.checker.check_model(proto)

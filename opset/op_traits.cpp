@@ -21,6 +21,7 @@ std::string opTraitNames(OpTrait traits) {
       {OpTrait::LearnedParameters, "LearnedParameters"},
       {OpTrait::ShapeOnly, "ShapeOnly"},
       {OpTrait::AxesReduction, "AxesReduction"},
+      {OpTrait::UserDefined, "UserDefined"},
   };
   std::string out;
   for (const auto& [flag, name] : kNames)

@@ -60,6 +60,9 @@ enum class OpTrait : uint32_t {
   // Reduces input 0 over the axes of its optional int64 input 1 (ONNX Reduce*, opset 18 form):
   // no axes means all, or none with noop_with_empty_axes=1.
   AxesReduction = 1u << 16,
+  // A user-registered op (reg_custom_op, opset/custom_ops.h): code npuc cannot see into, so it runs
+  // on the CPU and is never folded or merged.
+  UserDefined = 1u << 17,
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "opset/custom_ops.h"
+
 namespace npuc {
 
 // ---------------------------------------------------------------- contexts
@@ -110,12 +112,19 @@ const OpSchema* OpRegistry::find(const std::string& op_type, const std::string& 
   return nullptr;
 }
 
+const OpSchema* OpRegistry::find(const Node& node) const {
+  if (const OpSchema* s = find(node.opType(), node.domain())) return s;
+  const Graph* g = node.graph();
+  return g && g->custom_ops ? g->custom_ops->find(node.opType()) : nullptr;
+}
+
 const OpSchema& OpRegistry::require(const Node& node) const {
-  const OpSchema* s = find(node.opType(), node.domain());
+  const OpSchema* s = find(node);
   if (!s) {
     throw UnsupportedOpError("unsupported op '" + (node.domain().empty() ? "" : node.domain() + ".") +
                              node.opType() + "' at node '" + node.name() +
-                             "'; see docs/supported_ops.md or `npuc ops` for the supported list");
+                             "'; see docs/supported_ops.md or `npuc ops` for the supported list, or register "
+                             "it as a custom op (Toolkit.reg_custom_op)");
   }
   return *s;
 }
@@ -156,7 +165,8 @@ const OpTraits& opTraits(const std::string& op_type, const std::string& domain) 
 }
 
 const OpTraits& opTraits(const Node& node) {
-  return opTraits(node.opType(), node.domain());
+  const OpSchema* s = OpRegistry::instance().find(node);
+  return s ? s->traits : kNoTraits;
 }
 
 std::vector<std::string> opTypesWith(OpTrait traits) {

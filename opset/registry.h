@@ -138,7 +138,10 @@ class OpRegistry {
   SchemaBuilder add(const std::string& op_type, const std::string& domain = "");
   // Finds op_type in `domain` (the ONNX domains "" and "ai.onnx" are the same). Null if unknown.
   const OpSchema* find(const std::string& op_type, const std::string& domain = "") const;
-  // Throws UnsupportedOpError naming the node, op and where to find the supported-op list.
+  // A node's op: npuc's own, else a user-defined op of the node's graph (Graph::custom_ops). Every
+  // lookup that has the node should use this one, so user-defined ops are found everywhere.
+  const OpSchema* find(const Node& node) const;
+  // find(node), or UnsupportedOpError naming the node, op and where to find the supported-op list.
   const OpSchema& require(const Node& node) const;
   std::vector<std::string> opTypes() const;  // sorted
   // Every schema, in registration order (family by family, as each family file lists its ops).

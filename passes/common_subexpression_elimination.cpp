@@ -45,7 +45,7 @@ size_t nodeKey(const Node& n) {
 }
 
 bool isDeterministic(const Node& n) {
-  const OpSchema* s = OpRegistry::instance().find(n.opType(), n.domain());
+  const OpSchema* s = OpRegistry::instance().find(n);
   return s == nullptr || s->foldable;  // unknown ops: the importer has refused them already
 }
 

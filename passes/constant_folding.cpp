@@ -49,7 +49,7 @@ class ConstantFoldingPass : public Pass {
 
  private:
   static bool tryFold(Node& n, Rewriter& rw) {
-    const OpSchema* schema = OpRegistry::instance().find(n.opType(), n.domain());
+    const OpSchema* schema = OpRegistry::instance().find(n);
     if (!schema || !schema->foldable) return false;
     const int64_t bytes = foldOutputBytes(n);
     if (bytes < 0) return false;

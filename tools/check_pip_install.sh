@@ -10,5 +10,5 @@ start=$(date +%s)
 "$venv/bin/pip" install --no-build-isolation --no-index -q .
 echo "pip install: $(( $(date +%s) - start )) s"
 cd "$(dirname "$venv")"   # not the checkout: import the installed package
-"$venv/bin/python" -c "import npuc, npuc.rknn.api; assert 'Conv' in npuc.supported_ops(); print('import npuc', npuc.__version__, 'ok')"
+"$venv/bin/python" -c "import npuc, npuc.rknn.api.custom_op; assert 'Conv' in npuc.supported_ops(); print('import npuc', npuc.__version__, 'ok')"
 "$venv/bin/npuc" socs > /dev/null && echo "npuc console script ok"

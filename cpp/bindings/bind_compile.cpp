@@ -18,6 +18,7 @@
 #include "compile/compiled_model_io.h"
 #include "compile/compiled_reports.h"
 #include "compile/options_codec.h"
+#include "opset/custom_ops.h"
 #include "runtime/program_runtime_loader.h"
 
 namespace npuc::bindings {
@@ -268,25 +269,27 @@ void bindCompile(py::module_& m) {
       "build with its plan) for SoC `soc`: placement, lowering and memory plan, decided once.");
   m.def(
       "load_compiled",
-      [](const std::string& path, const std::optional<std::string>& expected_soc) {
+      [](const std::string& path, const std::optional<std::string>& expected_soc,
+         std::shared_ptr<CustomOpSet> custom_ops) {
         py::gil_scoped_release release;
-        return PyCompiledModel(loadCompiledModel(path, expected_soc), nullptr);
+        return PyCompiledModel(loadCompiledModel(path, expected_soc, custom_ops), nullptr);
       },
-      py::arg("path"), py::arg("expected_soc") = py::none(),
+      py::arg("path"), py::arg("expected_soc") = py::none(), py::arg("custom_ops") = nullptr,
       "Verifies and loads a .npub blob as the CompiledModel it serializes. BlobError for a corrupt, "
       "truncated, newer-format, inconsistent or (with expected_soc) foreign-SoC blob.");
   m.def(
       "load_blob",
-      [](const std::string& path, const std::optional<std::string>& expected_soc) {
+      [](const std::string& path, const std::optional<std::string>& expected_soc,
+         std::shared_ptr<CustomOpSet> custom_ops) {
         std::optional<CompiledModel> m;
         {
           py::gil_scoped_release release;
-          m = loadCompiledModel(path, expected_soc);
+          m = loadCompiledModel(path, expected_soc, custom_ops);
         }
         py::dict meta = metaDict(*m);
         return py::make_tuple(Model(m->graph), meta);
       },
-      py::arg("path"), py::arg("expected_soc") = py::none(),
+      py::arg("path"), py::arg("expected_soc") = py::none(), py::arg("custom_ops") = nullptr,
       "Verifies and loads a .npub blob; returns (Model, meta dict: format_version, producer, soc, options, "
       "compile_options, model_digest, extra_sections, program). BlobError as load_compiled.");
   m.attr("BLOB_FORMAT_VERSION") =

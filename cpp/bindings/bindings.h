@@ -26,6 +26,7 @@ void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer
 void bindDataset(py::module_& m);  // bind_dataset.cpp: read_npy / parse_dataset_list (calibration lists)
 void bindMemory(py::module_& m);   // bind_memory.cpp: eval_memory (NPU memory plan and report)
 void bindCompile(py::module_& m);  // bind_compile.cpp: CompileOptions, CompiledModel (compile, blob I/O)
+void bindCustomOps(py::module_& m);  // bind_custom_ops.cpp: CustomOpSet (reg_custom_op's Python ops)
 
 // Report dicts shared by the functions that produce the reports (bind_perf.cpp, bind_memory.cpp).
 py::dict perfReportDict(const perf::PerfReport& report, const perf::CostModel& model);

@@ -6,6 +6,8 @@
 #include "bindings/bindings.h"
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
+#include "opset/custom_ops.h"
+#include "opset/registry.h"
 
 namespace npuc::bindings {
 
@@ -13,8 +15,10 @@ namespace {
 
 ImportOptions makeImportOptions(const std::vector<std::string>& input_names,
                                 const std::vector<std::vector<int64_t>>& input_sizes,
-                                const std::vector<std::string>& output_names) {
+                                const std::vector<std::string>& output_names,
+                                std::shared_ptr<CustomOpSet> custom_ops) {
   ImportOptions opts;
+  opts.custom_ops = std::move(custom_ops);
   opts.input_names = input_names;
   opts.input_sizes.assign(input_sizes.begin(), input_sizes.end());
   opts.output_names = output_names;
@@ -46,26 +50,28 @@ void bindModel(py::module_& m) {
       .def_static(
           "load",
           [](const std::string& path, const std::vector<std::string>& input_names,
-             const std::vector<std::vector<int64_t>>& input_sizes,
-             const std::vector<std::string>& output_names) {
-            return Model::fromFile(path, makeImportOptions(input_names, input_sizes, output_names));
+             const std::vector<std::vector<int64_t>>& input_sizes, const std::vector<std::string>& output_names,
+             std::shared_ptr<CustomOpSet> custom_ops) {
+            return Model::fromFile(path, makeImportOptions(input_names, input_sizes, output_names, custom_ops));
           },
           py::arg("path"), py::arg("input_names") = std::vector<std::string>{},
           py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
-          py::arg("output_names") = std::vector<std::string>{},
+          py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
           "Imports an ONNX file. input_sizes fixes dynamic dims (one full shape per input, in the order of "
-          "input_names or of the graph inputs); output_names cuts the graph at those tensors.")
+          "input_names or of the graph inputs); output_names cuts the graph at those tensors; custom_ops "
+          "(a CustomOpSet) defines the user's ops the model uses.")
       .def_static(
           "from_bytes",
           [](const py::bytes& data, const std::vector<std::string>& input_names,
-             const std::vector<std::vector<int64_t>>& input_sizes,
-             const std::vector<std::string>& output_names) {
+             const std::vector<std::vector<int64_t>>& input_sizes, const std::vector<std::string>& output_names,
+             std::shared_ptr<CustomOpSet> custom_ops) {
             return Model::fromBytes(std::string(data),
-                                    makeImportOptions(input_names, input_sizes, output_names));
+                                    makeImportOptions(input_names, input_sizes, output_names, custom_ops));
           },
           py::arg("data"), py::arg("input_names") = std::vector<std::string>{},
           py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
-          py::arg("output_names") = std::vector<std::string>{}, "Imports a serialized ONNX ModelProto.")
+          py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
+          "Imports a serialized ONNX ModelProto (custom_ops as for load).")
       .def_property_readonly(
           "inputs", [](const Model& mo) { return valueInfoList(mo.graph().inputs()); },
           "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")
@@ -85,6 +91,22 @@ void bindModel(py::module_& m) {
             return out;
           },
           "Nodes in graph order: list of {'name', 'op_type'} dicts.")
+      .def_property_readonly(
+          "unknown_ops",
+          [](const Model& mo) {
+            py::list out;
+            for (const Node* n : mo.graph().nodes()) {
+              if (OpRegistry::instance().find(*n)) continue;
+              py::dict d;
+              d["name"] = n->name();
+              d["op_type"] = n->opType();
+              d["domain"] = n->domain();
+              out.append(d);
+            }
+            return out;
+          },
+          "Nodes whose op neither npuc nor the model's custom ops define (a blob's custom ops loaded "
+          "without their registration): list of {'name', 'op_type', 'domain'} dicts.")
       .def_property_readonly(
           "num_nodes", [](const Model& mo) { return mo.graph().numNodes(); }, "Number of nodes.")
       .def_property_readonly(

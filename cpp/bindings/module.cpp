@@ -56,6 +56,7 @@ PYBIND11_MODULE(_npuc, m) {
     }
   });
 
+  npuc::bindings::bindCustomOps(m);  // before Model and load_compiled, whose arguments take a set
   npuc::bindings::bindModel(m);
   npuc::bindings::bindRuntime(m);
   npuc::bindings::bindQuant(m);

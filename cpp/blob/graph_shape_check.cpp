@@ -35,7 +35,7 @@ void checkRecordedShapes(const Graph& graph) {
   for (Node* n : g->nodes()) {
     // Ops this npuc cannot infer (custom domains, ops of newer versions) keep their record; no
     // runtime here can run them, so none sizes a buffer from it.
-    const OpSchema* schema = OpRegistry::instance().find(n->opType(), n->domain());
+    const OpSchema* schema = OpRegistry::instance().find(*n);
     if (!schema || !schema->infer) continue;
     struct Recorded {
       DType dtype;

@@ -86,7 +86,9 @@ void writeCompiledModel(const CompiledModel& m, const std::string& path) {
 }
 
 // Everything past the container's own checks (structure, checksum, version, SoC).
-static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origin) {
+static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origin,
+                                    std::shared_ptr<const CustomOpSet> custom_ops) {
+  b.graph->custom_ops = std::move(custom_ops);
   CompiledModel m;
   m.soc = &socProfile(b.meta.soc);
   m.options = decodeCompileOptions(b.meta.options, origin);
@@ -144,9 +146,10 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
 
 // The section decoders (QUNT, TASK/PIPE/CPUO, MPLN) report "corrupt blob: <section> at offset N:
 // ..." without knowing the file; every refusal names it.
-static CompiledModel fromLoadedBlobNamed(blob::LoadedBlob b, const std::string& origin) {
+static CompiledModel fromLoadedBlobNamed(blob::LoadedBlob b, const std::string& origin,
+                                         std::shared_ptr<const CustomOpSet> custom_ops) {
   try {
-    return fromLoadedBlob(std::move(b), origin);
+    return fromLoadedBlob(std::move(b), origin, std::move(custom_ops));
   } catch (const BlobError& e) {
     const std::string msg = e.what();
     if (msg.find("'" + origin + "'") != std::string::npos) throw;
@@ -155,12 +158,13 @@ static CompiledModel fromLoadedBlobNamed(blob::LoadedBlob b, const std::string& 
 }
 
 CompiledModel readCompiledModel(const std::string& bytes, const std::optional<std::string>& expected_soc,
-                                const std::string& origin) {
-  return fromLoadedBlobNamed(blob::readBlobBytes(bytes, expected_soc, origin), origin);
+                                const std::string& origin, std::shared_ptr<const CustomOpSet> custom_ops) {
+  return fromLoadedBlobNamed(blob::readBlobBytes(bytes, expected_soc, origin), origin, std::move(custom_ops));
 }
 
-CompiledModel loadCompiledModel(const std::string& path, const std::optional<std::string>& expected_soc) {
-  return fromLoadedBlobNamed(blob::loadBlob(path, expected_soc), path);
+CompiledModel loadCompiledModel(const std::string& path, const std::optional<std::string>& expected_soc,
+                                std::shared_ptr<const CustomOpSet> custom_ops) {
+  return fromLoadedBlobNamed(blob::loadBlob(path, expected_soc), path, std::move(custom_ops));
 }
 
 }  // namespace npuc

@@ -20,10 +20,12 @@ std::string serializeCompiledModel(const CompiledModel& model);
 void writeCompiledModel(const CompiledModel& model, const std::string& path);
 
 // Verifies and loads a blob; with `expected_soc`, a blob for another SoC is refused. BlobError
-// naming the file for anything malformed or inconsistent.
+// naming the file for anything malformed or inconsistent. `custom_ops` becomes the loaded graph's
+// (a blob keeps user-defined ops by name; running them needs the same registration).
 CompiledModel loadCompiledModel(const std::string& path,
-                                const std::optional<std::string>& expected_soc = std::nullopt);
+                                const std::optional<std::string>& expected_soc = std::nullopt,
+                                std::shared_ptr<const CustomOpSet> custom_ops = nullptr);
 CompiledModel readCompiledModel(const std::string& bytes, const std::optional<std::string>& expected_soc,
-                                const std::string& origin);
+                                const std::string& origin, std::shared_ptr<const CustomOpSet> custom_ops = nullptr);
 
 }  // namespace npuc

@@ -35,7 +35,8 @@ std::vector<double> perChannel(const std::vector<std::vector<double>>& values, s
 
 }  // namespace
 
-BlobRunner::BlobRunner(const std::string& path) : model_(loadCompiledModel(path)) {
+BlobRunner::BlobRunner(const std::string& path, std::shared_ptr<const CustomOpSet> custom_ops)
+    : model_(loadCompiledModel(path, std::nullopt, std::move(custom_ops))) {
   sim_ = model_.quant_plan
              ? std::make_shared<const quant::QuantizedExecutor>(*model_.graph, *model_.quant_plan)
              : std::make_shared<const quant::QuantizedExecutor>(*model_.graph);

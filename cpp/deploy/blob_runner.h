@@ -35,7 +35,10 @@ struct IoInfo {
 class BlobRunner {
  public:
   // BlobError naming the file when it is malformed, inconsistent or newer than this npuc.
-  explicit BlobRunner(const std::string& path);
+  // `custom_ops`: C++ definitions (opset/custom_ops.h) of the user-defined ops the blob keeps by
+  // name, as a board's runtime needs the user's C implementation of each; running a blob that
+  // uses one without it throws UnsupportedOpError naming the op.
+  explicit BlobRunner(const std::string& path, std::shared_ptr<const CustomOpSet> custom_ops = nullptr);
   ~BlobRunner();
 
   const CompiledModel& model() const { return model_; }

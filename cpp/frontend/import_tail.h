@@ -31,6 +31,8 @@ struct ImportOptions {
   int64_t fold_limit_bytes = kDefaultFoldLimitBytes;
   // Run shape inference + folding + op support checks (off only for tests of the raw import).
   bool infer_shapes = true;
+  // User-defined ops the model may use (reg_custom_op); the graph keeps the set.
+  std::shared_ptr<const CustomOpSet> custom_ops;
 };
 
 // The generic tail of import on a freshly parsed, canonicalized graph. Throws ModelLoadError (bad

@@ -25,7 +25,7 @@ constexpr int64_t kNpucDomainVersion = 1;
 int64_t opsetNeeded(const Node& n) {
   if (!n.domain().empty()) return 0;
   if (n.opType() == "Reshape" && n.attrs().has("allowzero")) return 14;
-  const OpSchema* schema = OpRegistry::instance().find(n.opType(), n.domain());
+  const OpSchema* schema = OpRegistry::instance().find(n);
   return std::max<int64_t>(kBaseExportOpset, schema ? schema->since_opset : 1);
 }
 

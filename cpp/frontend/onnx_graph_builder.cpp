@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "frontend/onnx_attribute.h"
+#include "opset/custom_ops.h"
 #include "opset/registry.h"
 
 namespace npuc {
@@ -20,8 +21,11 @@ std::string nodeTag(const onnx::NodeProto& n, const std::string& name) {
 
 class GraphBuilder {
  public:
-  GraphBuilder(onnx::ModelProto& model, const ExternalDataPolicy& policy)
-      : model_(model), gp_(*model.mutable_graph()), policy_(policy), g_(std::make_unique<Graph>()) {}
+  GraphBuilder(onnx::ModelProto& model, const ExternalDataPolicy& policy,
+               std::shared_ptr<const CustomOpSet> custom_ops)
+      : model_(model), gp_(*model.mutable_graph()), policy_(policy), g_(std::make_unique<Graph>()) {
+    g_->custom_ops = std::move(custom_ops);
+  }
 
   std::unique_ptr<Graph> build() {
     readModelInfo();
@@ -165,9 +169,11 @@ class GraphBuilder {
       const auto& n = gp_.node(i);
       if (n.op_type() == "Constant" && isOnnxDomain(n.domain())) continue;
       const std::string tag = nodeTag(n, node_names_[i]);
-      if (!isOnnxDomain(n.domain()) && n.domain() != kNpucDomain) {
+      const bool custom = g_->custom_ops && g_->custom_ops->find(n.op_type());
+      if (!isOnnxDomain(n.domain()) && n.domain() != kNpucDomain && !custom) {
         throw UnsupportedOpError("unsupported op '" + n.domain() + "." + n.op_type() + "' at " + tag +
-                                 ": npuc supports the ai.onnx domain (and its own ai.npuc ops) only");
+                                 ": npuc supports the ai.onnx domain (and its own ai.npuc ops) only; " +
+                                 "register the op with Toolkit.reg_custom_op to run it on the CPU");
       }
       Node* node = g_->appendNode(n.op_type(), {}, 0, node_names_[i]);
       if (!isOnnxDomain(n.domain())) node->setDomain(n.domain());
@@ -238,8 +244,9 @@ class GraphBuilder {
 
 }  // namespace
 
-std::unique_ptr<Graph> buildGraphFromOnnx(onnx::ModelProto& model, const ExternalDataPolicy& policy) {
-  return GraphBuilder(model, policy).build();
+std::unique_ptr<Graph> buildGraphFromOnnx(onnx::ModelProto& model, const ExternalDataPolicy& policy,
+                                          std::shared_ptr<const CustomOpSet> custom_ops) {
+  return GraphBuilder(model, policy, std::move(custom_ops)).build();
 }
 
 }  // namespace npuc

@@ -21,6 +21,8 @@ constexpr int64_t kMaxImportOpset = 19;
 // Throws ModelLoadError for an opset outside [kMinImportOpset, kMaxImportOpset], undefined
 // (dangling) node inputs, duplicate tensor names, mistyped attributes and bad tensors;
 // UnsupportedOpError for ops of unknown domains. Messages name the node and the tensor.
-std::unique_ptr<Graph> buildGraphFromOnnx(onnx::ModelProto& model, const ExternalDataPolicy& policy);
+// `custom_ops` (reg_custom_op) becomes the graph's: its ops are accepted in any domain.
+std::unique_ptr<Graph> buildGraphFromOnnx(onnx::ModelProto& model, const ExternalDataPolicy& policy,
+                                          std::shared_ptr<const CustomOpSet> custom_ops = nullptr);
 
 }  // namespace npuc

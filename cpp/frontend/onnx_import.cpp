@@ -37,7 +37,7 @@ namespace {
 
 std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions& opts,
                                    const std::string& base_dir) {
-  std::unique_ptr<Graph> g = buildGraphFromOnnx(model, ExternalDataPolicy{base_dir});
+  std::unique_ptr<Graph> g = buildGraphFromOnnx(model, ExternalDataPolicy{base_dir}, opts.custom_ops);
   model.Clear();                                // everything needed now lives in the IR
   upgradeLegacyForms(*g, g->opsetVersion(""));  // ONNX's own canonicalization: older opset forms
   finishImport(*g, opts);                       // the tail every frontend shares (frontend/import_tail.h)

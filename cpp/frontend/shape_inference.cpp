@@ -55,7 +55,7 @@ void replaceByConstants(Graph& g, Node* n, std::vector<Tensor> results) {
 bool tryFold(Graph& g, Node* n, int64_t limit, FoldStats& stats) {
   const bool shape_query = isShapeQuery(*n);
   if (!shape_query && !allInputsConstant(*n)) return false;
-  const OpSchema* schema = OpRegistry::instance().find(n->opType(), n->domain());
+  const OpSchema* schema = OpRegistry::instance().find(*n);
   if (!schema || !schema->foldable || (!shape_query && !schema->make_kernel)) return false;
   const int64_t bytes = foldOutputBytes(*n);  // from the inferred shapes: nothing evaluated yet
   if (bytes < 0) return false;

@@ -491,6 +491,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->name = name;
   g->opset_imports = opset_imports;
   g->metadata = metadata;
+  g->custom_ops = custom_ops;
   g->name_counter_ = name_counter_;
   std::unordered_map<const Value*, Value*> map;
   // Inputs first (in order), then every other producer-less value, so names stay identical.

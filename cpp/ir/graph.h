@@ -23,6 +23,7 @@ namespace npuc {
 
 class Graph;
 class Node;
+class CustomOpSet;  // opset/custom_ops.h
 
 struct Use {
   Node* user;
@@ -191,6 +192,9 @@ class Graph {
   int64_t opsetVersion(const std::string& domain = "") const;
   // Free-form metadata carried through export (producer, doc string, ...).
   std::map<std::string, std::string> metadata;
+  // The user-defined ops this graph may use (reg_custom_op), found through a node's graph by
+  // OpRegistry::find(const Node&); null for none. Shared and immutable; clone() copies the pointer.
+  std::shared_ptr<const CustomOpSet> custom_ops;
 
   // ---- values
   // Creates a fresh graph input appended to inputs().

@@ -277,6 +277,8 @@ std::vector<LimitCheck> buildLimitChecks() {
 // ---- always-on checks
 
 Message opSupportViolation(const Node& n, const SocProfile& soc) {
+  if (opTraits(n).has(OpTrait::UserDefined))
+    return "custom op " + n.opType() + " (reg_custom_op): npuc runs the user's code on the CPU";
   if (soc.opSupport(n.opType())) return std::nullopt;
   return "op " + n.opType() + " is not supported by the NPU";
 }

@@ -204,6 +204,9 @@ void addWarnings(PartitionReport& report, const Graph& graph, const SocProfile& 
                  const OpTargetMap& op_target) {
   for (NodePlacement& p : report.nodes) {
     if (p.device != Device::Cpu || soc.cpu.supportsOp(p.node->opType())) continue;
+    // A user-defined op runs on the board with the user's own implementation (RKNN's
+    // rknn_register_custom_ops), not the runtime's op list.
+    if (opTraits(*p.node).has(OpTrait::UserDefined)) continue;
     p.cpu_runtime_lacks = true;
     report.warnings.push_back(
         fmt::format("node '{}' ({}) falls back to the CPU, but the {} CPU runtime does not implement {} "

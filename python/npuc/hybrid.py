@@ -329,6 +329,7 @@ def step2(
     data_input: str,
     model_quantization_cfg: str,
     config: Dict[str, Any],
+    custom_ops: Optional[Any] = None,
 ) -> Tuple[Model, QuantizedModel]:
     """Rebuilds the model step 1 wrote with the (edited) config: returns the graph and its simulator.
 
@@ -346,7 +347,7 @@ def step2(
         if not os.path.isfile(os.fspath(path)):
             error = ModelLoadError if what == "model_input" else ConfigError
             raise error(f"hybrid_quantization_step2: {what} {shown_path(path)} does not exist")
-    model = Model.load(os.fspath(model_input))
+    model = Model.load(os.fspath(model_input), custom_ops=custom_ops)
     ranges, data_method = _read_data(os.fspath(data_input))
     custom, edited = _read_cfg(os.fspath(model_quantization_cfg), ranges)
     ranges.update(edited)

@@ -78,10 +78,3 @@ class RknnOnlyCalls:
             "export_encrypted_rknn_model: npuc does not encrypt blobs (a .npub is checksummed and its "
             "sections digested, so tampering is detected, but its weights are readable); nothing was written"
         )
-
-    def reg_custom_op(self, custom_op: Any) -> int:
-        """RKNN's Python custom operators: not supported yet."""
-        raise NotSupportedError(
-            f"reg_custom_op: custom operators are not supported yet ({type(custom_op).__name__}); a model "
-            "that uses one fails to load with the op named"
-        )

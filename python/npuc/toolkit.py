@@ -28,7 +28,8 @@ from npuc._npuc import Model, Runtime, optimize
 from npuc import arg_check
 from npuc.config_check import check_config_values, inert_settings, known_target_platforms
 from npuc.dataset import dataset_files, fitting_layout
-from npuc.errors import ConfigError, InputError, ModelLoadError, NotSupportedError, NpucError
+from npuc.errors import (ConfigError, InputError, ModelLoadError, NotSupportedError, NpucError,
+                         UnsupportedOpError)
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
 from npuc.shapes import check_shapes
@@ -141,6 +142,10 @@ class Toolkit(RknnOnlyCalls):
         self._model_name = "model"
         # build(do_quantization=False) leaves a float model, which the NPU runs in fp16.
         self._built_float = False
+        # reg_custom_op(): the user's op objects by op type, and the core's set built from them,
+        # which every later load hands to the graph it makes (npuc.custom_op).
+        self._custom_ops: Dict[str, Any] = {}
+        self._custom_set: Optional[Any] = None
 
     # ------------------------------------------------------------------ context manager
 
@@ -217,6 +222,34 @@ class Toolkit(RknnOnlyCalls):
         self._log.info("config: %s", {k: v for k, v in self._config.items() if v is not None})
         return 0
 
+    def reg_custom_op(self, custom_op: Any) -> int:
+        """Registers a user-defined op (RKNN-Toolkit2 ``reg_custom_op``); call it before loading.
+
+        ``custom_op`` has RKNN's shape: an ``op_type`` string, ``shape_infer(node, in_shapes,
+        in_dtypes) -> (out_shapes, out_dtypes)`` and ``compute(node, inputs) -> [outputs]`` (numpy;
+        ``node`` is the ``onnx.NodeProto``, see :func:`npuc.custom_op.get_node_attr`). Nodes of that
+        op type, in any ONNX domain, then load, build and run: on the CPU, in float. A blob written
+        from such a model keeps the op by name, and ``load_blob`` needs the same registration.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ConfigError: the object lacks ``op_type``, ``shape_infer`` or ``compute``, or its op type
+                is one npuc already defines.
+        """
+        from npuc.custom_op import check_custom_op, custom_op_set
+
+        op_type = check_custom_op(custom_op)
+        ops = dict(self._custom_ops)
+        if op_type in ops:
+            self._log.warning("reg_custom_op: %s was registered before; the new definition replaces it", op_type)
+        ops[op_type] = custom_op
+        self._custom_set = custom_op_set(list(ops.values()))  # refuses a built-in op's name
+        self._custom_ops = ops
+        self._log.info("reg_custom_op: %s (runs on the CPU)", op_type)
+        return 0
+
     def load_onnx(
         self,
         model: Union[str, os.PathLike, bytes],
@@ -244,14 +277,14 @@ class Toolkit(RknnOnlyCalls):
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
-            loaded = Model.from_bytes(bytes(model), names, sizes, outs)
+            loaded = Model.from_bytes(bytes(model), names, sizes, outs, self._custom_set)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
-            loaded = Model.load(path, names, sizes, outs)
+            loaded = Model.load(path, names, sizes, outs, self._custom_set)
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
         self._stage = Stage.LOADED
@@ -479,7 +512,8 @@ class Toolkit(RknnOnlyCalls):
             if self._config.get(key) in (None, False):
                 self._config[key] = value
         self._preprocessor = InputPreprocessor(self._config.get("mean_values"), self._config.get("std_values"))
-        model, quantized = hybrid.step2(model_input, data_input, model_quantization_cfg, self._config)
+        model, quantized = hybrid.step2(model_input, data_input, model_quantization_cfg, self._config,
+                                        self._custom_set)
         self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
         self._stage = Stage.BUILT
@@ -584,9 +618,15 @@ class Toolkit(RknnOnlyCalls):
         path = arg_check.path("load_blob", "path", path)
         expected_soc = self._config.get("target_platform") or None
         job = self._new_job([(path, "the loaded blob")])
-        compiled = load_compiled(path, expected_soc)  # the file is read and checked once
-        self._inputs = job
+        compiled = load_compiled(path, expected_soc, self._custom_set)  # the file is read and checked once
         model, meta, options = compiled.model, compiled.meta, compiled.options
+        unknown = model.unknown_ops
+        if unknown:
+            ops = sorted({n["op_type"] for n in unknown})
+            raise UnsupportedOpError(
+                f"load_blob: {shown(path, MAX_SHOWN_PATH)} uses custom op(s) {', '.join(ops)} (e.g. node "
+                f"'{unknown[0]['name']}'); register them with reg_custom_op() before loading the blob")
+        self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
         self._stage = Stage.BLOB_LOADED
         # The simulator runs the blob's compiled program over its planned activation arena when the
@@ -892,7 +932,8 @@ class Toolkit(RknnOnlyCalls):
             0 on success.
 
         Raises:
-            NotSupportedError: this npuc has no C++ build tree to link against (a pip install).
+            NotSupportedError: this npuc has no C++ build tree to link against (a pip install), or
+                the model uses a custom op (``reg_custom_op``: Python code).
             OutputError: ``output_path`` is a file, or a non-empty folder without ``overwrite``.
             NpucError: nothing built or loaded; ConfigError: no target_platform.
         """
@@ -901,6 +942,12 @@ class Toolkit(RknnOnlyCalls):
         output_path = Path(arg_check.path("codegen", "output_path", output_path))
         overwrite = arg_check.flag("codegen", "overwrite", overwrite)
         compiled = self._compiled("codegen")
+        custom = sorted(set(self._custom_ops) & set(self._model.op_histogram)) if self._model else []
+        if custom:
+            raise NotSupportedError(
+                f"codegen: the model uses custom op(s) {', '.join(custom)}, whose compute is Python; the "
+                "generated C++ program could not run them (a C++ program passes C++ definitions to "
+                "npuc::deploy::BlobRunner, see docs/custom_ops.md); nothing was written")
         model_inputs = (self._simulator() or self._ensure_runtime()).inputs
         _codegen.write_program(output_path, overwrite, self.export_blob, inputs, len(model_inputs), compiled.soc,
                                self._model_name, "INT8" if compiled.quantized else "FP16")

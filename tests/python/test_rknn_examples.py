@@ -102,6 +102,63 @@ def _tiny_cnn(path: Path, hw: int, heads: Dict[str, List[int]], sigmoid: bool = 
     return path
 
 
+def _tiny_yolox(path: Path) -> Path:
+    """YOLOX's shape: images[1,3,640,640] -> Conv+SiLU (x * Sigmoid(x)) stem and stride-2 stages ->
+    per stride 8/16/32 a head [1, 85, h, w] = Concat(box 4, Sigmoid(objectness) 1, Sigmoid(classes) 80):
+    many Sigmoids, both inside activations and on the outputs, as the real export has."""
+    rng = np.random.default_rng(11)
+    inits, nodes = [], []
+
+    def conv_silu(name: str, src: str, cin: int, cout: int, stride: int, silu: bool = True) -> str:
+        k = 3 if stride == 2 else 1
+        inits.append(numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k))
+                                             .astype(np.float32), f"{name}_w"))
+        inits.append(numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, f"{name}_b"))
+        nodes.append(helper.make_node("Conv", [src, f"{name}_w", f"{name}_b"], [f"{name}_c" if silu else name],
+                                      kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4))
+        if silu:
+            nodes.append(helper.make_node("Sigmoid", [f"{name}_c"], [f"{name}_s"]))
+            nodes.append(helper.make_node("Mul", [f"{name}_c", f"{name}_s"], [name]))
+        return name
+
+    x, current = conv_silu("stem", "images", 3, 16, 2), 320
+    outputs = []
+    for level, size in enumerate((80, 40, 20)):
+        while current > size:
+            current //= 2
+            x = conv_silu(f"down_{current}", x, 16, 16, 2)
+        feature = conv_silu(f"stem{level}", x, 16, 16, 1)
+        box = conv_silu(f"box{level}", feature, 16, 4, 1, silu=False)
+        obj = conv_silu(f"obj{level}", feature, 16, 1, 1, silu=False)
+        cls = conv_silu(f"cls{level}", feature, 16, 80, 1, silu=False)
+        nodes.append(helper.make_node("Sigmoid", [obj], [f"obj{level}_p"]))
+        nodes.append(helper.make_node("Sigmoid", [cls], [f"cls{level}_p"]))
+        nodes.append(helper.make_node("Concat", [box, f"obj{level}_p", f"cls{level}_p"], [f"output{level}"], axis=1))
+        outputs.append(helper.make_tensor_value_info(f"output{level}", TensorProto.FLOAT, [1, 85, size, size]))
+    graph = helper.make_graph(nodes, "yolox_s", [helper.make_tensor_value_info("images", TensorProto.FLOAT,
+                                                                               [1, 3, 640, 640])],
+                              outputs, initializer=inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def _dual_residual(folder: Path) -> None:
+    """The custom-op example's model as its file has it: one rknn_cst.cstDualResidual node (alpha 0.5)
+    on inputs '0', '1' [1,3,10,10], outputs '2', '3' of unnamed dims, and saved NCHW inputs/outputs."""
+    node = helper.make_node("cstDualResidual", ["0", "1"], ["2", "3"], name="cstDualResidual_0", domain="rknn_cst",
+                            alpha=0.5)
+    dims = [f"d{i}" for i in range(4)]
+    graph = helper.make_graph([node], "torch-jit-export",
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 10, 10]) for n in "01"],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, dims) for n in "23"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12), helper.make_opsetid("rknn_cst", 1)])
+    onnx.save(model, str(folder / "dual_residual.onnx"))
+    rng = np.random.default_rng(12)
+    x, y = (rng.standard_normal((1, 3, 10, 10)).astype(np.float32) for _ in range(2))
+    for i, a in enumerate((x, y, x * 0.5 - y, y * 0.5 - x)):
+        np.save(folder / (f"dual_residual_input_{i}.npy" if i < 2 else f"dual_residual_output_{i - 2}.npy"), a)
+
+
 def _concat_block(folder: Path) -> None:
     """The onnx_edit example's model: a KV-cache Concat (k_cache.1 [2,4,8,16] + new k [2,4,1,16])
     and its dataset of .npy pairs."""
@@ -155,6 +212,14 @@ def _prepare(name: str, folder: Path) -> None:
         (folder / "dataset.txt").write_text("dog_bike_car_300x300.jpg\n")
     elif name == "onnx_edit":
         _concat_block(folder)
+    elif name == "custom_op_sigmoid":
+        _tiny_yolox(folder / "yolox_s.onnx")
+        _photo(folder / "bus.jpg", 640, 640, 6)
+        for i in range(3):
+            _photo(folder / f"calib_{i}.jpg", 640, 480, 7 + i)
+        (folder / "dataset.txt").write_text("".join(f"calib_{i}.jpg\n" for i in range(3)))
+    elif name == "custom_op_dual_residual":
+        _dual_residual(folder)
 
 
 def _run(script: str, folder: Path) -> subprocess.CompletedProcess:
@@ -164,13 +229,13 @@ def _run(script: str, folder: Path) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
-def _fp32_on_image(model: Path, image: Path, mean: List[float], std: List[float]) -> np.ndarray:
+def _fp32_on_image(model: Path, image: Path, mean: List[float], std: List[float], output: int = 0) -> np.ndarray:
     """npuc's FP32 runtime on `image` read as the scripts read it (cv2 BGR -> RGB), normalized by hand."""
     import cv2
 
     rgb = cv2.cvtColor(cv2.imread(str(image)), cv2.COLOR_BGR2RGB).astype(np.float32)
     x = ((rgb - np.array(mean, np.float32)) / np.array(std, np.float32)).transpose(2, 0, 1)[np.newaxis]
-    return npuc.Runtime(npuc.Model.load(str(model))).run([np.ascontiguousarray(x)])[0]
+    return npuc.Runtime(npuc.Model.load(str(model))).run([np.ascontiguousarray(x)])[output]
 
 
 def _check_resnet50v2(folder: Path, out: str) -> None:
@@ -226,7 +291,28 @@ def _check_onnx_edit(folder: Path, out: str) -> None:
     assert np.load(folder / listed[0]).shape == (1, 32, 4, 8)
 
 
+def _check_dual_residual(folder: Path, out: str) -> None:
+    cosines = [float(line.rsplit(":", 1)[1]) for line in out.splitlines() if line.startswith("cos distance")]
+    assert len(cosines) == 2 and min(cosines) >= 0.9999, out[-2000:]
+    assert (folder / "dual_residual_custom.rknn").stat().st_size > 0
+
+
+def _check_custom_sigmoid(folder: Path, out: str) -> None:
+    """The INT8 outputs, with the user's cstSigmoid computing every Sigmoid, against npuc's FP32
+    runtime on the unedited model (standard Sigmoid), the image read as the script reads it (640x640:
+    the letterbox leaves it as it is; mean 0, std 1)."""
+    want = [_fp32_on_image(folder / "yolox_s.onnx", folder / "bus.jpg", [0, 0, 0], [1, 1, 1], i) for i in range(3)]
+    for i, w in enumerate(want):
+        got = np.load(folder / f"functions_custom_op_non-onnx_standard_{i}.npy")
+        assert got.shape == w.shape == (1, 85, 80 >> i, 80 >> i)
+        assert cosine_similarity(got, w) >= MIN_INT8_COSINE, (i, cosine_similarity(got, w))
+    assert "cstSigmoid" in out and "Save results to result.jpg!" in out
+    assert (folder / "result.jpg").stat().st_size > 0
+
+
 RUNS: Dict[str, Callable[[Path, str], None]] = {
+    "custom_op_dual_residual": _check_dual_residual,
+    "custom_op_sigmoid": _check_custom_sigmoid,
     "onnx_resnet50v2": _check_resnet50v2,
     "onnx_yolov5": _check_yolov5,
     "pytorch_resnet18": _check_resnet18,
@@ -246,9 +332,6 @@ PENDING = {
     "codegen": ("load_caffe", "not supported yet", "Load model failed!"),
     "npu_device_test": ("load_caffe", "not supported yet", "Load model failed!"),
     "hybrid_quant_step1": ("load_tensorflow", "not supported yet", "Load model failed!"),
-    "custom_op_dual_residual": ("reg_custom_op", "custom operators are not supported yet",
-                                "Register cstDualResidual op failed!"),
-    "custom_op_sigmoid": ("reg_custom_op", "custom operators are not supported yet", "Register cstSigmoid op failed!"),
 }
 
 

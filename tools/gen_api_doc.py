@@ -59,7 +59,7 @@ RKNN_EQUIVALENT: Dict[str, str] = {
     "checksummed, not encrypted",
     "codegen": "`rknn.codegen(output_path, inputs, overwrite)`; a C++ program on npuc's C++ runtime (CMake), "
     "not a board demo",
-    "reg_custom_op": "`rknn.reg_custom_op(op)`; not yet (NotSupportedError)",
+    "reg_custom_op": "`rknn.reg_custom_op(op)`, same object shape (`op_type`, `shape_infer`, `compute`)",
     "load_tflite": "`rknn.load_tflite(model)`; not yet (NotSupportedError)",
     "load_caffe": "`rknn.load_caffe(model, blobs)`; not yet (NotSupportedError)",
     "load_darknet": "`rknn.load_darknet(model, weight)`; not yet (NotSupportedError)",

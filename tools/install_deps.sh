@@ -10,8 +10,10 @@ build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-ve
   python3-onnx python3-pybind11 pybind11-dev libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev ocl-icd-opencl-dev libgtest-dev libyaml-cpp-dev libxxhash-dev libfmt-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
   python3-setuptools python3-wheel python3-pip)
-# The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node).
-test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision python3-opencv nodejs npm ca-certificates)
+# The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node);
+# RKNN-Toolkit2's example scripts (tests/rknn_examples) import cv2 and scipy.
+test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision python3-opencv python3-scipy nodejs npm
+           ca-certificates)
 bench_pkgs=(python3-sklearn python3-scipy fonts-dejavu-core)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 

@@ -110,7 +110,9 @@ class CustomOpAdapter:
             if list(a.shape) != list(shape):
                 raise CustomOpError(f"{where}: output {i} has shape {list(a.shape)}, but shape_infer gave {list(shape)}")
             if a.dtype != np.dtype(dtype):
-                if not np.can_cast(a.dtype, dtype, casting="same_kind"):
+                # float64 for float32 is numpy's habit (a Python float in the formula): narrowed.
+                # Another kind (bool or int for float) is a mistake, not a rounding.
+                if a.dtype.kind != np.dtype(dtype).kind:
                     raise CustomOpError(f"{where}: output {i} is {a.dtype}, but shape_infer gave {dtype}")
                 a = a.astype(dtype)
             outputs.append(np.ascontiguousarray(a))

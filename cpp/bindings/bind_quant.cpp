@@ -142,13 +142,20 @@ py::list accuracyAnalysis(const PyQuantizedModel& qm, const py::sequence& inputs
 }
 
 // The rows plus every tensor they compare (for the per-tensor dumps of Toolkit.accuracy_analysis).
-py::dict accuracyReport(const PyQuantizedModel& qm, const py::sequence& inputs) {
+py::dict accuracyReport(const PyQuantizedModel& qm, const py::sequence& inputs, const py::object& progress) {
   std::vector<Tensor> tensors = tensorsFromList(inputs, qm.sim().graph());
   std::vector<quant::LayerAccuracy> rows;
   quant::AccuracyTensors compared;
+  quant::AccuracyProgress report;
+  if (!progress.is_none()) {
+    report = [&progress](size_t done, size_t total) {
+      py::gil_scoped_acquire gil;  // the analysis runs with the GIL released
+      progress(done, total);
+    };
+  }
   {
     py::gil_scoped_release release;
-    rows = quant::analyzeAccuracy(qm.sim(), qm.plan(), tensors, &compared);
+    rows = quant::analyzeAccuracy(qm.sim(), qm.plan(), tensors, &compared, report);
   }
   py::dict out;
   out["rows"] = accuracyRows(rows);
@@ -250,9 +257,11 @@ void bindQuant(py::module_& m) {
            "Per activation, in graph order: {'value', 'node', 'op_type', 'precision', 'cosine', 'euclidean', "
            "'sqnr_db', 'max_abs_error'} of the simulator vs the FP32 model on these inputs (the end-to-end "
            "run), and the same four as 'single_*' for the layer run alone on its quantized FP32 inputs.")
-      .def("accuracy_report", &accuracyReport, py::arg("inputs"),
+      .def("accuracy_report", &accuracyReport, py::arg("inputs"), py::arg("progress") = py::none(),
            "{'rows': accuracy_analysis rows, 'fp32', 'simulated', 'single': {value name: array}}: the "
-           "rows and every tensor they compare.")
+           "rows and every tensor they compare. progress(done, total), if given, is called as the "
+           "analysis advances (units of one simulator step; the FP32, end-to-end and per-layer runs "
+           "each count one per node).")
       .def(
           "describe", [](const PyQuantizedModel& q) { return q.sim().describe(); },
           "One line per node: the kernel it runs on (int8 ... or fp16).");

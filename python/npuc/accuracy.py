@@ -188,6 +188,25 @@ def check_output_dir(output_dir: Union[str, "os.PathLike[str]"], inputs: Optiona
     refuse_output(os.path.join(out, "error_analysis.txt"), _DUMP_WHAT, inputs)
 
 
+def _report_with_progress(qmodel: Any, arrays: Sequence[np.ndarray]) -> Dict[str, Any]:
+    """``qmodel.accuracy_report`` with a progress bar on a terminal: on a big model the three runs
+    (FP32, simulator end to end, each layer alone) take seconds to minutes."""
+    from npuc.dataset import progress_bar
+
+    bar = progress_bar(0, "accuracy analysis", "step")
+    if bar is None:
+        return qmodel.accuracy_report(list(arrays))
+
+    def advance(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        return qmodel.accuracy_report(list(arrays), advance)
+    finally:
+        bar.close()
+
+
 def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Optional[Union[str, "os.PathLike[str]"]],
             inputs: Optional[JobInputs] = None) -> AccuracyReport:
     """Runs the analysis of `qmodel` (a ``QuantizedModel``) on one sample and writes the dumps
@@ -198,10 +217,10 @@ def analyze(qmodel: Any, arrays: Sequence[np.ndarray], output_dir: Optional[Unio
     written whole or not at all (npuc.output_files.atomic_output).
     """
     if output_dir is None:
-        report = qmodel.accuracy_report(list(arrays))
+        report = _report_with_progress(qmodel, arrays)
         return AccuracyReport(rows=report["rows"], text=format_table(report["rows"]), output_dir=None)
     check_output_dir(output_dir, inputs)
-    report = qmodel.accuracy_report(list(arrays))
+    report = _report_with_progress(qmodel, arrays)
     out = Path(output_dir)
     stems = _unique_stems(sorted(set(report["fp32"]) | set(report["simulated"]) | set(report["single"])))
     dumps = [(out / folder / f"{stems[name]}.npy", tensor)

@@ -38,7 +38,8 @@ from npuc.errors import InputError
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import capped, shown, shown_path
 
-__all__ = ["iterate_samples", "count_samples", "dataset_files", "fitting_layout", "progress", "sample_array"]
+__all__ = ["iterate_samples", "count_samples", "dataset_files", "fitting_layout", "progress", "progress_bar",
+           "sample_array"]
 
 #: File extensions read as images (anything else but ``.npy`` is refused by name).
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -106,6 +107,17 @@ def dataset_files(dataset: Optional[DatasetLike]) -> List[Tuple[str, str]]:
     for number, _, _, resolved in entries:
         files += [(f, f"a calibration sample listed in {name} line {number}") for f in resolved]
     return files
+
+
+def progress_bar(total: int, desc: str, unit: str) -> Optional[Any]:
+    """A tqdm bar on stderr when it is a terminal (and tqdm is installed), else None."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit=unit)
 
 
 def progress(iterable: Iterable[Any], total: Optional[int], desc: str) -> Iterable[Any]:

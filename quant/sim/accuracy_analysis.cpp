@@ -71,12 +71,18 @@ Tensor clamped(const Tensor& x, const Node& clamp) {
 }  // namespace
 
 std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const QuantPlan& plan,
-                                           const std::vector<Tensor>& inputs, AccuracyTensors* tensors) {
+                                           const std::vector<Tensor>& inputs, AccuracyTensors* tensors,
+                                           const AccuracyProgress& progress) {
   const Graph& graph = sim.graph();
+  const size_t steps = sim.numSteps();
+  auto report = [&](size_t done) {
+    if (progress) progress(done, 3 * steps);
+  };
   std::unique_ptr<Graph> exposed = exposeActivations(graph);
   ExecutorOptions options;
   options.host_fusion = false;  // every exposed value stays a plain node output
   const std::vector<Tensor> fp32 = Executor(*exposed, options).run(inputs);
+  report(steps);
   std::map<std::string, Tensor> reference;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     if (graph.inputs()[i]->dtype() == DType::Float32) reference[graph.inputs()[i]->name()] = inputs[i];
@@ -85,7 +91,9 @@ std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const Q
     if (fp32[i].dtype() == DType::Float32) reference[exposed->outputs()[i]->name()] = fp32[i];
   }
   std::map<std::string, Tensor> simulated = sim.runAllValues(inputs);
-  std::map<std::string, Tensor> single = sim.runEachNodeIsolated(inputs, reference);
+  report(2 * steps);
+  std::map<std::string, Tensor> single =
+      sim.runEachNodeIsolated(inputs, reference, [&](size_t k) { report(2 * steps + k + 1); });
 
   // After the isolated runs, which read the unclamped FP32 values like the full model does.
   const std::map<std::string, const Node*> clamped_inputs =

@@ -7,6 +7,7 @@
 // Reading it: docs/quantization.md section 10 (look for the first layer where SQNR drops
 // sharply, and for a low single cosine: that layer is the one to keep in FP16).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,10 +37,15 @@ struct AccuracyTensors {
   std::map<std::string, Tensor> fp32, simulated, single;
 };
 
+// progress(done, total) in units of one simulator step: the FP32 run and the end-to-end run count
+// as one step per node each, then each node's isolated run one (so total = 3 x nodes' steps).
+using AccuracyProgress = std::function<void(size_t done, size_t total)>;
+
 // Runs the FP32 graph (planned executor, every activation exposed) and the simulator (end to end
 // and node by node) on `inputs`. With `tensors`, also hands back every tensor compared.
 std::vector<LayerAccuracy> analyzeAccuracy(const QuantizedExecutor& sim, const QuantPlan& plan,
                                            const std::vector<Tensor>& inputs,
-                                           AccuracyTensors* tensors = nullptr);
+                                           AccuracyTensors* tensors = nullptr,
+                                           const AccuracyProgress& progress = {});
 
 }  // namespace npuc::quant

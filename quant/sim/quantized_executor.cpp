@@ -196,7 +196,8 @@ SimValue QuantizedExecutor::toSimFloat(const Value& v, const Tensor& t) const {
 }
 
 std::map<std::string, Tensor> QuantizedExecutor::runEachNodeIsolated(
-    const std::vector<Tensor>& inputs, const std::map<std::string, Tensor>& golden) const {
+    const std::vector<Tensor>& inputs, const std::map<std::string, Tensor>& golden,
+    const std::function<void(size_t)>& after_step) const {
   checkInputs(inputs);
   SimSlots slots = initial_;
   for (size_t i = 0; i < inputs.size(); ++i) {  // non-float inputs feed shape computations
@@ -217,6 +218,7 @@ std::map<std::string, Tensor> QuantizedExecutor::runEachNodeIsolated(
     // Collected now: a later step reading this value overwrites its slot with the golden one.
     for (const auto& [v, slot] : values.outputs)
       outputs[v->name()] = dequantize(slots[static_cast<size_t>(slot)]);
+    if (after_step) after_step(k);
   }
   return outputs;
 }

@@ -8,6 +8,7 @@
 //
 // Conv and Gemm/MatMul have a reference loop and a fast path (SimPath) that agree to the bit.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -56,8 +57,10 @@ class QuantizedExecutor {
   // node's output shows its own error only, not what accumulated upstream. Non-float inputs
   // (shapes, indices) are computed exactly by the run itself. Returns every float node output,
   // dequantized, by value name. Throws InputError naming a float value missing from `golden`.
+  // `after_step(k)`, if given, is called after step k (progress of a long analysis).
   std::map<std::string, Tensor> runEachNodeIsolated(const std::vector<Tensor>& inputs,
-                                                    const std::map<std::string, Tensor>& golden) const;
+                                                    const std::map<std::string, Tensor>& golden,
+                                                    const std::function<void(size_t)>& after_step = {}) const;
 
   const Graph& graph() const { return *graph_; }
   SimMode mode() const { return options_.mode; }

@@ -128,3 +128,34 @@ def test_single_mode_on_shared_models(name: str, tmp_path: Path) -> None:
     assert min(r["single_cosine"] for r in rows) > 0.99
     # Single never sees more error than entire by much: upstream error is what it removes.
     assert np.median([r["single_sqnr_db"] - r["sqnr_db"] for r in rows]) >= 0
+
+
+def test_progress_is_reported_as_the_three_runs_advance(built: Tuple[npuc.Toolkit, Path], monkeypatch: Any) -> None:
+    """accuracy_report(progress=...) reports after the FP32 run, the end-to-end run and every
+    layer's isolated run; Toolkit.accuracy_analysis draws it as a bar on a terminal."""
+    tk, _ = built
+    quantized = tk._quantized[1]
+    calls = []
+    quantized.accuracy_report([samples(1, seed=9)[0]], lambda done, total: calls.append((done, total)))
+    steps = calls[0][1] // 3
+    assert calls[0] == (steps, 3 * steps) and calls[1] == (2 * steps, 3 * steps) and calls[-1] == (3 * steps,) * 2
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) == 2 + steps
+
+    import npuc.dataset
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total: int, desc: str, unit: str) -> None:
+            self.total, self.n, self.closed = total, 0, False
+            bars.append(self)
+
+        def update(self, k: int) -> None:
+            self.n += k
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(npuc.dataset, "progress_bar", Bar)
+    tk.accuracy_analysis(inputs=[samples(1, seed=9)[0]], output_dir=None)
+    assert len(bars) == 1 and bars[0].n == bars[0].total == 3 * steps and bars[0].closed

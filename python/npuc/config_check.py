@@ -190,6 +190,28 @@ def _op_target(key: str, value: Any) -> None:
             )
 
 
+def check_op_target_names(op_target: Mapping[str, str], node_names: Sequence[str], op_types: Sequence[str],
+                           extra_op_types: Sequence[str] = ()) -> None:
+    """Refuses an ``op_target`` key that is neither a node of the model being built nor an op type
+    npuc knows (a typo would otherwise be ignored and the node stay where it was). An op type the
+    model does not use is fine: one config serves several models.
+
+    Raises:
+        ConfigError: naming the key and the closest node names or op types.
+    """
+    import difflib
+
+    nodes = set(node_names)
+    # supported_ops() spells other domains' ops "domain.Op"; op_target keys use the bare op type.
+    types = {t.rsplit(".", 1)[-1] for t in op_types} | set(extra_op_types)
+    for name in op_target:
+        if name in nodes or name in types:
+            continue
+        close = difflib.get_close_matches(name, sorted(nodes | types), n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ConfigError(f"config(op_target): {shown(name)} is neither a node of the model nor an op type{hint}")
+
+
 def _pass_names(key: str, value: Any) -> None:
     from npuc._npuc import pass_names
 

@@ -26,7 +26,7 @@ import numpy as np
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
 from npuc import arg_check
-from npuc.config_check import check_config_values, inert_settings, known_target_platforms
+from npuc.config_check import check_config_values, check_op_target_names, inert_settings, known_target_platforms
 from npuc.dataset import dataset_files, fitting_layout
 from npuc.errors import (ConfigError, InputError, ModelLoadError, NotSupportedError, NpucError,
                          UnsupportedOpError)
@@ -377,6 +377,8 @@ class Toolkit(RknnOnlyCalls):
         if do_quantization:
             self._add_inputs(dataset_files(dataset))
         source = self._float_model or self._model
+        check_op_target_names(self._config.get("op_target") or {}, [n["name"] for n in source.nodes],
+                              _npuc.supported_ops(), list(self._custom_ops))
         with staged_folder(dump_dir, "an optimizer dump", self._inputs) as staging:
             soc = self._config.get("target_platform") or ""
             optimized, report = optimize(

@@ -164,3 +164,23 @@ def test_compile_options_cross_typed_and_come_back_from_the_blob() -> None:
         options.quantized_method = "diagonal"
     options.quantized_dtype = "asymmetric_quantized-8"  # RKNN's spelling of w8a8
     assert options.quantized_dtype == "w8a8"
+
+
+def test_an_op_target_key_that_names_nothing_is_refused_with_the_closest_names(tmp_path: Path) -> None:
+    """A typo in op_target would leave the node where it was; build() (and `npuc convert
+    --op-target`) refuse it instead. An op type the model lacks is fine (a config serves several
+    models)."""
+    path = tmp_path / "chain.onnx"
+    onnx.save(chain_model(), str(path))
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588", op_target={"relu_2": "cpu"})
+        tk.load_onnx(model=str(path))
+        with pytest.raises(npuc.ConfigError, match="'relu_2' is neither a node of the model nor an op type; "
+                                                   "did you mean 'relu2'"):
+            tk.build(do_quantization=False)
+        tk.config(target_platform="rk3588", op_target={"Softmax": "cpu", "relu2": "cpu"})
+        assert tk.build(do_quantization=False) == 0
+    done = subprocess.run([sys.executable, "-m", "npuc", "convert", str(path), "-t", "rk3588", "-o",
+                           str(tmp_path / "x.npub"), "--op-target", "Nope=cpu"], capture_output=True, text=True)
+    assert done.returncode == 1 and "'Nope' is neither a node of the model nor an op type" in done.stderr
+    assert not (tmp_path / "x.npub").exists()

@@ -153,7 +153,9 @@ class GraphBuilder {
         throw ModelLoadError(tag + ": attribute '" + a.name() + "' refers to a function attribute");
       }
       AttrValue v = attrFromProto(a, policy_, tag);
-      const std::optional<AttrKind> want = expectedAttrKind(n.op_type(), a.name());
+      std::optional<AttrKind> want = expectedAttrKind(n.op_type(), a.name());
+      // Cast-1's `to` is a type name; the legacy upgrade turns it into the opset-6+ number.
+      if (n.op_type() == "Cast" && a.name() == "to" && g_->opsetVersion("") < 6) want = AttrKind::String;
       const AttrKind got = attrKind(v);
       // An int where a float is expected reads fine (Attributes::f accepts it).
       if (want && *want != got && !(*want == AttrKind::Float && got == AttrKind::Int)) {

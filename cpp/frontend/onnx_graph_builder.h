@@ -12,9 +12,10 @@
 
 namespace npuc {
 
-// Lowest and highest default-domain opset npuc imports.
-constexpr int64_t kMinImportOpset = 7;
-constexpr int64_t kMaxImportOpset = 19;
+// Lowest and highest default-domain opset npuc imports. Older forms are rewritten into the
+// canonical ones by frontend/legacy_upgrade.h.
+constexpr int64_t kMinImportOpset = 1;
+constexpr int64_t kMaxImportOpset = 21;
 
 // Builds the IR for `model`. Initializers and Constant nodes become constant values (each
 // initializer's bytes are released from `model` once converted, so weights are not held twice).

@@ -15,12 +15,15 @@ import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from npuc import arg_check
-from npuc._npuc import MAX_IMPORT_OPSET as MAX_OPSET  # the opsets the importer reads
-from npuc._npuc import MIN_IMPORT_OPSET as MIN_OPSET
+from npuc._npuc import MAX_IMPORT_OPSET as MAX_OPSET  # the newest opset the importer reads
+from npuc._npuc import MIN_IMPORT_OPSET
 from npuc.errors import ConfigError, ModelLoadError
 from npuc.shapes import check_shapes
 
 __all__ = ["DEFAULT_OPSET", "pytorch_to_onnx"]
+
+#: The oldest opset torch.onnx exports (the importer itself reads older ones too).
+MIN_OPSET = max(MIN_IMPORT_OPSET, 7)
 
 #: ONNX opset the export targets unless told otherwise (the oldest one every npuc op covers).
 DEFAULT_OPSET = 13

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Runs the ONNX backend node test cases through npuc (Model + Runtime) and compares outputs.
+"""Runs the ONNX backend test sets through npuc (Model + Runtime) and compares outputs.
 
-A case is run when every op of its model is in npuc's registry; the others are counted apart as
-"not run". Each case's test_data_set_* inputs go through npuc.Runtime and every output must match
+The sets are those libonnx-testdata ships: ``node`` (one op per case, opsets 1 to 17),
+``pytorch-converted`` and ``pytorch-operator`` (small PyTorch modules exported at opset 6) and
+``simple`` (small multi-node models). A case is run when every op of its model is in npuc's
+registry; the others are counted apart as "not run". Each case's test_data_set_* inputs go through npuc.Runtime and every output must match
 the expected one like ONNX's own backend tests check it: same dtype and shape, and
 |got - expected| <= atol + rtol * |expected| with rtol=1e-3, atol=1e-7, NaN equal to NaN.
 
-Cases listed in known_failures.txt (``case_name  # reason``) are run but count as skipped; a listed
-case that passes is pointed out so its line can be deleted.
+Each set has its own known-failures list, known_failures/<set>.txt (``case_name  # reason``): listed
+cases are run but count as skipped; a listed case that passes is pointed out so its line can be
+deleted.
 
 Cases run in worker processes (one per core), so a crash in a kernel is reported against its case
-instead of ending the run. Output: one line per failure, then ``N passed, N failed[, N skipped]``.
-Exit status 1 when a case fails that is not a known failure.
+instead of ending the run. Output: one line per failure, then one line per set
+``<set>: N passed, N failed, N skipped, N not run``. Exit status 1 when a case fails that is not a
+known failure.
 """
 
 from __future__ import annotations
@@ -30,25 +34,26 @@ from typing import Dict, Iterable, List, Optional, Set
 HERE = Path(__file__).resolve().parent
 RTOL = 1e-3
 ATOL = 1e-7
-DEFAULT_DATA_DIR = "/usr/share/libonnx-testdata/data/node"
+DEFAULT_DATA_ROOT = "/usr/share/libonnx-testdata/data"
+SETS = ("node", "pytorch-converted", "pytorch-operator", "simple")
 
 
 # ---------------------------------------------------------------------- locating things
 
 
-def find_data_dir() -> Path:
-    """The folder holding one sub-folder per node test case."""
-    env = os.environ.get("NPUC_ONNX_NODE_TESTS")
+def find_data_root() -> Path:
+    """The folder holding one sub-folder per test set (node, pytorch-converted, ...)."""
+    env = os.environ.get("NPUC_ONNX_TEST_DATA")
     if env:
         return Path(env)
     try:
         listing = subprocess.run(["dpkg", "-L", "libonnx-testdata"], capture_output=True, text=True, check=False)
         for line in listing.stdout.splitlines():
             if line.rstrip("/").endswith("/data/node"):
-                return Path(line)
+                return Path(line.rstrip("/")).parent
     except OSError:
         pass  # not a Debian system: fall back to the default location
-    return Path(DEFAULT_DATA_DIR)
+    return Path(DEFAULT_DATA_ROOT)
 
 
 def read_known_failures(path: Path) -> Dict[str, str]:
@@ -183,7 +188,7 @@ def run_case(case_dir: Path, supported: Set[str]) -> dict:
     import numpy as np
     import onnx
 
-    result = {"case": case_dir.name}
+    result = {"case": f"{case_dir.parent.name}/{case_dir.name}"}
     proto = onnx.load(str(case_dir / "model.onnx"), load_external_data=False)
     missing = sorted(model_ops(proto.graph) - supported)
     odd_io = non_tensor_io(proto.graph)
@@ -221,7 +226,7 @@ def run_case(case_dir: Path, supported: Set[str]) -> dict:
 
 
 def worker_main(data_dir: Path) -> int:
-    """Reads case names from stdin, writes one JSON result per line to stdout."""
+    """Reads case names (``<set>/<case>``) from stdin, writes one JSON result per line to stdout."""
     import npuc
 
     supported = set(npuc.supported_ops())
@@ -282,64 +287,76 @@ def run_all(cases: List[str], data_dir: Path, jobs: int) -> List[dict]:
 
 
 def main(argv: Optional[Iterable[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description="Run the ONNX backend node tests through npuc.")
+    ap = argparse.ArgumentParser(description="Run the ONNX backend test sets through npuc.")
     ap.add_argument("--filter", default="", metavar="SUBSTR", help="only cases whose name contains SUBSTR")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every case's result")
     ap.add_argument("--list-unsupported", action="store_true",
                     help="list the ops npuc lacks, with how many cases each keeps from running")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="folder of the node test cases")
-    ap.add_argument("--known-failures", type=Path, default=HERE / "known_failures.txt")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="folder holding the test sets (default: libonnx-testdata's data folder)")
+    ap.add_argument("--set", dest="sets", action="append", choices=SETS,
+                    help="run this test set (repeatable; default: all of " + ", ".join(SETS) + ")")
+    ap.add_argument("--known-failures-dir", type=Path, default=HERE / "known_failures",
+                    help="folder of <set>.txt known-failure lists")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(list(argv) if argv is not None else None)
 
-    data_dir = args.data_dir or find_data_dir()
+    data_root = args.data_dir or find_data_root()
     if args.worker:
-        return worker_main(data_dir)
-    if not data_dir.is_dir():
-        print(f"ONNX node test data not found at {data_dir} (install libonnx-testdata)", file=sys.stderr)
+        return worker_main(data_root)
+    sets = args.sets or list(SETS)
+    missing = [s for s in sets if not (data_root / s).is_dir()]
+    if missing:
+        print(f"ONNX backend test set(s) {missing} not found under {data_root} (install libonnx-testdata)",
+              file=sys.stderr)
         return 1
-    cases = sorted(p.parent.name for p in data_dir.glob("*/model.onnx") if args.filter in p.parent.name)
-    known = read_known_failures(args.known_failures)
-    results = run_all(cases, data_dir, max(1, args.jobs))
+    cases = sorted(f"{s}/{p.parent.name}" for s in sets for p in (data_root / s).glob("*/model.onnx")
+                   if args.filter in p.parent.name)
+    results = run_all(cases, data_root, max(1, args.jobs))
 
-    passed = failed = skipped = 0
+    counts = {s: collections.Counter() for s in sets}
     unsupported = [r for r in results if r["status"] == "unsupported"]
     now_passing: List[str] = []
+    known_by_set = {s: read_known_failures(args.known_failures_dir / f"{s}.txt") for s in sets}
     for r in results:
-        status, case = r["status"], r["case"]
+        status, full = r["status"], r["case"]
+        test_set, _, case = full.partition("/")
+        known, count = known_by_set[test_set], counts[test_set]
         if status == "unsupported":
+            count["not run"] += 1
             if args.verbose:
-                print(f"NOT RUN {case}: unsupported {', '.join(r['ops'])}")
+                print(f"NOT RUN {full}: unsupported {', '.join(r['ops'])}")
             continue
         if case in known:
-            skipped += 1
+            count["skipped"] += 1
             if status == "pass":
-                now_passing.append(case)
+                now_passing.append(full)
             elif args.verbose:
-                print(f"SKIP {case}: known failure ({known[case]}): {r.get('reason', '')}")
+                print(f"SKIP {full}: known failure ({known[case]}): {r.get('reason', '')}")
             continue
         if status == "pass":
-            passed += 1
+            count["passed"] += 1
             if args.verbose:
-                print(f"ok   {case}")
+                print(f"ok   {full}")
         else:
-            failed += 1
-            print(f"FAIL {case}: {r.get('reason', '')}")
+            count["failed"] += 1
+            print(f"FAIL {full}: {r.get('reason', '')}")
 
     if args.list_unsupported:
         per_op = collections.Counter(op for r in unsupported for op in r["ops"])
         print("ops npuc does not support (cases they keep from running):")
         for op, n in sorted(per_op.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"  {op:<32}{n:>5}")
-    for case in now_passing:
-        print(f"note: {case} is listed in {args.known_failures.name} but passes; delete its line")
-    print(f"{len(unsupported)} case(s) not run: they use ops npuc does not support (see --list-unsupported)")
-    summary = f"{passed} passed, {failed} failed"
-    if skipped:
-        summary += f", {skipped} skipped"
-    print(summary)
-    return 1 if failed else 0
+    for full in now_passing:
+        test_set, _, case = full.partition("/")
+        print(f"note: {case} is listed in known_failures/{test_set}.txt but passes; delete its line")
+    if unsupported:
+        print(f"{len(unsupported)} case(s) not run: they use ops npuc does not support (see --list-unsupported)")
+    for s in sets:
+        c = counts[s]
+        print(f"{s}: {c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped, {c['not run']} not run")
+    return 1 if any(c["failed"] for c in counts.values()) else 0
 
 
 if __name__ == "__main__":

@@ -133,12 +133,12 @@ TEST(FrontendErrors, HugeDimsRefusedBeforeAllocation) {
 }
 
 TEST(FrontendErrors, OpsetOutsideSupportedRange) {
-  for (int64_t opset : {6, 20}) {
+  for (int64_t opset : {-1, 22}) {
     ModelBuilder m(opset);
     m.input("x", {2}).output("y");
     m.node("Relu", {"x"}, {"y"});
     expectError<ModelLoadError>([&] { importOnnxBytes(m.bytes()); },
-                                {"opset " + std::to_string(opset), "7 to 19"});
+                                {"opset " + std::to_string(opset), "1 to 21"});
   }
 }
 

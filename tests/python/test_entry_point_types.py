@@ -69,8 +69,8 @@ TOOLKIT_CASES = [
     # load_pytorch (argument checks run before torch is imported)
     ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[1, 0, 8]]}, npuc.ConfigError, r"every dimension must be a positive integer"),
     ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[HUGE_INT]]}, npuc.ConfigError, r"larger than any tensor"),
-    ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[1, 3]], "opset": "13"}, npuc.ConfigError, r"load_pytorch\(opset=...\): expected an integer from 7 to 19"),
-    ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[1, 3]], "opset": 99}, npuc.ConfigError, r"from 7 to 19, got int 99"),
+    ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[1, 3]], "opset": "13"}, npuc.ConfigError, r"load_pytorch\(opset=...\): expected an integer from 7 to 21"),
+    ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[1, 3]], "opset": 99}, npuc.ConfigError, r"from 7 to 21, got int 99"),
     ("load_pytorch", "empty", {"model": "@none.pt", "input_size_list": [[1, 3]], "inputs": "x"}, npuc.ConfigError, r"load_pytorch\(inputs=...\): expected a list of names"),
     # build
     ("build", "loaded", {"do_quantization": "dataset.txt"}, npuc.ConfigError, r"build\(do_quantization=...\): expected True or False, got str"),

@@ -21,6 +21,7 @@ ResizeMode parseMode(const std::string& m) {
 CoordMode parseCoordMode(const std::string& m) {
   if (m == "half_pixel") return CoordMode::HalfPixel;
   if (m == "pytorch_half_pixel") return CoordMode::PytorchHalfPixel;
+  if (m == "half_pixel_symmetric") return CoordMode::HalfPixelSymmetric;  // opset 19
   if (m == "align_corners") return CoordMode::AlignCorners;
   if (m == "asymmetric") return CoordMode::Asymmetric;
   if (m == "tf_half_pixel_for_nn") return CoordMode::TfHalfPixelForNn;
@@ -143,6 +144,11 @@ float sourceCoordinate(const ResizeParams& p, size_t axis, int64_t x_out) {
   switch (p.coord) {
     case CoordMode::HalfPixel: return (x + 0.5f) / scale - 0.5f;
     case CoordMode::PytorchHalfPixel: return len_out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
+    case CoordMode::HalfPixelSymmetric: {
+      // half_pixel, shifted so the truncated output stays centred on the input.
+      const float adjustment = len_out > 0 ? static_cast<float>(p.out[axis]) / len_out : 1.0f;
+      return len_in / 2 * (1 - adjustment) + (x + 0.5f) / scale - 0.5f;
+    }
     case CoordMode::AlignCorners: return len_out == 1 ? 0.0f : x * (len_in - 1) / (len_out - 1);
     case CoordMode::Asymmetric: return x / scale;
     case CoordMode::TfHalfPixelForNn: return (x + 0.5f) / scale;

@@ -14,6 +14,7 @@ enum class ResizeMode { Nearest, Linear, Cubic };
 enum class CoordMode {
   HalfPixel,
   PytorchHalfPixel,
+  HalfPixelSymmetric,
   AlignCorners,
   Asymmetric,
   TfHalfPixelForNn,

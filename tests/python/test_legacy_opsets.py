@@ -267,3 +267,14 @@ def test_opset_outside_1_to_21_is_refused(opset):
     with pytest.raises(npuc.ModelLoadError, match="no default-domain" if opset == 0 else "opsets 1 to 21"):
         npuc.Model.from_bytes(model)
     assert (npuc._npuc.MIN_IMPORT_OPSET, npuc._npuc.MAX_IMPORT_OPSET) == (1, 21)
+
+
+def test_resize_19_half_pixel_symmetric():
+    # Opset 19's new coordinate mode keeps a truncated output centred: 4 -> 2.4 -> 2 pixels.
+    model = _model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear",
+                                     coordinate_transformation_mode="half_pixel_symmetric")], opset=19,
+                   inputs=[("x", F, [1, 1, 1, 4])], outputs=[("y", F, None)],
+                   initializers=[("s", np.array([1, 1, 1, 0.6], np.float32))])
+    (y,) = _run(model, {"x": np.array([[[[1, 2, 3, 4]]]], np.float32)})
+    # x_in = 2 * (1 - 2 / 2.4) + (x_out + 0.5) / 0.6 - 0.5 = 2/3, 7/3
+    np.testing.assert_allclose(y, [[[[1 + 2 / 3, 1 + 7 / 3]]]], rtol=1e-6)

@@ -177,6 +177,23 @@ def _unknown_op() -> bytes:
     )
 
 
+def _legacy_broadcast_axis_misfit() -> bytes:
+    """Opset-6 Add whose broadcast axis leaves no room for B: no numpy form exists."""
+    return model_bytes(
+        [helper.make_node("Add", ["x", "b"], ["y"], name="add6", broadcast=1, axis=1)],
+        [float_info("x", [1, 4]), float_info("b", [1, 4])], [float_info("y", [1, 4])], opset=6,
+    )
+
+
+def _legacy_tile_runtime_tiles() -> bytes:
+    """Tile-1 whose tile count is a graph input: the opset-6 repeats cannot be built."""
+    return model_bytes(
+        [helper.make_node("Tile", ["x", "tiles", "axis"], ["y"], name="tile1")],
+        [float_info("x", [1, 4]), helper.make_tensor_value_info("tiles", TensorProto.INT64, [1])],
+        [float_info("y", [1, 8])], [numpy_helper.from_array(np.array([1], np.int64), "axis")], opset=5,
+    )
+
+
 def _no_default_opset() -> bytes:
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")], "bad", [float_info("x", [1, 4])], [float_info("y", [1, 4])]
@@ -418,6 +435,10 @@ CASES: List[BadInput] = [
              "ModelLoadError", r"opset 99 is not supported; npuc imports ai.onnx opsets 1 to 21"),
     BadInput("opset_too_old", "default-domain opset -1", lambda: relu_model(opset=-1),
              "ModelLoadError", r"opset -1 is not supported"),
+    BadInput("legacy_broadcast_axis_misfit", "opset-6 Add broadcast=1 axis=1 of two [1,4]", _legacy_broadcast_axis_misfit,
+             "UnsupportedOpError", r"node 'add6' \(Add, opset 6\): broadcast axis 1 does not fit"),
+    BadInput("legacy_tile_runtime_tiles", "Tile-1 with tiles as a graph input", _legacy_tile_runtime_tiles,
+             "UnsupportedOpError", r"node 'tile1' \(Tile, opset 5\): Tile-1 \(tiles, axis\) needs constant"),
     BadInput("no_default_opset", "only a custom domain imported", _no_default_opset,
              "ModelLoadError", r"imports no default-domain \(ai.onnx\) opset"),
     BadInput("unknown_domain", "an op of domain com.example", _unknown_domain,

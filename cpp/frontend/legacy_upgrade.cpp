@@ -88,6 +88,7 @@ class Upgrader {
   void preluPerChannelSlope(Node* n) {
     Value* slope = n->input(1);
     if (slope->hasShape() && slope->rank() != 1) return;  // a scalar or already full-rank slope
+    if (n->input(0)->hasShape() && n->input(0)->rank() < 2) return;  // no channel dim: one value
     n->setInput(1, alignAt(n, slope, n->input(0), 1));
   }
 
@@ -158,10 +159,11 @@ class Upgrader {
     if (a->hasShape() && b->hasShape()) {
       const int64_t rank_a = a->rank();
       const int64_t rank_b = b->rank();
+      const int64_t given = axis;
       if (axis < 0) axis += rank_a;
       const int64_t trailing = rank_a - axis - rank_b;
       if (axis < 0 || trailing < 0) {
-        refuse(n, "broadcast axis " + std::to_string(axis) + " does not fit a rank-" + std::to_string(rank_b) +
+        refuse(n, "broadcast axis " + std::to_string(given) + " does not fit a rank-" + std::to_string(rank_b) +
                       " operand into a rank-" + std::to_string(rank_a) + " one");
       }
       if (trailing == 0) return b;

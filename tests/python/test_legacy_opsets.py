@@ -126,6 +126,14 @@ def test_prelu_slope_is_per_channel(slope_shape, known_rank):
     np.testing.assert_allclose(y, np.where(feeds["x"] < 0, feeds["x"] * c, feeds["x"]), rtol=1e-6)
 
 
+def test_prelu_on_1d_input_keeps_its_single_slope():
+    feeds = {"x": np.linspace(-1, 1, 6, dtype=np.float32)}
+    io = dict(inputs=[("x", F, [6])], outputs=[("y", F, None)], initializers=[("s", np.array([0.25], np.float32))])
+    old = _model([helper.make_node("PRelu", ["x", "s"], ["y"])], opset=6, **io)
+    new = _model([helper.make_node("PRelu", ["x", "s"], ["y"])], opset=9, **io)
+    _same(old, new, feeds)
+
+
 def test_concat_default_axis_is_1():
     feeds = {"a": _floats(2, 3), "b": _floats(2, 2)}
     io = dict(inputs=[("a", F, [2, 3]), ("b", F, [2, 2])], outputs=[("y", F, None)])

@@ -40,8 +40,10 @@ std::string CfgSection::where(const std::string& key) const {
 void CfgSection::add(const std::string& key, std::string value, int line) {
   auto it = options_.find(key);
   if (it != options_.end()) {
-    // darknet reads the first one and ignores the other silently; which one the author meant is
-    // not knowable, so say so.
+    // [net] sections repeat training keys on purpose (a "Testing" and a "Training" batch=, one
+    // commented out by hand): darknet reads the first, and so does npuc. In a layer a repeated key
+    // is a mistake whose intended value is not knowable.
+    if (index_ < 0) return;
     throw ModelLoadError(file_ + ":" + std::to_string(line) + ": key '" + key + "' of " +
                          (index_ < 0 ? "[" + type_ + "]" : "layer " + std::to_string(index_) + " [" + type_ + "]") +
                          " is repeated (first at line " + std::to_string(it->second.line) + ")");

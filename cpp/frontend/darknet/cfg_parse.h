@@ -31,7 +31,8 @@ class CfgSection {
   std::string where() const;
   std::string where(const std::string& key) const;  // with the key's own line
 
-  void add(const std::string& key, std::string value, int line);  // refuses a repeated key
+  // Refuses a repeated key in a layer; in [net] the first one wins, as in darknet.
+  void add(const std::string& key, std::string value, int line);
   bool has(const std::string& key) const { return options_.count(key) != 0; }
 
   // Typed getters; a missing key gives the default, a malformed value is a ModelLoadError naming
@@ -58,7 +59,8 @@ class CfgSection {
 };
 
 // Parses the whole text; `file` is the name messages use. Throws ModelLoadError on a line that is
-// neither a section, a key=value nor a comment, a key before the first section, a repeated key,
+// neither a section, a key=value nor a comment, a key before the first section, a repeated key
+// in a layer,
 // or a file without sections.
 std::vector<CfgSection> parseCfg(const std::string& text, const std::string& file);
 

@@ -47,6 +47,7 @@ class Emitter {
       case LayerKind::Route: return route(p);
       case LayerKind::Shortcut: return activation(p, shortcut(p, prev));
       case LayerKind::Upsample: return upsample(p, prev);
+      case LayerKind::Reorg: return reorg(p, prev);
       case LayerKind::Softmax: return softmax(p, prev);
       case LayerKind::Output: addOutput(prev, p); return prev;
       case LayerKind::Identity: return prev;
@@ -211,6 +212,19 @@ class Emitter {
     Value* y = n->output();
     if (p.scale != 1.0f) y = op("Mul", {y, scalar(p.scale, "scale")}, "scale");
     return y;
+  }
+
+  // darknet's forward_reorg_layer() calls reorg_cpu(..., forward=0) with the input's own C,H,W:
+  // it reads the input as if it were [C/s^2, H*s, W*s] and undoes a space-to-depth of that, which
+  // is not the space-to-depth of the input (yolov2 was trained with it, so the model needs it):
+  //   out[(dy*s + dx)*C/s^2 + c2, j, i] = in_flat[c2, j*s + dy, i*s + dx]   (in [C/s^2, H*s, W*s])
+  // i.e. reshape [C/s^2, H, s, W, s], transpose to [s, s, C/s^2, H, W], reshape to the output.
+  Value* reorg(const LayerPlan& p, Value* x) {
+    const int64_t s = p.stride, c2 = p.in.c / (s * s);
+    Value* r = op("Reshape", {x, int64s({c2, p.in.h, s, p.in.w, s}, "shape_in")}, "reshape_in");
+    Node* t = opNode("Transpose", {r}, "transpose");
+    t->attrs().set("perm", std::vector<int64_t>{2, 4, 0, 1, 3});
+    return op("Reshape", {t->output(), int64s({1, p.out.c, p.out.h, p.out.w}, "shape")}, p.type);
   }
 
   Value* softmax(const LayerPlan& p, Value* x) {

@@ -23,7 +23,7 @@ const std::map<std::string, LayerKind>& supportedTypes() {
       {"maxpool", LayerKind::MaxPool}, {"max", LayerKind::MaxPool},
       {"avgpool", LayerKind::AvgPool}, {"avg", LayerKind::AvgPool},
       {"route", LayerKind::Route}, {"shortcut", LayerKind::Shortcut},
-      {"upsample", LayerKind::Upsample},
+      {"upsample", LayerKind::Upsample}, {"reorg", LayerKind::Reorg},
       {"yolo", LayerKind::Output}, {"region", LayerKind::Output}, {"detection", LayerKind::Output},
       {"softmax", LayerKind::Softmax}, {"soft", LayerKind::Softmax},
       {"dropout", LayerKind::Identity}, {"cost", LayerKind::Identity},
@@ -34,7 +34,7 @@ const std::map<std::string, LayerKind>& supportedTypes() {
 // Layers darknet (pjreddie's or AlexeyAB's) has and npuc does not build yet.
 const std::set<std::string>& knownUnsupportedTypes() {
   static const std::set<std::string> s = {
-      "local", "crop", "reorg", "reorg3d", "rnn", "gru", "lstm", "crnn", "conv_lstm", "deconvolutional", "deconv",
+      "local", "crop", "reorg3d", "rnn", "gru", "lstm", "crnn", "conv_lstm", "deconvolutional", "deconv",
       "batchnorm", "normalization", "lrn", "l2norm", "logistic", "activation", "iseg", "scale_channels", "sam",
       "gaussian_yolo", "empty", "silence", "implicit_add", "implicit_mul", "contrastive", "xnor"};
   return s;
@@ -146,6 +146,7 @@ class Planner {
       case LayerKind::Route: planRoute(s, p); break;
       case LayerKind::Shortcut: planShortcut(s, p); break;
       case LayerKind::Upsample: planUpsample(s, p); break;
+      case LayerKind::Reorg: planReorg(s, p); break;
       case LayerKind::Softmax: planSoftmax(s, p); break;
       case LayerKind::Output:
         // anchors, classes, masks, loss weights: they decode the raw tensor, which npuc outputs
@@ -282,6 +283,20 @@ class Planner {
     p.stride = stride;
     p.scale = s.getFloat("scale", 1.0f);
     p.out = Dims{p.in.c, p.in.h * stride, p.in.w * stride};
+  }
+
+  void planReorg(CfgSection& s, LayerPlan& p) {
+    p.stride = positive(s, "stride", 1, 64);
+    for (const char* k : {"reverse", "flatten", "extra"}) {
+      if (s.getInt(k, 0) != 0) throw UnsupportedOpError(s.where(k) + ": reorg with " + k + " is not supported");
+    }
+    const int64_t st = p.stride;
+    if (p.in.c % (st * st) != 0 || p.in.h % st != 0 || p.in.w % st != 0) {
+      throw ModelLoadError(s.where("stride") + ": reorg stride=" + std::to_string(st) + " needs channels divisible by " +
+                           std::to_string(st * st) + " and height/width by " + std::to_string(st) + ", the input is " +
+                           std::to_string(p.in.c) + "x" + std::to_string(p.in.h) + "x" + std::to_string(p.in.w));
+    }
+    p.out = Dims{p.in.c * st * st, p.in.h / st, p.in.w / st};
   }
 
   void planSoftmax(CfgSection& s, LayerPlan& p) {

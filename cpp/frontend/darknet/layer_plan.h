@@ -17,7 +17,7 @@
 
 namespace npuc::darknet {
 
-enum class LayerKind { Conv, Connected, MaxPool, AvgPool, Route, Shortcut, Upsample, Output, Softmax, Identity };
+enum class LayerKind { Conv, Connected, MaxPool, AvgPool, Route, Shortcut, Upsample, Reorg, Output, Softmax, Identity };
 
 struct Dims {
   int64_t c = 0, h = 0, w = 0;
@@ -41,7 +41,7 @@ struct LayerPlan {
   int64_t group_id = 0;
   // Shortcut: the `from` layer (absolute); out = alpha * previous + beta * from
   float alpha = 1.0f, beta = 1.0f;
-  // Upsample: integer factor and output scale; Softmax: groups and temperature
+  // Upsample / Reorg: integer factor (`stride`); Upsample's output scale; Softmax: groups and temperature
   float scale = 1.0f, temperature = 1.0f;
   bool spatial = false;  // Softmax over channels at each position instead of over flat groups
   // Output ([yolo], [region], [detection]) has no settings: its input becomes a graph output.

@@ -300,6 +300,9 @@ def test_cli_reads_a_cfg_with_its_weights_beside_it(tmp_path: Path, capsys: pyte
     out = capsys.readouterr().out
     assert "data: float32[1,3,24,24]" in out and "layer14_softmax: float32[1,20,1,1]" in out
     assert main(["perf", str(cfg)]) == 0
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 24, 24), np.float32))
+    assert main(["run", str(cfg), "--input", str(tmp_path / "x.npy")]) == 0
+    assert "layer14_softmax" in capsys.readouterr().out
     weights.unlink()
     assert main(["info", str(cfg)]) != 0
     assert "zoo.weights' (same name, beside the .cfg) do not exist" in capsys.readouterr().err

@@ -14,6 +14,7 @@ namespace {
 constexpr int64_t kMaxDim = int64_t{1} << 20;
 constexpr int64_t kMaxNumel = int64_t{1} << 31;
 constexpr int64_t kMaxKernel = 1024;
+constexpr int64_t kMaxParams = int64_t{1} << 40;
 
 // Section names darknet's string_to_layer_type() accepts, mapped to what npuc builds.
 const std::map<std::string, LayerKind>& supportedTypes() {
@@ -102,7 +103,8 @@ class Planner {
 
   // Resolves a darknet layer reference (negative: relative to this layer) to an earlier layer.
   int resolve(CfgSection& s, const std::string& key, int64_t ref) const {
-    const int64_t idx = ref < 0 ? s.index() + ref : ref;
+    // Range first: s.index() + ref must not overflow on a hostile value.
+    const int64_t idx = ref < -kMaxDim || ref > kMaxDim ? -1 : ref < 0 ? s.index() + ref : ref;
     if (idx < 0 || idx >= s.index()) {
       throw ModelLoadError(s.where(key) + ": " + key + " refers to layer " + std::to_string(idx) + " (" +
                            std::to_string(ref) + "), but only layers 0.." + std::to_string(s.index() - 1) +
@@ -161,6 +163,10 @@ class Planner {
 
   LayerPlan finish(CfgSection& s, LayerPlan& p) {
     checkDims(s, p.out, "the output");
+    // Caps keep the sum in int64 whatever the cfg says; a real file is far smaller (yolov3: 2^26).
+    if (p.num_params > kMaxParams || plan_.total_params > kMaxParams * 64) {
+      throw ModelLoadError(s.where() + ": needs more than " + std::to_string(kMaxParams) + " weights");
+    }
     plan_.total_params += p.num_params;
     return p;
   }

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "frontend/darknet/darknet_import.h"
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "opset/custom_ops.h"
@@ -72,6 +73,22 @@ void bindModel(py::module_& m) {
           py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
           py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
           "Imports a serialized ONNX ModelProto (custom_ops as for load).")
+      .def_static(
+          "load_darknet",
+          [](const std::string& cfg, const std::string& weights, const std::vector<std::vector<int64_t>>& input_sizes,
+             const std::vector<std::string>& output_names) {
+            ImportOptions opts = makeImportOptions({}, input_sizes, output_names, nullptr);
+            std::unique_ptr<Graph> g;
+            {
+              py::gil_scoped_release release;
+              g = importDarknetFiles(cfg, weights, opts);
+            }
+            return Model(std::shared_ptr<const Graph>(std::move(g)));
+          },
+          py::arg("cfg"), py::arg("weights"), py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+          py::arg("output_names") = std::vector<std::string>{},
+          "Imports a Darknet network (.cfg + .weights, docs/frontend_darknet.md): input 'data' [1,C,H,W] "
+          "(RGB scaled to 0..1), the raw [yolo]/[region] head tensors and the last layer as outputs.")
       .def_property_readonly(
           "inputs", [](const Model& mo) { return valueInfoList(mo.graph().inputs()); },
           "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")

@@ -61,11 +61,11 @@ def _add_model_args(p: argparse.ArgumentParser, what: str = "path of the .onnx m
 
 
 def _load(args: argparse.Namespace):
-    import npuc
+    from npuc.model_files import load_model
 
     if not os.path.isfile(args.model):
         raise UserError(f"model file {shown_path(args.model)} does not exist")
-    return npuc.Model.load(args.model, args.input_name, args.input_size, args.output_name)
+    return load_model(args.model, args.input_name, args.input_size, args.output_name)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -98,8 +98,9 @@ def cmd_info_for(
     input_sizes: Sequence[Sequence[int]] = (),
     output_names: Sequence[str] = (),
 ) -> int:
-    """Prints what ``npuc info`` prints for the ONNX model or ``.npub`` blob at `path`."""
+    """Prints what ``npuc info`` prints for the ONNX model, Darknet ``.cfg`` or ``.npub`` blob at `path`."""
     import npuc
+    from npuc.model_files import load_model
 
     if not os.path.isfile(path):
         raise UserError(f"model file {shown_path(path)} does not exist")
@@ -108,7 +109,7 @@ def cmd_info_for(
             raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
         model = _print_blob_header(path)
     else:
-        model = npuc.Model.load(path, list(input_names), [list(s) for s in input_sizes], list(output_names))
+        model = load_model(path, input_names, input_sizes, output_names)
         print(f"model: {path}")
     _print_model(model)
     return EXIT_OK

@@ -43,13 +43,17 @@ class ConvertJob:
 def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
     """Loads, builds and exports `job`; returns the summary (passes fired, split, FPS, blob size)."""
     import npuc
+    from npuc.model_files import darknet_weights_for, is_darknet
 
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
         with npuc.Toolkit() as tk:
             tk.config(target_platform=job.soc, **job.config)
-            tk.load_onnx(model=job.model, inputs=job.inputs or None, input_size_list=job.input_size_list or None,
-                         outputs=job.outputs or None)
+            if is_darknet(job.model):
+                tk.load_darknet(model=job.model, weight=darknet_weights_for(job.model))
+            else:
+                tk.load_onnx(model=job.model, inputs=job.inputs or None,
+                             input_size_list=job.input_size_list or None, outputs=job.outputs or None)
             tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify)
             perf = tk.eval_perf(is_print=False)
             make_folder(os.path.dirname(job.output) or ".", "the blob")
@@ -268,12 +272,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_perf(args: argparse.Namespace) -> int:
     import npuc
+    from npuc.model_files import darknet_weights_for, is_darknet, load_model
     from npuc.perf import PerfReport, check_output_paths, eval_perf
 
     if not os.path.isfile(args.model):
         raise ConfigFileError(f"model file {shown_path(args.model)} does not exist")
     inputs = JobInputs()
     inputs.add(args.model, "the loaded model")
+    if is_darknet(args.model):
+        inputs.add(darknet_weights_for(args.model), "the weights of the loaded model")
     check_output_paths(inputs, csv=args.csv, json=args.json, plot=args.plot)  # before any work
     compiled = None
     if args.model.endswith(".npub"):
@@ -283,7 +290,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         model, soc, optimize = compiled.model, args.soc or compiled.soc, False
         dtype = "int8" if compiled.quantized else "fp16"
     else:
-        model = npuc.Model.load(args.model, input_sizes=args.input_size)
+        model = load_model(args.model, input_sizes=args.input_size)
         soc, dtype, optimize = args.soc or "rk3588", args.dtype, True
     if args.compare_socs:
         print(f"{'SoC':<10}{'time (us)':>12}{'FPS':>10}{'NPU tasks':>11}{'CPU ops':>9}{'DDR KB':>10}")

@@ -19,7 +19,6 @@ __all__ = ["RknnOnlyCalls", "FRONTENDS_PENDING"]
 FRONTENDS_PENDING = {
     "load_tflite": "TensorFlow Lite",
     "load_caffe": "Caffe",
-    "load_darknet": "Darknet",
     "load_tensorflow": "TensorFlow (frozen .pb)",
     "load_keras": "Keras",
 }
@@ -44,10 +43,6 @@ class RknnOnlyCalls:
     def load_caffe(self, model: Any, blobs: Any = None, input_name: Any = None) -> int:
         """RKNN ``load_caffe``: not supported yet (NotSupportedError)."""
         raise _frontend_pending("load_caffe")
-
-    def load_darknet(self, model: Any, weight: Any = None) -> int:
-        """RKNN ``load_darknet``: not supported yet (NotSupportedError)."""
-        raise _frontend_pending("load_darknet")
 
     def load_tensorflow(self, tf_pb: Any, inputs: Any = None, input_size_list: Any = None, outputs: Any = None,
                         input_is_nchw: bool = False) -> int:

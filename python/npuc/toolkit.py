@@ -325,6 +325,41 @@ class Toolkit(RknnOnlyCalls):
         self._inputs = job
         return 0
 
+    def load_darknet(self, model: Union[str, os.PathLike], weight: Union[str, os.PathLike]) -> int:
+        """Imports a Darknet network (RKNN-Toolkit2 ``load_darknet``): its ``.cfg`` and ``.weights``.
+
+        The graph's input is ``data`` [1, C, H, W] at the ``[net]`` size (darknet's RGB image scaled
+        to 0..1: ``config(mean_values=[0, 0, 0], std_values=[255, 255, 255])`` feeds it 8-bit
+        images); its outputs are the raw tensors entering each ``[yolo]``/``[region]`` layer and the
+        last layer's output (docs/frontend_darknet.md).
+
+        Args:
+            model: path of the ``.cfg`` file.
+            weight: path of the ``.weights`` file written by darknet for that ``.cfg``.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ModelLoadError: a file is missing, the ``.cfg`` is malformed (the message names the file,
+                line and layer) or the ``.weights`` file does not hold exactly the floats the
+                ``.cfg`` needs (expected and found are named).
+            UnsupportedOpError: a darknet layer or activation npuc does not build.
+        """
+        cfg = arg_check.path("load_darknet", "model", model)
+        weights = arg_check.path("load_darknet", "weight", weight)
+        for path, what in ((cfg, "model"), (weights, "weight")):
+            if not os.path.isfile(path):
+                raise ModelLoadError(f"load_darknet: cannot open {what} {shown(path, MAX_SHOWN_PATH)}: no such file")
+        job = self._new_job([(cfg, "the loaded model"), (weights, "the weights of the loaded model")])
+        loaded = Model.load_darknet(cfg, weights)
+        self._inputs = job
+        self._model, self._runtime, self._float_model = loaded, None, None
+        self._stage = Stage.LOADED
+        self._model_name = Path(cfg).stem
+        self._log.info("load_darknet: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
+        return 0
+
     def build(
         self,
         do_quantization: bool = True,

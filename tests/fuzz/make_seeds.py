@@ -182,12 +182,45 @@ def write_dataset_seeds(out_dir: Path) -> int:
 DATASET_SEPARATOR = b"\n--npy--\n"
 
 
+# Separates the cfg text from the .weights bytes in a fuzz_darknet_import input (fuzz_darknet_import.cc).
+DARKNET_SEPARATOR = b"\xff\x00\xff\x00"
+
+
+def write_darknet_seeds(out_dir: Path) -> int:
+    """Inputs of fuzz_darknet_import: small cfgs with matching random weights (every layer kind the
+    frontend builds), and Debian's cfgs shrunk to 32x32 with a header only (their weights exceed
+    the input cap; they still drive the parser and planner to the length check)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from darknet_ref import DARKNET_CFG_DIR, with_input_size, write_random_weights
+    from test_darknet_import import ZOO_CFG
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    small = [ZOO_CFG,
+             "[net]\nwidth=8\nheight=8\nchannels=3\n\n[convolutional]\nfilters=4\nsize=1\nactivation=mish\n\n"
+             "[convolutional]\nfilters=4\nsize=1\nactivation=swish\n\n[route]\nlayers=-1,-2\ngroups=2\ngroup_id=1\n\n"
+             "[convolutional]\nfilters=6\nsize=1\nactivation=linear\n\n[yolo]\nmask=0\nclasses=1\n"]
+    count = 0
+    tmp = out_dir / "weights.tmp"
+    for i, cfg in enumerate(small):
+        for header in ((0, 2, 0), (0, 1, 0)):
+            write_random_weights(cfg, tmp, seed=i, header=header)
+            (out_dir / f"small_{i}_{header[1]}.bin").write_bytes(cfg.encode() + DARKNET_SEPARATOR + tmp.read_bytes())
+            count += 1
+    tmp.unlink()
+    for cfg in sorted(DARKNET_CFG_DIR.glob("*.cfg")) if DARKNET_CFG_DIR.is_dir() else []:
+        text = with_input_size(cfg.read_text(), 32, 32).encode()
+        (out_dir / f"debian_{cfg.stem}.bin").write_bytes(text + DARKNET_SEPARATOR + bytes(20))
+        count += 1
+    return count
+
+
 def main(argv) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["onnx", "blob", "dataset"])
+    parser.add_argument("kind", choices=["onnx", "blob", "dataset", "darknet"])
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)
-    writers = {"onnx": write_onnx_seeds, "blob": write_blob_seeds, "dataset": write_dataset_seeds}
+    writers = {"onnx": write_onnx_seeds, "blob": write_blob_seeds, "dataset": write_dataset_seeds,
+               "darknet": write_darknet_seeds}
     count = writers[args.kind](args.out_dir)
     print(f"wrote {count} {args.kind} seeds to {args.out_dir}")
     return 0

@@ -19,7 +19,8 @@
 #
 # Targets: fuzz_onnx_import (ONNX bytes -> import -> passes -> export), fuzz_blob_load (.npub bytes,
 # as is or re-sealed -> verify -> FP32 executor or INT8 simulator -> one run), fuzz_dataset_list
-# (dataset.txt text and .npy bytes -> the calibration-input parsers); Python: fuzz_yaml_config
+# (dataset.txt text and .npy bytes -> the calibration-input parsers), fuzz_darknet_import (a .cfg
+# text and .weights bytes -> the Darknet frontend and the shared import tail); Python: fuzz_yaml_config
 # (YAML text -> `npuc convert -i`, or hybrid_quantization_step2's config), fuzz_cli_args (an argv,
 # one argument per line -> `npuc ...` in-process). The sanitized core is only built when a C++
 # target is selected: the Python targets use the regular build's module (PYTHONPATH).
@@ -82,6 +83,8 @@ make_seeds() {
     # (PYTHONPATH, or python/npuc of a checkout that was built).
     fuzz_blob_load) PYTHONPATH="${PYTHONPATH:-$REPO/python}" "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" blob "$dir" ;;
     fuzz_dataset_list) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" dataset "$dir" ;;
+    # The darknet seeds import the test helpers (tests/python), which import npuc.
+    fuzz_darknet_import) PYTHONPATH="${PYTHONPATH:-$REPO/python}" "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" darknet "$dir" ;;
     *) echo "no seed generator for $name (starting from an empty corpus)" ;;
   esac
 }

@@ -1,4 +1,4 @@
-"""examples/darknet/yolov3_416x416/test.py: Darknet frontend (not in npuc yet: load_darknet returns -1)."""
+"""examples/darknet/yolov3_416x416/test.py: Darknet frontend (load_darknet: .cfg + .weights)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

@@ -1,0 +1,134 @@
+"""The Caffe frontend (load_caffe) against PyTorch on the same weights.
+
+No Caffe runtime is packaged: caffe_nets.py writes each net's prototxt and caffemodel and computes
+it in PyTorch (pooling with Caffe's own rules). Figures printed with -s: ops, CPU fallbacks on
+rk3588, max abs error of npuc FP32 vs the reference, INT8 cosine vs FP32.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npuc
+from caffe_nets import CaffeNet, caffe_pb2, deconv_reshape_net, mobilenet_like
+from npuc.errors import ModelLoadError
+from npuc.quantize import cosine_similarity
+
+MAX_ABS_ERR = 1e-4
+MIN_INT8_COSINE = 0.99
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("caffe_pb2")
+
+
+def _fp32(proto: Path, model: Path, feeds: dict) -> list:
+    m = npuc.Model.load_caffe(str(proto), str(model))
+    return m, npuc.Runtime(m).run([feeds[i["name"]] for i in m.inputs])
+
+
+def _compare(net: CaffeNet, tmp_path: Path, scratch: Path, seed: int = 0):
+    proto, model = net.write(tmp_path, net.name, scratch)
+    rng = np.random.default_rng(seed)
+    feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in net.inputs.items()}
+    want = net.reference(feeds)
+    m, got = _fp32(proto, model, feeds)
+    assert [o["name"] for o in m.outputs] == list(want), (m.outputs, list(want))
+    err = 0.0
+    for g, (name, w) in zip(got, want.items()):
+        assert g.shape == w.shape, (name, g.shape, w.shape)
+        err = max(err, float(np.max(np.abs(g - w))))
+    return m, proto, model, feeds, err
+
+
+@pytest.mark.parametrize("form", ["layer", "input_shape", "input_dim"])
+def test_mobilenet_like_matches_pytorch(form: str, tmp_path: Path, scratch: Path) -> None:
+    m, *_, err = _compare(mobilenet_like(input_form=form), tmp_path, scratch)
+    ops = [n["op_type"] for n in m.nodes]
+    print(f"\nmobilenet_like ({form}): {len(ops)} ops, max abs err vs PyTorch {err:.2e}")
+    assert err < MAX_ABS_ERR
+    # Each BatchNorm + Scale pair became one op; the Muls are the lone Scale, PROD and coeff 0.5.
+    assert ops.count("BatchNormalization") == 4 and ops.count("Mul") == 3
+    assert "Dropout" not in ops and "Identity" not in ops
+
+
+def test_deconv_permute_reshape_flatten_match_pytorch(tmp_path: Path, scratch: Path) -> None:
+    m, *_, err = _compare(deconv_reshape_net(), tmp_path, scratch)
+    print(f"\ndeconv_reshape: {m.num_nodes} ops, max abs err vs PyTorch {err:.2e}")
+    assert err < MAX_ABS_ERR
+    assert {"ConvTranspose", "Transpose", "Reshape"} <= {n["op_type"] for n in m.nodes}
+
+
+def _dataset(folder: Path, shape, n: int = 4) -> Path:
+    rng = np.random.default_rng(7)
+    names = []
+    for i in range(n):
+        np.save(folder / f"calib_{i}.npy", rng.standard_normal(shape).astype(np.float32))
+        names.append(f"calib_{i}.npy")
+    (folder / "dataset.txt").write_text("\n".join(names) + "\n")
+    return folder / "dataset.txt"
+
+
+@pytest.mark.parametrize("make", [mobilenet_like, deconv_reshape_net], ids=["mobilenet_like", "deconv_reshape"])
+def test_int8_build_on_rk3588(make, tmp_path: Path, scratch: Path) -> None:
+    net = make()
+    proto, model = net.write(tmp_path, net.name, scratch)
+    shape = next(iter(net.inputs.values()))
+    dataset = _dataset(tmp_path, shape)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    _, fp32 = _fp32(proto, model, {next(iter(net.inputs)): x})
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588")
+        assert tk.load_caffe(model=str(proto), blobs=str(model)) == 0
+        assert tk.build(do_quantization=True, dataset=str(dataset)) == 0
+        cpu = [n["node"] for n in tk.partition_report["cpu_nodes"]]
+        tk.init_runtime()
+        int8 = tk.inference(inputs=[x], data_format=["nchw"])
+    cos = min(cosine_similarity(a, b) for a, b in zip(int8, fp32))
+    print(f"\n{net.name}: rk3588 CPU fallbacks {len(cpu)} {cpu}, INT8 cosine vs FP32 {cos:.5f}")
+    assert cos >= MIN_INT8_COSINE
+
+
+# ---- errors name the file and the layer
+
+def _one_conv(blob_shape=(4, 3, 3, 3), layer_type="Convolution", weights_name="conv") -> CaffeNet:
+    n = CaffeNet("err", {"data": [1, 3, 8, 8]})
+    n.conv("conv", "data", "conv", 4, 3)
+    n.blobs = [(weights_name, layer_type, [np.zeros(blob_shape, np.float32), np.zeros(4, np.float32)])]
+    return n
+
+
+def test_unknown_layer_type_names_file_and_layer(tmp_path: Path, scratch: Path) -> None:
+    n = _one_conv()
+    n.text.append('layer { name: "odd" type: "Frobnicate" bottom: "conv" top: "odd" }\n')
+    proto, model = n.write(tmp_path, "net", scratch)
+    with pytest.raises(ModelLoadError, match=r"net\.prototxt: layer 'odd' \(Frobnicate\): layer type 'Frobnicate'"):
+        npuc.Model.load_caffe(str(proto), str(model))
+
+
+def test_missing_and_misshapen_blobs_name_both_files(tmp_path: Path, scratch: Path) -> None:
+    proto, model = _one_conv(weights_name="other").write(tmp_path, "missing", scratch)
+    with pytest.raises(ModelLoadError, match=r"missing\.prototxt: layer 'conv' \(Convolution\): has no blobs in .*missing\.caffemodel"):
+        npuc.Model.load_caffe(str(proto), str(model))
+    proto, model = _one_conv(blob_shape=(4, 3, 5, 5)).write(tmp_path, "shape", scratch)
+    with pytest.raises(ModelLoadError, match=r"layer 'conv' \(Convolution\): blob 0 in .*shape\.caffemodel has shape "
+                                             r"\[4, 3, 5, 5\], expected \[4, 3, 3, 3\]"):
+        npuc.Model.load_caffe(str(proto), str(model))
+
+
+def test_toolkit_load_caffe_arguments(tmp_path: Path, scratch: Path) -> None:
+    proto, model = mobilenet_like(hw=32).write(tmp_path, "m", scratch)
+    with npuc.Toolkit() as tk:
+        assert tk.load_caffe(str(proto), str(model), input_name="data") == 0
+        with pytest.raises(ModelLoadError, match=r"input_name 'image' is not an input of the net \(its inputs: 'data'\)"):
+            tk.load_caffe(str(proto), str(model), input_name="image")
+        with pytest.raises(ModelLoadError, match="conv1.*no caffemodel was given"):
+            tk.load_caffe(str(proto))
+        with pytest.raises(ModelLoadError, match="no such file"):
+            tk.load_caffe(str(proto), str(tmp_path / "absent.caffemodel"))
+        with pytest.raises(ModelLoadError, match="not a valid caffemodel"):
+            tk.load_caffe(str(proto), str(proto))

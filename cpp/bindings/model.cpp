@@ -76,10 +76,10 @@ void bindModel(py::module_& m) {
       .def_static(
           "load_caffe",
           [](const std::string& prototxt, const std::string& caffemodel, const std::string& input_name,
-             const std::vector<std::vector<int64_t>>& input_sizes, const std::vector<std::string>& output_names,
-             std::shared_ptr<CustomOpSet> custom_ops) {
+             const std::vector<std::string>& input_names, const std::vector<std::vector<int64_t>>& input_sizes,
+             const std::vector<std::string>& output_names, std::shared_ptr<CustomOpSet> custom_ops) {
             CaffeImportOptions opts;
-            opts.base = makeImportOptions({}, input_sizes, output_names, std::move(custom_ops));
+            opts.base = makeImportOptions(input_names, input_sizes, output_names, std::move(custom_ops));
             opts.input_name = input_name;
             std::unique_ptr<Graph> g;
             {
@@ -89,10 +89,11 @@ void bindModel(py::module_& m) {
             return Model(std::shared_ptr<const Graph>(std::move(g)));
           },
           py::arg("prototxt"), py::arg("caffemodel") = "", py::arg("input_name") = "",
-          py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+          py::arg("input_names") = std::vector<std::string>{}, py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
           py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
           "Imports a Caffe net: the deploy prototxt and its caffemodel (\"\" = none; only nets without "
-          "trained layers load then). input_name, when given, must name one of the net's inputs.")
+          "trained layers load then). input_name, when given, must name one of the net's inputs; input_names, "
+          "input_sizes, output_names and custom_ops as for load.")
       .def_property_readonly(
           "inputs", [](const Model& mo) { return valueInfoList(mo.graph().inputs()); },
           "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")

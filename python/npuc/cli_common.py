@@ -13,7 +13,8 @@ import sys
 from typing import List, Optional
 
 __all__ = ["EXIT_OK", "EXIT_USER_ERROR", "EXIT_INTERNAL_ERROR", "UserError", "ConfigFileError",
-           "parse_shape", "parse_floats", "terminal_width", "fit_width"]
+           "parse_shape", "parse_floats", "terminal_width", "fit_width", "add_blobs_arg", "is_caffe_model",
+           "load_model_file"]
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -79,3 +80,28 @@ def fit_width(text: str, width: Optional[int]) -> str:
         return text
     width = max(width, 40)
     return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in text.split("\n"))
+
+
+def add_blobs_arg(p: argparse.ArgumentParser) -> None:
+    """``--blobs``: the trained weights of a Caffe model (RKNN's ``load_caffe(model, blobs)``)."""
+    p.add_argument("--blobs", metavar="CAFFEMODEL",
+                   help="the .caffemodel with the trained weights when the model is a Caffe .prototxt")
+
+
+def is_caffe_model(path: str) -> bool:
+    """A Caffe net description is a ``.prototxt``; everything else npuc loads is ONNX or a blob."""
+    return path.endswith(".prototxt")
+
+
+def load_model_file(path: str, input_names=(), input_sizes=(), output_names=(), blobs: Optional[str] = None):
+    """An ONNX model or a Caffe ``.prototxt`` (+ ``blobs``) as an ``npuc.Model``."""
+    import npuc
+
+    names, sizes, outs = list(input_names), [list(s) for s in input_sizes], list(output_names)
+    if is_caffe_model(path):
+        if blobs is not None and not os.path.isfile(blobs):
+            raise UserError(f"caffemodel {blobs!r} does not exist")
+        return npuc.Model.load_caffe(path, blobs or "", input_names=names, input_sizes=sizes, output_names=outs)
+    if blobs is not None:
+        raise UserError("--blobs applies to a Caffe .prototxt model")
+    return npuc.Model.load(path, names, sizes, outs)

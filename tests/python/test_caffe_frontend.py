@@ -132,3 +132,24 @@ def test_toolkit_load_caffe_arguments(tmp_path: Path, scratch: Path) -> None:
             tk.load_caffe(str(proto), str(tmp_path / "absent.caffemodel"))
         with pytest.raises(ModelLoadError, match="not a valid caffemodel"):
             tk.load_caffe(str(proto), str(proto))
+
+
+def test_cli_info_convert_perf_take_a_prototxt_and_blobs(tmp_path: Path, scratch: Path) -> None:
+    import subprocess
+    import sys
+
+    proto, model = mobilenet_like(hw=32).write(tmp_path, "m", scratch)
+    env = dict(__import__("os").environ, PYTHONPATH=str(Path(npuc.__file__).parent.parent))
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "npuc", *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    info = cli("info", "m.prototxt", "--blobs", "m.caffemodel")
+    assert info.returncode == 0 and "prob: float32[1,10]" in info.stdout and "nodes: 30" in info.stdout, info.stderr
+    conv = cli("convert", "m.prototxt", "--blobs", "m.caffemodel", "-t", "rk3588", "-o", "m.npub")
+    assert conv.returncode == 0 and "0 CPU ops" in conv.stdout, conv.stdout + conv.stderr
+    assert (tmp_path / "m.npub").stat().st_size > 0
+    assert cli("perf", "m.prototxt", "--blobs", "m.caffemodel").returncode == 0
+    bad = cli("info", "m.prototxt")
+    assert bad.returncode == 1 and "layer 'conv1' (Convolution): needs trained weights" in bad.stderr

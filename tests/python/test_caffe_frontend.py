@@ -153,3 +153,47 @@ def test_cli_info_convert_perf_take_a_prototxt_and_blobs(tmp_path: Path, scratch
     assert cli("perf", "m.prototxt", "--blobs", "m.caffemodel").returncode == 0
     bad = cli("info", "m.prototxt")
     assert bad.returncode == 1 and "layer 'conv1' (Convolution): needs trained weights" in bad.stderr
+
+
+def test_batchnorm_read_by_another_layer_is_not_folded_with_its_scale(tmp_path: Path, scratch: Path) -> None:
+    """BatchNorm -> "bn" read by Scale and by a ReLU: folding gamma/beta into the BatchNorm would
+    change what the ReLU sees, so the Scale stays a Mul + Add."""
+    n = CaffeNet("bn_shared", {"data": [1, 4, 6, 6]}, seed=5)
+    n.conv("conv", "data", "conv", 4, 3, p=1)
+    mean, var = np.full(4, 0.2, np.float32), np.full(4, 2.0, np.float32)
+    gamma, beta = np.array([2, -1, 0.5, 3], np.float32), np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    import torch
+    import torch.nn.functional as F
+
+    n._layer("bn", "BatchNorm", ["conv"], ["bn"], "", [mean, var, np.ones(1, np.float32)],
+             lambda x: F.batch_norm(x, torch.from_numpy(mean), torch.from_numpy(var), None, None, False, 0.0, 1e-5))
+    n._layer("sc", "Scale", ["bn"], ["sc"], "scale_param { bias_term: true }", [gamma, beta],
+             lambda x: x * torch.from_numpy(gamma).reshape(1, 4, 1, 1) + torch.from_numpy(beta).reshape(1, 4, 1, 1))
+    n.act("relu", "ReLU", "bn", "r")
+    n.eltwise("sum", ["sc", "r"], "sum")
+    m, *_, err = _compare(n, tmp_path, scratch)
+    assert err < MAX_ABS_ERR
+    assert [x["op_type"] for x in m.nodes].count("Mul") == 1
+
+
+def test_legacy_v1_caffemodel_with_4d_blobs(tmp_path: Path, scratch: Path) -> None:
+    """Old caffemodels: layers in the V1 `layers` field, every blob padded to num/channels/height/width."""
+    n = CaffeNet("legacy", {"data": [2, 6]}, seed=6, input_form="input_dim")
+    n.inputs = {"data": [2, 6, 1, 1]}
+    n.shapes["data"] = (2, 6, 1, 1)
+    n.inner_product("ip", "data", "ip", 3)
+    proto, _ = n.write(tmp_path, "legacy", scratch)
+    pb2 = caffe_pb2(scratch)
+    net = pb2.NetParameter()
+    for name, _type, blobs in n.blobs:
+        layer = net.layers.add()
+        layer.name, layer.type = name, 14  # V1 enum INNER_PRODUCT
+        for b, shape4 in zip(blobs, [(1, 1, 3, 6), (1, 1, 1, 3)]):
+            bp = layer.blobs.add()
+            bp.num, bp.channels, bp.height, bp.width = shape4
+            bp.data.extend(b.ravel().tolist())
+    model = tmp_path / "legacy_v1.caffemodel"
+    model.write_bytes(net.SerializeToString())
+    x = np.random.default_rng(0).standard_normal((2, 6, 1, 1)).astype(np.float32)
+    _, got = _fp32(proto, model, {"data": x})
+    np.testing.assert_allclose(got[0], n.reference({"data": x})["ip"], atol=1e-5)

@@ -2,7 +2,9 @@
 // file and the layer. Caffemodels are built with the generated caffe.proto classes.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "caffe_proto/caffe.pb.h"
 #include "common/error.h"

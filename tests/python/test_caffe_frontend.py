@@ -197,3 +197,25 @@ def test_legacy_v1_caffemodel_with_4d_blobs(tmp_path: Path, scratch: Path) -> No
     x = np.random.default_rng(0).standard_normal((2, 6, 1, 1)).astype(np.float32)
     _, got = _fp32(proto, model, {"data": x})
     np.testing.assert_allclose(got[0], n.reference({"data": x})["ip"], atol=1e-5)
+
+
+def test_eltwise_coefficients_scale_by_a_bottom_and_a_lone_batchnorm(tmp_path: Path, scratch: Path) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    n = CaffeNet("variants", {"data": [1, 3, 5, 5], "gate": [1, 3]}, seed=8)
+    a = n.conv("a", "data", "a", 3, 1)
+    b = n.conv("b", "data", "b", 3, 3, p=1)
+    n.eltwise("s", ["data", a, b], "s", "SUM", coeff=[-1.0, 1.0, 2.0])  # Neg, Add, Mul + Add
+    n.eltwise("d", [a, b], "d", "SUM", coeff=[1.0, -1.0])               # Sub
+    mean, var = np.array([0.1, -0.2, 0.3], np.float32), np.array([1.5, 0.5, 2.0], np.float32)
+    n._layer("bn", "BatchNorm", ["d"], ["d"], "batch_norm_param { eps: 0.001 }",
+             [mean * 4, var * 4, np.array([4.0], np.float32)],
+             lambda x: F.batch_norm(x, torch.from_numpy(mean), torch.from_numpy(var), None, None, False, 0.0, 1e-3))
+    n._layer("gs", "Scale", ["s", "gate"], ["gs"], "scale_param { axis: 0 }",  # gate [1, 3] covers dims 0-1
+             [], lambda x, g: x * g.reshape(1, 3, 1, 1))
+    n.eltwise("out", ["gs", "d"], "out", "MAX")
+    m, *_, err = _compare(n, tmp_path, scratch)
+    assert err < MAX_ABS_ERR
+    ops = [x["op_type"] for x in m.nodes]
+    assert {"Neg", "Sub", "BatchNormalization", "Max"} <= set(ops)

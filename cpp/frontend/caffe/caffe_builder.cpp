@@ -26,10 +26,13 @@ NetBuilder::NetBuilder(Graph& graph, const npuc_caffe::NetParameter* weights, st
 
 void NetBuilder::addInput(const std::string& name, const Shape& shape) {
   if (blobs_.count(name)) throw ModelLoadError(prototxt_what_ + ": input '" + name + "' is declared twice");
+  // Bounded so no product of dims computed while converting can overflow (the import tail
+  // applies the real size limits afterwards).
+  constexpr int64_t kMaxDim = int64_t{1} << 31;
   for (int64_t d : shape) {
-    if (d <= 0) {
+    if (d <= 0 || d > kMaxDim) {
       throw ModelLoadError(prototxt_what_ + ": input '" + name + "' has shape " + shapeStr(shape) +
-                           "; every dim must be positive");
+                           "; every dim must be in 1.." + std::to_string(kMaxDim));
     }
   }
   blobs_[name] = graph_.addInput(name, DType::Float32, shape);
@@ -127,11 +130,10 @@ Tensor NetBuilder::blob(const Layer& layer, int i, const Shape& expected) {
   } else {
     got.assign(b.shape().dim().begin(), b.shape().dim().end());
   }
-  int64_t want_numel = 1;
-  for (int64_t d : expected) want_numel *= d;
+  const int64_t want_numel = checkedNumel(layer, expected);
   const int64_t have = b.data_size() > 0 ? b.data_size() : b.double_data_size();
   const std::string where = "blob " + std::to_string(i) + " in " + weights_what_;
-  if (legacy ? shapeNumel(got) != want_numel : got != expected) {
+  if (legacy ? checkedNumel(layer, got) != want_numel : got != expected) {
     fail(layer, where + " has shape " + shapeStr(got) + ", expected " + shapeStr(expected));
   }
   if (have != want_numel) {
@@ -146,6 +148,14 @@ Tensor NetBuilder::blob(const Layer& layer, int i, const Shape& expected) {
     dst[k] = static_cast<float>(v);
   }
   return t;
+}
+
+int64_t NetBuilder::checkedNumel(const Layer& layer, const Shape& shape) const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) fail(layer, "shape " + shapeStr(shape) + " is negative or too large");
+  }
+  return n;
 }
 
 void NetBuilder::finishOutputs() {

@@ -60,6 +60,10 @@ class NetBuilder {
   // following Scale layer may fill in (the usual BatchNorm + Scale pair becomes one op).
   std::set<Node*> unit_batchnorms;
 
+  // The element count of `shape`, failing (naming the layer) instead of overflowing when a
+  // prototxt declares absurd dims.
+  int64_t checkedNumel(const Layer& layer, const Shape& shape) const;
+
   // Marks every blob some layer produced and nobody consumed as a graph output, in production order.
   void finishOutputs();
 

@@ -147,8 +147,7 @@ void convertInnerProduct(NetBuilder& b, const Layer& l) {
   Value* x = b.bottom(l, 0);
   const Shape& in = x->shape();
   const int64_t axis = caffeAxis(b, l, p.axis(), x->rank(), "inner_product_param.axis");
-  int64_t k = 1;
-  for (size_t i = static_cast<size_t>(axis); i < in.size(); ++i) k *= in[i];
+  const int64_t k = b.checkedNumel(l, Shape(in.begin() + axis, in.end()));
   const int64_t n_out = p.num_output();
   if (n_out <= 0) b.fail(l, "num_output must be positive");
   // transpose=false stores W as [N, K] (y = x W^T), transpose=true as [K, N] (y = x W).

@@ -77,7 +77,7 @@ void convertScale(NetBuilder& b, const Layer& l) {
   if (axis + num_axes > rank) b.fail(l, "scale_param axis + num_axes exceed the input rank " + std::to_string(rank));
   const Shape pshape(x->shape().begin() + axis, x->shape().begin() + axis + num_axes);
   Tensor gamma = b.blob(l, 0, pshape);
-  Tensor beta = p.bias_term() ? b.blob(l, 1, pshape) : filled(shapeNumel(pshape), 0.f);
+  Tensor beta = p.bias_term() ? b.blob(l, 1, pshape) : filled(b.checkedNumel(l, pshape), 0.f);
 
   // BatchNorm + Scale: fill the BatchNormalization's scale and bias when the Scale is per
   // channel and nothing else reads the BatchNorm's output.

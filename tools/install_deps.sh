@@ -12,8 +12,10 @@ build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-ve
   python3-setuptools python3-wheel python3-pip)
 # The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node);
 # RKNN-Toolkit2's example scripts (tests/rknn_examples) import cv2 and scipy.
+# The Caffe frontend's tests write caffemodels with the protobuf module protoc generates (python3-protobuf);
+# the Darknet frontend's tests compare with Debian's libdarknet (darknet).
 test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision python3-opencv python3-scipy darknet nodejs npm
-           ca-certificates)
+           ca-certificates python3-protobuf)
 bench_pkgs=(python3-sklearn python3-scipy fonts-dejavu-core)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 

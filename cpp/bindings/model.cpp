@@ -1,10 +1,11 @@
-// Model: an imported ONNX graph with the information `npuc info` shows, and ONNX export.
+// Model: an imported ONNX (or Caffe) graph with the information `npuc info` shows, and ONNX export.
 #include "bindings/model.h"
 
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
 #include "frontend/darknet/darknet_import.h"
+#include "frontend/caffe/caffe_import.h"
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "opset/custom_ops.h"
@@ -89,6 +90,27 @@ void bindModel(py::module_& m) {
           py::arg("output_names") = std::vector<std::string>{},
           "Imports a Darknet network (.cfg + .weights, docs/frontend_darknet.md): input 'data' [1,C,H,W] "
           "(RGB scaled to 0..1), the raw [yolo]/[region] head tensors and the last layer as outputs.")
+      .def_static(
+          "load_caffe",
+          [](const std::string& prototxt, const std::string& caffemodel, const std::string& input_name,
+             const std::vector<std::string>& input_names, const std::vector<std::vector<int64_t>>& input_sizes,
+             const std::vector<std::string>& output_names, std::shared_ptr<CustomOpSet> custom_ops) {
+            CaffeImportOptions opts;
+            opts.base = makeImportOptions(input_names, input_sizes, output_names, std::move(custom_ops));
+            opts.input_name = input_name;
+            std::unique_ptr<Graph> g;
+            {
+              py::gil_scoped_release release;
+              g = importCaffeFiles(prototxt, caffemodel, opts);
+            }
+            return Model(std::shared_ptr<const Graph>(std::move(g)));
+          },
+          py::arg("prototxt"), py::arg("caffemodel") = "", py::arg("input_name") = "",
+          py::arg("input_names") = std::vector<std::string>{}, py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+          py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
+          "Imports a Caffe net: the deploy prototxt and its caffemodel (\"\" = none; only nets without "
+          "trained layers load then). input_name, when given, must name one of the net's inputs; input_names, "
+          "input_sizes, output_names and custom_ops as for load.")
       .def_property_readonly(
           "inputs", [](const Model& mo) { return valueInfoList(mo.graph().inputs()); },
           "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")

@@ -20,7 +20,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from npuc.blob_sections import format_section_rows, section_rows
-from npuc.cli_common import EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, UserError, parse_shape
+from npuc.cli_common import (EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, UserError, add_blobs_arg,
+                              parse_shape)
 from npuc.messages import capped, shown_path
 
 
@@ -36,6 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_model_args(p: argparse.ArgumentParser, what: str = "path of the .onnx model") -> None:
     p.add_argument("model", help=what)
+    add_blobs_arg(p)
     p.add_argument(
         "--input-size",
         type=parse_shape,
@@ -65,7 +67,7 @@ def _load(args: argparse.Namespace):
 
     if not os.path.isfile(args.model):
         raise UserError(f"model file {shown_path(args.model)} does not exist")
-    return load_model(args.model, args.input_name, args.input_size, args.output_name)
+    return load_model(args.model, args.input_name, args.input_size, args.output_name, args.blobs)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -89,7 +91,7 @@ def _human(n: float) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    return cmd_info_for(args.model, args.input_name, args.input_size, args.output_name)
+    return cmd_info_for(args.model, args.input_name, args.input_size, args.output_name, args.blobs)
 
 
 def cmd_info_for(
@@ -97,19 +99,20 @@ def cmd_info_for(
     input_names: Sequence[str] = (),
     input_sizes: Sequence[Sequence[int]] = (),
     output_names: Sequence[str] = (),
+    blobs: Optional[str] = None,
 ) -> int:
-    """Prints what ``npuc info`` prints for the ONNX model, Darknet ``.cfg`` or ``.npub`` blob at `path`."""
+    """Prints what ``npuc info`` prints for the ONNX, Darknet ``.cfg`` or Caffe ``.prototxt`` model, or ``.npub`` blob, at `path`."""
     import npuc
     from npuc.model_files import load_model
 
     if not os.path.isfile(path):
         raise UserError(f"model file {shown_path(path)} does not exist")
     if path.endswith(".npub"):
-        if input_names or input_sizes or output_names:
-            raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
+        if input_names or input_sizes or output_names or blobs:
+            raise UserError("--input-size/--input-name/--output-name/--blobs apply to models; a .npub blob is fixed")
         model = _print_blob_header(path)
     else:
-        model = load_model(path, input_names, input_sizes, output_names)
+        model = load_model(path, input_names, input_sizes, output_names, blobs)
         print(f"model: {path}")
     _print_model(model)
     return EXIT_OK
@@ -228,7 +231,7 @@ def _load_blob_for_run(args: argparse.Namespace, tk: Any) -> Any:
     if not os.path.isfile(args.model):
         raise UserError(f"model file {shown_path(args.model)} does not exist")
     if args.input_name or args.input_size or args.output_name:
-        raise UserError("--input-size/--input-name/--output-name apply to ONNX models; a .npub blob is fixed")
+        raise UserError("--input-size/--input-name/--output-name/--blobs apply to models; a .npub blob is fixed")
     tk.load_blob(args.model)
     tk.init_runtime(max_run_bytes=args.max_run_bytes)
     return tk.model
@@ -256,14 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "MACs (Conv/ConvTranspose/Gemm/MatMul) and parameter count. For a .npub blob it first "
                        "verifies the file and prints its metadata: format version, producer, SoC, whether it "
                        "is quantized (int8/fp16 node counts), model digest, build options and sections.")
-    _add_model_args(p, "path of the .onnx model or .npub blob")
+    _add_model_args(p, "path of the .onnx model, Caffe .prototxt (with --blobs) or .npub blob")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a model on .npy inputs (FP32 host runtime; a blob on the NPU simulator)",
                        description="Runs an ONNX model on the FP32 host runtime, or a .npub blob on the NPU "
                        "simulator (as Toolkit.load_blob + inference), and prints each output's name, dtype and "
                        "shape; with --output-dir, writes <output name>.npy files.")
-    _add_model_args(p, "path of the .onnx model or .npub blob")
+    _add_model_args(p, "path of the .onnx model, Caffe .prototxt (with --blobs) or .npub blob")
     p.add_argument("--input", action="append", default=[], required=True, metavar="FILE.npy",
                    help="one .npy array per model input, in model input order")
     p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")

@@ -13,7 +13,7 @@ import sys
 from typing import List, Optional
 
 __all__ = ["EXIT_OK", "EXIT_USER_ERROR", "EXIT_INTERNAL_ERROR", "UserError", "ConfigFileError",
-           "parse_shape", "parse_floats", "terminal_width", "fit_width"]
+           "parse_shape", "parse_floats", "terminal_width", "fit_width", "add_blobs_arg"]
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -79,3 +79,9 @@ def fit_width(text: str, width: Optional[int]) -> str:
         return text
     width = max(width, 40)
     return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in text.split("\n"))
+
+
+def add_blobs_arg(p: argparse.ArgumentParser) -> None:
+    """``--blobs``: the trained weights of a Caffe model (RKNN's ``load_caffe(model, blobs)``)."""
+    p.add_argument("--blobs", metavar="CAFFEMODEL",
+                   help="the .caffemodel with the trained weights when the model is a Caffe .prototxt")

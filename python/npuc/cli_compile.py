@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from npuc.cli_common import ConfigFileError, fit_width, parse_floats, parse_shape, terminal_width
+from npuc.cli_common import (ConfigFileError, add_blobs_arg, fit_width,
+                              parse_floats, parse_shape, terminal_width)
 from npuc.dataset import dataset_files
 from npuc.output_files import JobInputs, check_folder, make_folder, refuse_output
 from npuc.errors import ConfigError
@@ -38,12 +39,13 @@ class ConvertJob:
     outputs: List[str] = field(default_factory=list)
     config: Dict[str, Any] = field(default_factory=dict)
     verify: bool = False
+    blobs: Optional[str] = None  # the .caffemodel of a Caffe .prototxt model
 
 
 def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
     """Loads, builds and exports `job`; returns the summary (passes fired, split, FPS, blob size)."""
     import npuc
-    from npuc.model_files import darknet_weights_for, is_darknet
+    from npuc.model_files import darknet_weights_for, is_caffe_model, is_darknet
 
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
@@ -51,7 +53,14 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
             tk.config(target_platform=job.soc, **job.config)
             if is_darknet(job.model):
                 tk.load_darknet(model=job.model, weight=darknet_weights_for(job.model))
+            elif is_caffe_model(job.model):
+                if job.inputs or job.input_size_list or job.outputs:
+                    raise ConfigFileError("--input-size/--input-name/--output-name apply to ONNX models; a Caffe "
+                                          "prototxt fixes its input shapes and outputs")
+                tk.load_caffe(model=job.model, blobs=job.blobs)
             else:
+                if job.blobs:
+                    raise ConfigFileError("--blobs applies to a Caffe .prototxt model")
                 tk.load_onnx(model=job.model, inputs=job.inputs or None,
                              input_size_list=job.input_size_list or None, outputs=job.outputs or None)
             tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify)
@@ -114,7 +123,7 @@ def _job_from_flags(args: argparse.Namespace) -> ConvertJob:
         raise ConfigFileError("--quantize needs --dataset (a dataset.txt listing calibration samples)")
     return ConvertJob(model=args.model, soc=args.target, output=args.output, quantize=args.quantize,
                       dataset=args.dataset, inputs=args.input_name, input_size_list=args.input_size,
-                      outputs=args.output_name, config=config, verify=args.verify)
+                      outputs=args.output_name, config=config, verify=args.verify, blobs=args.blobs)
 
 
 #: Keys of an rknn_convert-style YAML ``models`` entry, and of its ``subgraphs``.
@@ -281,6 +290,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
     inputs.add(args.model, "the loaded model")
     if is_darknet(args.model):
         inputs.add(darknet_weights_for(args.model), "the weights of the loaded model")
+    if args.blobs:
+        inputs.add(args.blobs, "the weights of the loaded model")
     check_output_paths(inputs, csv=args.csv, json=args.json, plot=args.plot)  # before any work
     compiled = None
     if args.model.endswith(".npub"):
@@ -290,7 +301,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         model, soc, optimize = compiled.model, args.soc or compiled.soc, False
         dtype = "int8" if compiled.quantized else "fp16"
     else:
-        model = load_model(args.model, input_sizes=args.input_size)
+        model = load_model(args.model, input_sizes=args.input_size, blobs=args.blobs)
         soc, dtype, optimize = args.soc or "rk3588", args.dtype, True
     if args.compare_socs:
         print(f"{'SoC':<10}{'time (us)':>12}{'FPS':>10}{'NPU tasks':>11}{'CPU ops':>9}{'DDR KB':>10}")
@@ -336,7 +347,8 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
                        "and writes the .npub blob, then prints a one-screen summary. Either "
                        "`npuc convert MODEL.onnx -t SOC -o OUT.npub [options]` or "
                        "`npuc convert -i model_config.yml -t SOC -o OUTDIR` (rknn_convert's YAML).")
-    p.add_argument("model", nargs="?", help="the .onnx model (omit with -i)")
+    p.add_argument("model", nargs="?", help="the .onnx model or Caffe .prototxt (omit with -i)")
+    add_blobs_arg(p)
     p.add_argument("-i", "--config-file", metavar="YAML", help="rknn_convert-style YAML config")
     p.add_argument("-t", "--target", required=True, metavar="SOC", help="target SoC, e.g. rk3588 (see `npuc socs`)")
     p.add_argument("-o", "--output", metavar="PATH", help="the .npub to write (a folder with -i)")
@@ -367,7 +379,8 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p = sub.add_parser("perf", help="simulated per-layer NPU performance (eval_perf)",
                        description="Prints eval_perf's per-layer table, summary and op ranking for an ONNX "
                        "model or a .npub blob; --compare-socs estimates it on every SoC side by side.")
-    p.add_argument("model", help="an .onnx model or a .npub blob")
+    p.add_argument("model", help="an .onnx model, a Caffe .prototxt or a .npub blob")
+    add_blobs_arg(p)
     p.add_argument("--soc", help="SoC to cost on (default: the blob's, or rk3588 for ONNX)")
     p.add_argument("--dtype", default="int8", choices=["int8", "fp16"], help="NPU data type for an ONNX model")
     p.add_argument("--input-size", type=_shape, action="append", default=[], metavar="SHAPE",

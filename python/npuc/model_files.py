@@ -1,24 +1,30 @@
-"""Which frontend reads a model file, for the command line: ``.cfg`` is a Darknet network, anything
-else ONNX (``.npub`` blobs are handled by each command before it gets here).
+"""Which frontend reads a model file, for the command line: ``.cfg`` is a Darknet network,
+``.prototxt`` a Caffe net, anything else ONNX (``.npub`` blobs are handled by each command before it
+gets here).
 
 A Darknet network is two files; the command line names the ``.cfg`` and finds the weights next to
 it under the same name (``yolov3.cfg`` -> ``yolov3.weights``), darknet's own naming, so every
-command keeps its one ``MODEL`` argument.
+command keeps its one ``MODEL`` argument. A Caffe net's weights come with ``--blobs`` (RKNN's
+``load_caffe(model, blobs)``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from npuc.errors import ModelLoadError
 from npuc.messages import MAX_SHOWN_PATH, shown
 
-__all__ = ["is_darknet", "darknet_weights_for", "load_model"]
+__all__ = ["is_darknet", "is_caffe_model", "darknet_weights_for", "load_model"]
 
 
 def is_darknet(path: str) -> bool:
     return os.fspath(path).lower().endswith(".cfg")
+
+
+def is_caffe_model(path: str) -> bool:
+    return os.fspath(path).lower().endswith(".prototxt")
 
 
 def darknet_weights_for(cfg: str) -> str:
@@ -31,11 +37,19 @@ def darknet_weights_for(cfg: str) -> str:
 
 
 def load_model(path: str, input_names: Sequence[str] = (), input_sizes: Sequence[Sequence[int]] = (),
-               output_names: Sequence[str] = ()) -> Any:
-    """``npuc.Model`` from an ONNX file or a Darknet ``.cfg`` (with its ``.weights`` beside it)."""
+               output_names: Sequence[str] = (), blobs: Optional[str] = None) -> Any:
+    """``npuc.Model`` from an ONNX file, a Darknet ``.cfg`` (with its ``.weights`` beside it) or a
+    Caffe ``.prototxt`` (with ``blobs``, its ``.caffemodel``)."""
     from npuc._npuc import Model
 
     sizes = [list(s) for s in input_sizes]
+    if is_caffe_model(path):
+        if blobs is not None and not os.path.isfile(blobs):
+            raise ModelLoadError(f"caffemodel {shown(blobs, MAX_SHOWN_PATH)} does not exist")
+        return Model.load_caffe(path, blobs or "", input_names=list(input_names), input_sizes=sizes,
+                                output_names=list(output_names))
+    if blobs is not None:
+        raise ModelLoadError("--blobs applies to a Caffe .prototxt model")
     if is_darknet(path):
         if input_names:
             raise ModelLoadError("--input-name does not apply to a darknet model: it has one input, 'data'")

@@ -18,7 +18,6 @@ __all__ = ["RknnOnlyCalls", "FRONTENDS_PENDING"]
 #: RKNN-Toolkit2 loaders whose frontends are not written yet, with the framework they read.
 FRONTENDS_PENDING = {
     "load_tflite": "TensorFlow Lite",
-    "load_caffe": "Caffe",
     "load_tensorflow": "TensorFlow (frozen .pb)",
     "load_keras": "Keras",
 }
@@ -40,9 +39,6 @@ class RknnOnlyCalls:
         """RKNN ``load_tflite``: not supported yet (NotSupportedError)."""
         raise _frontend_pending("load_tflite")
 
-    def load_caffe(self, model: Any, blobs: Any = None, input_name: Any = None) -> int:
-        """RKNN ``load_caffe``: not supported yet (NotSupportedError)."""
-        raise _frontend_pending("load_caffe")
 
     def load_tensorflow(self, tf_pb: Any, inputs: Any = None, input_size_list: Any = None, outputs: Any = None,
                         input_is_nchw: bool = False) -> int:

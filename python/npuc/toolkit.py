@@ -360,6 +360,54 @@ class Toolkit(RknnOnlyCalls):
         self._log.info("load_darknet: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
 
+    def load_caffe(
+        self,
+        model: Union[str, os.PathLike],
+        blobs: Optional[Union[str, os.PathLike]] = None,
+        input_name: Optional[str] = None,
+    ) -> int:
+        """Imports a Caffe model (RKNN-Toolkit2 ``load_caffe``): a deploy prototxt and its caffemodel.
+
+        Layers take their trained blobs from the caffemodel by layer name; BatchNorm + Scale
+        become one BatchNormalization; pooling keeps Caffe's ceil-mode output sizes.
+        ``docs/frontend_caffe.md`` lists the supported layers.
+
+        Args:
+            model: path of the ``.prototxt`` (the net).
+            blobs: path of the ``.caffemodel`` (the trained weights); None only for nets without
+                trained layers.
+            input_name: the net's input blob, as RKNN takes it; when given it must name one of the
+                net's inputs.
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ModelLoadError: a file is missing or malformed, a layer type is unsupported, a blob is
+                missing or has the wrong shape (the message names the file and the layer).
+            UnsupportedOpError, ShapeError, GraphError: the model cannot be compiled as it is.
+        """
+        path = arg_check.path("load_caffe", "model", model)
+        if not os.path.isfile(path):
+            raise ModelLoadError(f"cannot open Caffe prototxt {shown(path, MAX_SHOWN_PATH)}: no such file")
+        files = [(path, "the loaded model")]
+        weights = ""
+        if blobs is not None:
+            weights = arg_check.path("load_caffe", "blobs", blobs)
+            if not os.path.isfile(weights):
+                raise ModelLoadError(f"cannot open caffemodel {shown(weights, MAX_SHOWN_PATH)}: no such file")
+            files.append((weights, "the weights of the loaded model"))
+        if input_name is not None and not isinstance(input_name, str):
+            raise ConfigError(f"load_caffe(input_name) must be a string, got {type(input_name).__name__}")
+        job = self._new_job(files)
+        loaded = Model.load_caffe(path, weights, input_name or "", custom_ops=self._custom_set)
+        self._inputs = job
+        self._model, self._runtime, self._float_model = loaded, None, None
+        self._stage = Stage.LOADED
+        self._model_name = Path(os.fspath(model)).stem
+        self._log.info("load_caffe: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
+        return 0
+
     def build(
         self,
         do_quantization: bool = True,

@@ -211,16 +211,41 @@ def write_darknet_seeds(out_dir: Path) -> int:
         text = with_input_size(cfg.read_text(), 32, 32).encode()
         (out_dir / f"debian_{cfg.stem}.bin").write_bytes(text + DARKNET_SEPARATOR + bytes(20))
         count += 1
+
+
+# Separates the prototxt from the caffemodel in a fuzz_caffe_import input (fuzz_caffe_import.cc).
+CAFFE_SEPARATOR = b"\n--caffemodel--\n"
+
+
+def write_caffe_seeds(out_dir: Path) -> int:
+    """Inputs of fuzz_caffe_import: the test nets of tests/python/caffe_nets.py (small sizes), with
+    and without their caffemodel, and each input form."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    import tempfile
+
+    from caffe_nets import caffe_pb2, deconv_reshape_net, mobilenet_like
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        pb2 = caffe_pb2(Path(tmp))
+        nets = [mobilenet_like(hw=16, input_form=f) for f in ("layer", "input_shape", "input_dim")]
+        nets.append(deconv_reshape_net())
+        for i, net in enumerate(nets):
+            text = net.prototxt().encode()
+            (out_dir / f"caffe_{i}.bin").write_bytes(text + CAFFE_SEPARATOR + net.caffemodel(pb2))
+            (out_dir / f"caffe_{i}_noweights.bin").write_bytes(text)
+            count += 2
     return count
 
 
 def main(argv) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["onnx", "blob", "dataset", "darknet"])
+    parser.add_argument("kind", choices=["onnx", "blob", "dataset", "darknet", "caffe"])
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)
     writers = {"onnx": write_onnx_seeds, "blob": write_blob_seeds, "dataset": write_dataset_seeds,
-               "darknet": write_darknet_seeds}
+               "darknet": write_darknet_seeds, "caffe": write_caffe_seeds}
     count = writers[args.kind](args.out_dir)
     print(f"wrote {count} {args.kind} seeds to {args.out_dir}")
     return 0

@@ -20,7 +20,8 @@
 # Targets: fuzz_onnx_import (ONNX bytes -> import -> passes -> export), fuzz_blob_load (.npub bytes,
 # as is or re-sealed -> verify -> FP32 executor or INT8 simulator -> one run), fuzz_dataset_list
 # (dataset.txt text and .npy bytes -> the calibration-input parsers), fuzz_darknet_import (a .cfg
-# text and .weights bytes -> the Darknet frontend and the shared import tail); Python: fuzz_yaml_config
+# text and .weights bytes -> the Darknet frontend and the shared import tail), fuzz_caffe_import
+# (prototxt + caffemodel bytes -> Caffe import -> passes); Python: fuzz_yaml_config
 # (YAML text -> `npuc convert -i`, or hybrid_quantization_step2's config), fuzz_cli_args (an argv,
 # one argument per line -> `npuc ...` in-process). The sanitized core is only built when a C++
 # target is selected: the Python targets use the regular build's module (PYTHONPATH).
@@ -68,7 +69,7 @@ build_target() {
   if [[ -x "$out" && "$out" -nt "$src" && "$out" -nt "$BUILD/libnpuc_core.a" ]]; then return; fi
   echo "== linking $name"
   clang++ -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-    -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$REPO/cpp" -I"$REPO" \
+    -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$REPO/cpp" -I"$REPO" -I"$BUILD/generated" \
     "$src" "$BUILD/libnpuc_core.a" \
     -lonnx_proto -lprotobuf -ldnnl -lyaml-cpp -lxxhash -lfmt -lpthread -o "$out"  # as npuc_core in CMakeLists.txt
 }
@@ -85,6 +86,8 @@ make_seeds() {
     fuzz_dataset_list) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" dataset "$dir" ;;
     # The darknet seeds import the test helpers (tests/python), which import npuc.
     fuzz_darknet_import) PYTHONPATH="${PYTHONPATH:-$REPO/python}" "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" darknet "$dir" ;;
+    # The Caffe test nets (tests/python/caffe_nets.py: needs PyTorch and protoc).
+    fuzz_caffe_import) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" caffe "$dir" ;;
     *) echo "no seed generator for $name (starting from an empty corpus)" ;;
   esac
 }

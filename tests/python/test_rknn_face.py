@@ -65,8 +65,8 @@ def test_board_targets_and_missing_frontends_fail_with_minus_one(conv_relu_path:
                                                                  capsys: pytest.CaptureFixture) -> None:
     rknn = RKNN()
     rknn.config(target_platform="rk3588")
-    assert rknn.load_caffe(model="deploy.prototxt", blobs="m.caffemodel") == -1
-    assert "E load_caffe: Caffe models are not supported yet" in capsys.readouterr().err
+    assert rknn.load_caffe(model="deploy.prototxt", blobs="m.caffemodel") == -1  # no such file
+    assert "E load_caffe: cannot open Caffe prototxt 'deploy.prototxt': no such file" in capsys.readouterr().err
     assert rknn.load_onnx(model=str(conv_relu_path)) == 0
     assert rknn.build(do_quantization=False) == 0
     assert rknn.init_runtime(target="rk3566") == -1

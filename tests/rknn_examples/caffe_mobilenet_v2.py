@@ -1,4 +1,4 @@
-"""examples/caffe/mobilenet_v2/test.py: Caffe frontend (not in npuc yet: load_caffe returns -1)."""
+"""examples/caffe/mobilenet_v2/test.py: Caffe frontend (load_caffe, INT8 build, export, inference)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

@@ -1,5 +1,5 @@
 """examples/functions/codegen/test.py: a C++ deploy program generated for rk3562 from a Caffe
-MobileNetV2 (load_caffe returns -1; codegen itself is not in npuc yet)."""
+MobileNetV2 (runs to the end)."""
 from npuc.rknn.api import RKNN
 
 if __name__ == '__main__':

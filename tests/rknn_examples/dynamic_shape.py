@@ -1,5 +1,5 @@
 """examples/functions/dynamic_shape/test.py: three input-shape sets of a Caffe MobileNetV2 (load_caffe
-returns -1; with an ONNX model build() would return -1 too: one shape per model for now)."""
+loads it; build() returns -1: one input shape per model for now)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

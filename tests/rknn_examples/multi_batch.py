@@ -1,5 +1,5 @@
 """examples/functions/multi_batch/test.py: rknn_batch_size=4 on a Caffe MobileNetV2 (load_caffe
-returns -1; batch > 1 is the shapes issue's)."""
+loads it; build() returns -1: batch > 1 is the shapes issue's)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

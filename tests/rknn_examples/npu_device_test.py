@@ -1,6 +1,6 @@
 """examples/functions/npu_device_test/test.py: board checks (accuracy_analysis on a target,
-encryption, list_devices, init_runtime(target), get_sdk_version) after a Caffe build (load_caffe
-returns -1; the board calls answer as tests/python/test_rknn_face.py checks)."""
+encryption, list_devices, init_runtime(target), get_sdk_version) after a Caffe build (it stops
+at accuracy_analysis(target=...): no board; the board calls answer as tests/python/test_rknn_face.py checks)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

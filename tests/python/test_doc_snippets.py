@@ -2,7 +2,9 @@
 
 A block runs in a scratch folder that holds the files the docs name: ``model.onnx`` (the shared
 mobilenet_v2, input ``input`` [1, 3, 224, 224]), ``mobilenet_v2.onnx`` and ``mobilenet_v2.ref.npz``,
-``dataset.txt`` listing two photo-like images (one of another size, resized on reading); and one
+``dataset.txt`` listing two photo-like images (one of another size, resized on reading),
+``yolov3.cfg`` + ``yolov3.weights`` (Debian darknet's yolov3-tiny cfg with random weights in
+darknet's format; only when the darknet package is installed); and one
 name the snippets use without defining it, ``image``: an RGB uint8 HWC array, as cv2/PIL give.
 Blocks that are not programs are skipped by rule, not by hand: the generated signature blocks of
 docs/toolkit_api.md (one line, ``Toolkit.<call>(...) -> ...``).
@@ -65,6 +67,12 @@ def _scene(folder: Path) -> dict:
     Image.fromarray(image).save(folder / "a.png")
     Image.fromarray(image[::-1]).resize((300, 260)).save(folder / "b.jpg")
     (folder / "dataset.txt").write_text("a.png\nb.jpg\n")
+    from darknet_ref import DARKNET_CFG_DIR, write_random_weights
+
+    if (DARKNET_CFG_DIR / "yolov3-tiny.cfg").is_file():
+        cfg = (DARKNET_CFG_DIR / "yolov3-tiny.cfg").read_text()
+        (folder / "yolov3.cfg").write_text(cfg)
+        write_random_weights(cfg, folder / "yolov3.weights")
     return {"image": image}
 
 

@@ -257,6 +257,7 @@ def _caffe_mobilenet(folder: Path) -> None:
     (folder / "mobilenet_v2_deploy.caffemodel").rename(folder / "mobilenet_v2.caffemodel")
     _photo(folder / "dog_224x224.jpg", 224, 224, 11)
     (folder / "dataset.txt").write_text("dog_224x224.jpg\n")
+    (folder / "labels.txt").write_text("".join(f"{i}: class {i}\n" for i in range(1000)))
 
 
 def _run(script: str, folder: Path) -> subprocess.CompletedProcess:
@@ -365,10 +366,20 @@ def _check_darknet_yolov3(folder: Path, out: str) -> None:
 
 
 def _check_caffe_mobilenet_v2(folder: Path, out: str) -> None:
-    """The stand-in Caffe net loads, builds INT8 for rk3566 with every node on the NPU, exports and runs."""
+    """The stand-in Caffe net loads, builds INT8 for rk3566 with every node on the NPU, exports and
+    runs; its saved output against npuc's FP32 runtime of the Caffe net on the same BGR image (the
+    script feeds cv2's BGR with BGR-ordered mean/std, as the original does)."""
+    import cv2
+
     assert "Partition for rk3566: 22 nodes, 22 on NPU, 0 on CPU" in out, out[-2000:]
     assert (folder / "mobilenet_v2.rknn").stat().st_size > 0
-    assert out.rstrip().endswith("--> Running model\ndone")
+    assert "mobilenet_v2\n-----TOP 5-----" in out and out.rstrip().endswith("done")
+    bgr = cv2.imread(str(folder / "dog_224x224.jpg")).astype(np.float32)
+    x = ((bgr - np.array([103.94, 116.78, 123.68], np.float32)) / 58.82).transpose(2, 0, 1)[np.newaxis]
+    model = npuc.Model.load_caffe(str(folder / "mobilenet_v2_deploy.prototxt"), str(folder / "mobilenet_v2.caffemodel"))
+    want = npuc.Runtime(model).run([np.ascontiguousarray(x)])[0]
+    got = np.load(folder / "caffe_mobilenet_v2_0.npy")
+    assert got.shape == want.shape and cosine_similarity(got, want) >= MIN_INT8_COSINE, cosine_similarity(got, want)
 
 
 def _check_caffe_codegen(folder: Path, out: str) -> None:

@@ -3,6 +3,16 @@ import numpy as np
 import cv2
 from npuc.rknn.api import RKNN
 
+
+def show_outputs(outputs):
+    np.save('./caffe_mobilenet_v2_0.npy', outputs[0])
+    output = outputs[0].reshape(-1)
+    labels = [line.strip().split(':')[-1] for line in open('./labels.txt')]
+    print('mobilenet_v2\n-----TOP 5-----')
+    for i in np.argsort(output)[::-1][:5]:
+        print(f'[{i:>3d}] score:{output[i]:.6f} class:"{labels[i]}"' if output[i] > 0 else '[ -1]: 0.0')
+
+
 if __name__ == '__main__':
     rknn = RKNN(verbose=True)
 
@@ -44,6 +54,7 @@ if __name__ == '__main__':
 
     print('--> Running model')
     outputs = rknn.inference(inputs=[img], data_format=['nhwc'])
+    show_outputs(outputs)
     print('done')
 
     rknn.release()

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "frontend/error_prefix.h"
 #include "frontend/import_tail.h"
 #include "frontend/legacy_upgrade.h"
 #include "frontend/onnx_graph_builder.h"
@@ -10,30 +11,6 @@
 namespace npuc {
 
 namespace {
-
-// Re-throws the active npuc error as the same type with `prefix` in front of its message, so a
-// caller catching UnsupportedOpError still does after the file name was added.
-[[noreturn]] void rethrowPrefixed(const std::string& prefix) {
-  try {
-    throw;
-  } catch (const ModelLoadError& e) {
-    throw ModelLoadError(prefix + e.what());
-  } catch (const UnsupportedOpError& e) {
-    throw UnsupportedOpError(prefix + e.what());
-  } catch (const ShapeError& e) {
-    throw ShapeError(prefix + e.what());
-  } catch (const GraphError& e) {
-    throw GraphError(prefix + e.what());
-  } catch (const ResourceError& e) {
-    throw ResourceError(prefix + e.what());
-  } catch (const ConfigError& e) {
-    throw ConfigError(prefix + e.what());
-  } catch (const InputError& e) {
-    throw InputError(prefix + e.what());
-  } catch (const Error& e) {
-    throw Error(prefix + e.what());
-  }
-}
 
 std::unique_ptr<Graph> importModel(onnx::ModelProto& model, const ImportOptions& opts,
                                    const std::string& base_dir) {
@@ -53,7 +30,7 @@ std::unique_ptr<Graph> importOnnxFile(const std::string& path, const ImportOptio
       const std::string dir = std::filesystem::absolute(path).parent_path().string();
       return importModel(model, opts, dir);
     } catch (const Error&) {
-      rethrowPrefixed(path + ": ");
+      rethrowWithPrefix(path + ": ");
     }
   } catch (const std::bad_alloc&) {
     throw ResourceError(path + ": out of memory while loading the model");

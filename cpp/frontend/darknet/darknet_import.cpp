@@ -9,6 +9,7 @@
 #include "frontend/darknet/graph_emit.h"
 #include "frontend/darknet/layer_plan.h"
 #include "frontend/darknet/weights_file.h"
+#include "frontend/error_prefix.h"
 
 namespace npuc {
 
@@ -52,24 +53,6 @@ void checkWeightCount(const darknet::NetPlan& plan, const darknet::WeightsFile& 
   throw ModelLoadError(msg);
 }
 
-[[noreturn]] void rethrowPrefixed(const std::string& prefix) {
-  try {
-    throw;
-  } catch (const ModelLoadError& e) {
-    throw ModelLoadError(prefix + e.what());
-  } catch (const UnsupportedOpError& e) {
-    throw UnsupportedOpError(prefix + e.what());
-  } catch (const ShapeError& e) {
-    throw ShapeError(prefix + e.what());
-  } catch (const GraphError& e) {
-    throw GraphError(prefix + e.what());
-  } catch (const ResourceError& e) {
-    throw ResourceError(prefix + e.what());
-  } catch (const Error& e) {
-    throw Error(prefix + e.what());
-  }
-}
-
 std::string stem(const std::string& name) {
   const std::string s = std::filesystem::path(name).stem().string();
   return s.empty() ? "darknet" : s;
@@ -88,7 +71,7 @@ std::unique_ptr<Graph> importDarknetBytes(const std::string& cfg_text, const std
   try {
     finishImport(*g, opts);  // the parse errors above name the file themselves; the tail's do not
   } catch (const Error&) {
-    rethrowPrefixed(cfg_name + ": ");
+    rethrowWithPrefix(cfg_name + ": ");
   }
   return g;
 }

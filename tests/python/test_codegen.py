@@ -29,12 +29,14 @@ def test_generated_program_builds_and_matches_inference(conv_relu_path: Path, tm
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
     Image.fromarray(image).save(tmp_path / "image.png")
-    calibration = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(4)]
+    for i in range(4):  # images go through a dataset.txt, which applies mean/std as inference does
+        Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(tmp_path / f"calib{i}.png")
+    (tmp_path / "dataset.txt").write_text("".join(f"calib{i}.png\n" for i in range(4)))
     app = tmp_path / "app"
     with npuc.Toolkit() as tk:
         tk.config(target_platform="rk3588", mean_values=[[120, 110, 100]], std_values=[[60, 58, 57]])
         tk.load_onnx(model=str(conv_relu_path))
-        tk.build(do_quantization=True, dataset=[[x] for x in calibration])
+        tk.build(do_quantization=True, dataset=str(tmp_path / "dataset.txt"))
         assert tk.codegen(str(app), inputs=[str(tmp_path / "image.png")]) == 0
         want = tk.inference(inputs=[image])[0]
     assert sorted(p.name for p in app.iterdir()) == ["CMakeLists.txt", "README.md", "inputs", "main.cpp", "model.npub"]

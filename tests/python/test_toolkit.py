@@ -299,3 +299,20 @@ def test_build_reports_cpu_fallbacks_with_reasons(tmp_path: Path, capsys: pytest
         printed = capsys.readouterr().out
         assert "stride 8x8 exceeds 7x7" in printed
         assert "not legalized for rk3588: block 2: input dim 2 (33) is not a multiple of block 2" in printed
+
+
+def test_a_raw_uint8_image_in_an_in_memory_dataset_is_refused_when_mean_std_apply(conv_relu_path: Path) -> None:
+    """In-memory samples skip mean/std (a dataset.txt's images get them): a uint8 image there would
+    calibrate silently wrong, so build() names it. Without mean/std a uint8 array is the input as is."""
+    rng = np.random.default_rng(5)
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588", mean_values=[[127.5] * 3], std_values=[[127.5] * 3])
+        tk.load_onnx(model=str(conv_relu_path))
+        shape = tuple(tk.model.inputs[0]["shape"])
+        image = rng.integers(0, 256, shape, dtype=np.uint8)
+        with pytest.raises(npuc.InputError, match="sample 1, input .* is a uint8 array.*dataset.txt"):
+            tk.build(do_quantization=True, dataset=[rng.standard_normal(shape).astype(np.float32), image])
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588")
+        tk.load_onnx(model=str(conv_relu_path))
+        assert tk.build(do_quantization=True, dataset=[image]) == 0

@@ -428,7 +428,9 @@ class Toolkit(RknnOnlyCalls):
 
         Args:
             do_quantization: quantize to INT8 from ``dataset`` (False keeps the float model).
-            dataset: RKNN ``dataset.txt`` path, or an iterable of numpy samples.
+            dataset: RKNN ``dataset.txt`` path (images get mean/std, as ``inference`` inputs do), or an
+                iterable of numpy samples taken as the model's input as they are (no mean/std; a
+                uint8 array for an input with mean/std is refused as a raw image).
             rknn_batch_size: accepted for RKNN compatibility; must be None or 1.
             auto_hybrid: move layers whose isolated cosine is below
                 ``config(auto_hybrid_cos_thresh)`` to FP16 (quantization only).

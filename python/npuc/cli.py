@@ -101,8 +101,8 @@ def cmd_info_for(
     output_names: Sequence[str] = (),
     blobs: Optional[str] = None,
 ) -> int:
-    """Prints what ``npuc info`` prints for the ONNX, Darknet ``.cfg`` or Caffe ``.prototxt`` model, or ``.npub`` blob, at `path`."""
-    import npuc
+    """Prints what ``npuc info`` prints for the ONNX, Darknet ``.cfg`` or Caffe ``.prototxt`` model,
+    or ``.npub`` blob, at `path`."""
     from npuc.model_files import load_model
 
     if not os.path.isfile(path):

@@ -9,7 +9,8 @@ level=${1:-build}
 build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-venv python3-numpy
   python3-onnx python3-pybind11 pybind11-dev libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev ocl-icd-opencl-dev libgtest-dev libyaml-cpp-dev libxxhash-dev libfmt-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
-  python3-setuptools python3-wheel python3-pip)
+  python3-setuptools python3-wheel python3-pip
+  libflatbuffers-dev flatbuffers-compiler)  # the TFLite frontend: flatc compiles its schema subset at build time
 # The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node);
 # RKNN-Toolkit2's example scripts (tests/rknn_examples) import cv2 and scipy.
 # The Caffe frontend's tests write caffemodels with the protobuf module protoc generates (python3-protobuf);

@@ -1,0 +1,620 @@
+"""TFLite reference harness: MediaPipe's trained models, a small flatbuffer reader/writer, Arm NN.
+
+npuc's TFLite frontend is checked against Arm NN 20.08 (Debian ``python3-pyarmnn``, TfLiteParser on
+the CpuRef backend). This module holds what those tests need and nothing of npuc:
+
+* :func:`mediapipe_model`: the three trained models from npm (``tools/install_deps.sh test``).
+* :func:`read_model` / :func:`write_model`: a schema-driven reader and a ``flatbuffers.Builder``
+  writer for the subset of the TFLite schema these models use. The reader refuses any field it does
+  not know (rather than silently dropping it), so a rewrite keeps every field the file had: same
+  values, same presence (a field stored at its default value stays stored). Byte layout is
+  flatbuffers.Builder's own, not the original converter's (see :func:`write_model`).
+* :func:`fp32_weight_copy`: the copy Arm NN can read (float16 weights behind DEQUANTIZE folded to
+  float32; MediaPipe's custom transposed convolution expressed with builtin ops).
+* :func:`armnn_run`: run a model in Arm NN, inputs and outputs by TFLite tensor name, NHWC.
+* :func:`describe`: op counts, tensor dtypes, input/output names and shapes.
+* :func:`write_quantized_tflite`: an INT8 TFLite model in TFLite's standard scheme, calibrated on
+  Arm NN's FP32 activations (no quantized TFLite model is available offline).
+
+Only Debian's python3-flatbuffers (Builder, number types) and numpy are used for the file format;
+the TFLite schema facts (field slots, enums, union order) come from the public ``schema.fbs``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+try:
+    import flatbuffers
+    from flatbuffers import number_types as _fbn
+except ImportError:  # callers decide whether that is a skip or a failure (NPUC_STRICT_DEPS)
+    flatbuffers = None
+    _fbn = None
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NODE_MODULES = REPO_ROOT / "bench" / "node_modules"
+INSTALL_HINT = "tools/install_deps.sh test (npm install --ignore-scripts in bench/)"
+
+#: model name -> (npm package, file inside it)
+MEDIAPIPE_MODELS: Dict[str, Tuple[str, str]] = {
+    "face_detection_short_range": ("@mediapipe/face_detection", "face_detection_short_range.tflite"),
+    "selfie_segmentation": ("@mediapipe/selfie_segmentation", "selfie_segmentation.tflite"),
+    "hand_landmark_lite": ("@mediapipe/hands", "hand_landmark_lite.tflite"),
+}
+
+
+def mediapipe_model(name: str) -> str:
+    """Path of one of MediaPipe's trained TFLite models installed from npm into bench/node_modules."""
+    if name not in MEDIAPIPE_MODELS:
+        raise KeyError(f"unknown MediaPipe model {name!r}; known: {sorted(MEDIAPIPE_MODELS)}")
+    package, filename = MEDIAPIPE_MODELS[name]
+    path = NODE_MODULES / package / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: npm package {package} is not installed; run {INSTALL_HINT}")
+    return str(path)
+
+
+def deps_missing() -> Optional[str]:
+    """None when flatbuffers and pyarmnn import, else what is missing (for a skip or a failure)."""
+    missing = []
+    if flatbuffers is None:
+        missing.append("python3-flatbuffers")
+    try:
+        _armnn()
+    except ImportError:
+        missing.append("python3-pyarmnn / libarmnn-cpuref-backend22")
+    return ", ".join(missing) or None
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema subset. Each table is its fields in vtable-slot order: (name, kind, arg). Kinds:
+#   a struct format char (scalar), "str", "bytes" (ubyte vector kept as bytes, arg = alignment),
+#   "vec" (scalar vector as numpy, arg = format char), "table" / "tvec" (arg = table name),
+#   "union" (arg = union name; its type is the previous slot), None (a field we refuse).
+# A union occupies two slots: <name>_type (ubyte) then the value.
+# ---------------------------------------------------------------------------------------------
+
+_ACT = ("fused_activation_function", "b", None)
+_PAD = ("padding", "b", None)
+
+SCHEMA: Dict[str, List[Tuple[str, Optional[str], Any]]] = {
+    "Model": [("version", "I", None), ("operator_codes", "tvec", "OperatorCode"),
+              ("subgraphs", "tvec", "SubGraph"), ("description", "str", None),
+              ("buffers", "tvec", "Buffer"), ("metadata_buffer", "vec", "i"),
+              ("metadata", "tvec", "Metadata"), ("signature_defs", "tvec", "SignatureDef")],
+    "OperatorCode": [("deprecated_builtin_code", "b", None), ("custom_code", "str", None),
+                     ("version", "i", None), ("builtin_code", "i", None)],
+    "SubGraph": [("tensors", "tvec", "Tensor"), ("inputs", "vec", "i"), ("outputs", "vec", "i"),
+                 ("operators", "tvec", "Operator"), ("name", "str", None)],
+    "Tensor": [("shape", "vec", "i"), ("type", "b", None), ("buffer", "I", None), ("name", "str", None),
+               ("quantization", "table", "QuantizationParameters"), ("is_variable", "?", None),
+               ("sparsity", None, None), ("shape_signature", "vec", "i"), ("has_rank", "?", None)],
+    "QuantizationParameters": [("min", "vec", "f"), ("max", "vec", "f"), ("scale", "vec", "f"),
+                               ("zero_point", "vec", "q"), ("details_type", "B", None), ("details", None, None),
+                               ("quantized_dimension", "i", None)],
+    "Operator": [("opcode_index", "I", None), ("inputs", "vec", "i"), ("outputs", "vec", "i"),
+                 ("builtin_options_type", "B", None), ("builtin_options", "union", "BuiltinOptions"),
+                 ("custom_options", "bytes", 1), ("custom_options_format", "b", None),
+                 ("mutating_variable_inputs", "vec", "?"), ("intermediates", "vec", "i"),
+                 ("large_custom_options_offset", None, None), ("large_custom_options_size", None, None)],
+    "Buffer": [("data", "bytes", 16), ("offset", None, None), ("size", None, None)],
+    "Metadata": [("name", "str", None), ("buffer", "I", None)],
+    "SignatureDef": [("inputs", "tvec", "TensorMap"), ("outputs", "tvec", "TensorMap"),
+                     ("signature_key", "str", None), ("deprecated_tag", "str", None),
+                     ("subgraph_index", "I", None)],
+    "TensorMap": [("name", "str", None), ("tensor_index", "I", None)],
+    # builtin options (only those with a schema here can be read; others are refused by name)
+    "Conv2DOptions": [_PAD, ("stride_w", "i", None), ("stride_h", "i", None), _ACT,
+                      ("dilation_w_factor", "i", None), ("dilation_h_factor", "i", None),
+                      ("quantized_bias_type", "b", None)],
+    "DepthwiseConv2DOptions": [_PAD, ("stride_w", "i", None), ("stride_h", "i", None),
+                               ("depth_multiplier", "i", None), _ACT, ("dilation_w_factor", "i", None),
+                               ("dilation_h_factor", "i", None)],
+    "Pool2DOptions": [_PAD, ("stride_w", "i", None), ("stride_h", "i", None), ("filter_width", "i", None),
+                      ("filter_height", "i", None), _ACT],
+    "FullyConnectedOptions": [_ACT, ("weights_format", "b", None), ("keep_num_dims", "?", None),
+                              ("asymmetric_quantize_inputs", "?", None), ("quantized_bias_type", "b", None)],
+    "SoftmaxOptions": [("beta", "f", None)],
+    "ConcatenationOptions": [("axis", "i", None), _ACT],
+    "AddOptions": [_ACT, ("pot_scale_int16", "?", None)],
+    "SubOptions": [_ACT, ("pot_scale_int16", "?", None)],
+    "MulOptions": [_ACT],
+    "DivOptions": [_ACT],
+    "ResizeBilinearOptions": [("new_height", "i", None), ("new_width", "i", None),
+                              ("align_corners", "?", None), ("half_pixel_centers", "?", None)],
+    "ResizeNearestNeighborOptions": [("align_corners", "?", None), ("half_pixel_centers", "?", None)],
+    "ReshapeOptions": [("new_shape", "vec", "i")],
+    "ReducerOptions": [("keep_dims", "?", None)],
+    "SqueezeOptions": [("squeeze_dims", "vec", "i")],
+    "StridedSliceOptions": [("begin_mask", "i", None), ("end_mask", "i", None), ("ellipsis_mask", "i", None),
+                            ("new_axis_mask", "i", None), ("shrink_axis_mask", "i", None), ("offset", "?", None)],
+    "TransposeConvOptions": [_PAD, ("stride_w", "i", None), ("stride_h", "i", None), _ACT,
+                             ("quantized_bias_type", "b", None)],
+    "LeakyReluOptions": [("alpha", "f", None)],
+    "GatherOptions": [("axis", "i", None), ("batch_dims", "i", None)],
+    "SplitOptions": [("num_splits", "i", None)],
+    "CastOptions": [("in_data_type", "b", None), ("out_data_type", "b", None)],
+    "PackOptions": [("values_count", "i", None), ("axis", "i", None)],
+}
+for _empty in ("PadOptions", "PadV2Options", "TransposeOptions", "DequantizeOptions", "QuantizeOptions",
+               "HardSwishOptions", "MaximumMinimumOptions", "ExpOptions", "SliceOptions", "SquaredDifferenceOptions"):
+    SCHEMA[_empty] = []
+
+#: BuiltinOptions union members in schema order (type index = position + 1; 0 is NONE).
+BUILTIN_OPTIONS = (
+    "Conv2DOptions DepthwiseConv2DOptions ConcatEmbeddingsOptions LSHProjectionOptions Pool2DOptions "
+    "SVDFOptions RNNOptions FullyConnectedOptions SoftmaxOptions ConcatenationOptions AddOptions "
+    "L2NormOptions LocalResponseNormalizationOptions LSTMOptions ResizeBilinearOptions CallOptions "
+    "ReshapeOptions SkipGramOptions SpaceToDepthOptions EmbeddingLookupSparseOptions MulOptions PadOptions "
+    "GatherOptions BatchToSpaceNDOptions SpaceToBatchNDOptions TransposeOptions ReducerOptions SubOptions "
+    "DivOptions SqueezeOptions SequenceRNNOptions StridedSliceOptions ExpOptions TopKV2Options SplitOptions "
+    "LogSoftmaxOptions CastOptions DequantizeOptions MaximumMinimumOptions ArgMaxOptions LessOptions "
+    "NegOptions PadV2Options GreaterOptions GreaterEqualOptions LessEqualOptions SelectOptions SliceOptions "
+    "TransposeConvOptions SparseToDenseOptions TileOptions ExpandDimsOptions EqualOptions NotEqualOptions "
+    "ShapeOptions PowOptions ArgMinOptions FakeQuantOptions PackOptions LogicalOrOptions OneHotOptions "
+    "LogicalAndOptions LogicalNotOptions UnpackOptions FloorDivOptions SquareOptions ZerosLikeOptions "
+    "FillOptions BidirectionalSequenceLSTMOptions BidirectionalSequenceRNNOptions "
+    "UnidirectionalSequenceLSTMOptions FloorModOptions RangeOptions ResizeNearestNeighborOptions "
+    "LeakyReluOptions SquaredDifferenceOptions MirrorPadOptions AbsOptions SplitVOptions UniqueOptions "
+    "ReverseV2Options AddNOptions GatherNdOptions CosOptions WhereOptions RankOptions ReverseSequenceOptions "
+    "MatrixDiagOptions QuantizeOptions MatrixSetDiagOptions HardSwishOptions").split()
+UNIONS: Dict[str, Sequence[str]] = {"BuiltinOptions": ("NONE",) + tuple(BUILTIN_OPTIONS)}
+
+#: BuiltinOperator codes the harness names (schema.fbs enum values).
+OPS: Dict[str, int] = {
+    "ADD": 0, "AVERAGE_POOL_2D": 1, "CONCATENATION": 2, "CONV_2D": 3, "DEPTHWISE_CONV_2D": 4,
+    "DEQUANTIZE": 6, "FULLY_CONNECTED": 9, "LOGISTIC": 14, "MAX_POOL_2D": 17, "MUL": 18, "RELU": 19,
+    "RELU6": 21, "RESHAPE": 22, "RESIZE_BILINEAR": 23, "SOFTMAX": 25, "TANH": 28, "CUSTOM": 32, "PAD": 34,
+    "TRANSPOSE": 39, "MEAN": 40, "SUB": 41, "DIV": 42, "SQUEEZE": 43, "STRIDED_SLICE": 45, "PRELU": 54,
+    "MAXIMUM": 55, "MINIMUM": 57, "TRANSPOSE_CONV": 67, "RESIZE_NEAREST_NEIGHBOR": 97, "LEAKY_RELU": 98,
+    "QUANTIZE": 114, "HARD_SWISH": 117,
+}
+OP_NAMES = {v: k for k, v in OPS.items()}
+
+#: TensorType -> numpy dtype (the types these models and the quantized writer use).
+TENSOR_TYPES: Dict[int, np.dtype] = {0: np.dtype("<f4"), 1: np.dtype("<f2"), 2: np.dtype("<i4"), 3: np.dtype("u1"),
+                                     4: np.dtype("<i8"), 6: np.dtype("?"), 7: np.dtype("<i2"), 9: np.dtype("i1"),
+                                     10: np.dtype("<f8")}
+TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 6: "BOOL", 7: "INT16", 9: "INT8",
+              10: "FLOAT64"}
+FLOAT32, FLOAT16, INT32, INT8 = 0, 1, 2, 9
+
+Table = Dict[str, Any]
+
+
+class TFLiteFormatError(ValueError):
+    """A file this reader cannot represent faithfully (malformed, or a field outside the subset)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reader
+# ---------------------------------------------------------------------------------------------
+
+class _Reader:
+    def __init__(self, data: bytes, where: str) -> None:
+        self.buf = memoryview(data)
+        self.where = where
+
+    def _u32(self, pos: int) -> int:
+        if pos < 0 or pos + 4 > len(self.buf):
+            raise TFLiteFormatError(f"{self.where}: offset {pos} is outside the file")
+        return struct.unpack_from("<I", self.buf, pos)[0]
+
+    def _deref(self, pos: int) -> int:
+        return pos + self._u32(pos)
+
+    def table(self, name: str, pos: int) -> Table:
+        fields = SCHEMA.get(name)
+        if fields is None:
+            raise TFLiteFormatError(f"{self.where}: table {name} is outside the supported schema subset")
+        vtable = pos - struct.unpack_from("<i", self.buf, pos)[0]
+        vt_size = struct.unpack_from("<H", self.buf, vtable)[0]
+        out: Table = {}
+        for slot in range((vt_size - 4) // 2):
+            off = struct.unpack_from("<H", self.buf, vtable + 4 + 2 * slot)[0]
+            if off == 0:
+                continue
+            if slot >= len(fields) or fields[slot][1] is None:
+                what = fields[slot][0] if slot < len(fields) else f"slot {slot}"
+                raise TFLiteFormatError(f"{self.where}: {name}.{what} is present but not supported by this reader")
+            fname, kind, arg = fields[slot]
+            p = pos + off
+            if kind == "str" or kind == "bytes":
+                q = self._deref(p)
+                n = self._u32(q)
+                out[fname] = bytes(self.buf[q + 4:q + 4 + n])
+            elif kind == "vec":
+                q = self._deref(p)
+                n = self._u32(q)
+                out[fname] = np.frombuffer(self.buf, np.dtype("<" + arg), n, q + 4).copy()
+            elif kind == "table":
+                out[fname] = self.table(arg, self._deref(p))
+            elif kind == "tvec":
+                q = self._deref(p)
+                out[fname] = [self.table(arg, self._deref(q + 4 + 4 * i)) for i in range(self._u32(q))]
+            elif kind == "union":
+                members = UNIONS[arg]
+                t = out.get(fname + "_type", 0)
+                if not 0 < t < len(members):
+                    raise TFLiteFormatError(f"{self.where}: {name}.{fname} has union type {t} outside the subset")
+                out[fname] = self.table(members[t], self._deref(p))
+            else:
+                out[fname] = struct.unpack_from("<" + kind, self.buf, p)[0]
+        return out
+
+
+def read_model(source: "str | bytes | Path") -> Table:
+    """Parse a .tflite file (path or bytes) into nested dicts holding exactly the fields present."""
+    if isinstance(source, (bytes, bytearray)):
+        data, where = bytes(source), "<tflite bytes>"
+    else:
+        data, where = Path(source).read_bytes(), str(source)
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise TFLiteFormatError(f"{where}: not a TFLite flatbuffer (no TFL3 identifier)")
+    r = _Reader(data, where)
+    return r.table("Model", r._u32(0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer
+# ---------------------------------------------------------------------------------------------
+
+def _flags(fmt: str) -> Any:
+    return {"b": _fbn.Int8Flags, "B": _fbn.Uint8Flags, "?": _fbn.BoolFlags, "h": _fbn.Int16Flags,
+            "H": _fbn.Uint16Flags, "i": _fbn.Int32Flags, "I": _fbn.Uint32Flags, "q": _fbn.Int64Flags,
+            "Q": _fbn.Uint64Flags, "f": _fbn.Float32Flags, "d": _fbn.Float64Flags}[fmt]
+
+
+def _raw_vector(b: "flatbuffers.Builder", data: bytes, elem_size: int, align: int) -> int:
+    # Builder has no aligned byte-vector helper: Buffer.data is force_align 16 in the schema (TFLite
+    # and Arm NN may map weights in place), so place the bytes by hand after an aligned StartVector.
+    n = len(data) // elem_size
+    b.StartVector(elem_size, n, max(align, elem_size))
+    b.head = b.head - len(data)
+    b.Bytes[b.head:b.head + len(data)] = data
+    return b.EndVector()
+
+
+def _emit(b: "flatbuffers.Builder", name: str, t: Table) -> int:
+    fields = SCHEMA[name]
+    offsets: Dict[int, int] = {}
+    for slot, (fname, kind, arg) in enumerate(fields):
+        if fname not in t or kind is None:
+            continue
+        v = t[fname]
+        if kind == "str":
+            offsets[slot] = b.CreateString(bytes(v))
+        elif kind == "bytes":
+            offsets[slot] = _raw_vector(b, bytes(v), 1, arg)
+        elif kind == "vec":
+            a = np.asarray(v, dtype=np.dtype("<" + arg))
+            offsets[slot] = _raw_vector(b, a.tobytes(), a.dtype.itemsize, a.dtype.itemsize)
+        elif kind == "table":
+            offsets[slot] = _emit(b, arg, v)
+        elif kind == "tvec":
+            children = [_emit(b, arg, x) for x in v]
+            b.StartVector(4, len(children), 4)
+            for o in reversed(children):
+                b.PrependUOffsetTRelative(o)
+            offsets[slot] = b.EndVector()
+        elif kind == "union":
+            offsets[slot] = _emit(b, UNIONS[arg][t[fname + "_type"]], v)
+    b.StartObject(len(fields))
+    # Scalars go in as stored, defaults included: presence is part of what the rewrite keeps.
+    for slot, (fname, kind, arg) in enumerate(fields):
+        if fname in t and kind is not None and len(kind) == 1:
+            b.Prepend(_flags(kind), t[fname])
+            b.Slot(slot)
+    for slot, off in offsets.items():
+        b.PrependUOffsetTRelative(off)
+        b.Slot(slot)
+    return b.EndObject()
+
+
+def model_bytes(model: Table) -> bytes:
+    """Serialize a model dict (as :func:`read_model` returns) with flatbuffers.Builder.
+
+    The result is semantically identical to the source (same fields, values and presence), not
+    byte-identical: the original converter orders and deduplicates differently. Emission is
+    deterministic, so write(read(write(m))) == write(m) byte for byte."""
+    if flatbuffers is None:
+        raise ImportError("python3-flatbuffers is required to write TFLite files")
+    size = 1024 + sum(len(buf.get("data", b"")) + 32 for buf in model.get("buffers", []))
+    b = flatbuffers.Builder(size)
+    root = _emit(b, "Model", model)
+    b.Finish(root, file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def write_model(model: Table, path: "str | Path") -> None:
+    Path(path).write_bytes(model_bytes(model))
+
+
+def tables_equal(a: Any, b: Any) -> bool:
+    """Deep equality of two parsed models (numpy vectors compared by dtype and value bits)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(tables_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(tables_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and a.tobytes() == b.tobytes())
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)  # bit-exact, NaN-safe
+    return type(a) == type(b) and a == b
+
+
+# ---------------------------------------------------------------------------------------------
+# Model queries
+# ---------------------------------------------------------------------------------------------
+
+def op_code(model: Table, op: Table) -> Tuple[int, bytes]:
+    """(builtin code, custom code): the larger of deprecated_builtin_code and builtin_code, as TFLite
+    reads it (old files fill only the byte field, new ones both)."""
+    oc = model["operator_codes"][op.get("opcode_index", 0)]
+    return max(oc.get("deprecated_builtin_code", 0), oc.get("builtin_code", 0)), oc.get("custom_code", b"")
+
+
+def op_name(model: Table, op: Table) -> str:
+    code, custom = op_code(model, op)
+    if code == OPS["CUSTOM"]:
+        return "CUSTOM:" + custom.decode()
+    return OP_NAMES.get(code, f"BUILTIN_{code}")
+
+
+def tensor_value(model: Table, tensor: Table) -> Optional[np.ndarray]:
+    """A constant tensor's data (shape and dtype from the tensor), or None for activations."""
+    data = model["buffers"][tensor.get("buffer", 0)].get("data", b"")
+    if not data:
+        return None
+    dtype = TENSOR_TYPES[tensor.get("type", 0)]
+    return np.frombuffer(data, dtype).reshape([int(d) for d in tensor.get("shape", [])]).copy()
+
+
+def describe(path: "str | Path") -> Dict[str, Any]:
+    """Op counts, tensor dtype counts (constants and activations apart), inputs/outputs (name, shape,
+    dtype) of subgraph 0."""
+    m = read_model(path)
+    sg = m["subgraphs"][0]
+    tensors = sg["tensors"]
+    const = Counter()
+    act = Counter()
+    for t in tensors:
+        kind = TYPE_NAMES.get(t.get("type", 0), str(t.get("type", 0)))
+        (const if m["buffers"][t.get("buffer", 0)].get("data") else act)[kind] += 1
+
+    def io(indices: Iterable[int]) -> List[Tuple[str, List[int], str]]:
+        return [(tensors[i]["name"].decode(), [int(d) for d in tensors[i]["shape"]],
+                 TYPE_NAMES[tensors[i].get("type", 0)]) for i in indices]
+
+    return {"ops": dict(Counter(op_name(m, op) for op in sg["operators"]).most_common()),
+            "constant_dtypes": dict(const), "activation_dtypes": dict(act),
+            "inputs": io(sg["inputs"]), "outputs": io(sg["outputs"]),
+            "subgraphs": len(m["subgraphs"])}
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph edits
+# ---------------------------------------------------------------------------------------------
+
+def _opcode_index(model: Table, code: int, version: int = 1) -> int:
+    """Index of the builtin operator code `code` in model.operator_codes, appended if absent (both
+    the byte field and the int field are filled, as current converters do, so old readers like Arm NN
+    20.08, which read only the byte, and new ones agree)."""
+    for i, oc in enumerate(model["operator_codes"]):
+        if max(oc.get("deprecated_builtin_code", 0), oc.get("builtin_code", 0)) == code and not oc.get("custom_code"):
+            return i
+    model["operator_codes"].append({"deprecated_builtin_code": min(code, 127), "version": version,
+                                    "builtin_code": code})
+    return len(model["operator_codes"]) - 1
+
+
+def _add_buffer(model: Table, data: bytes) -> int:
+    model["buffers"].append({"data": data})
+    return len(model["buffers"]) - 1
+
+
+def _add_tensor(model: Table, sg: Table, name: str, shape: Sequence[int], ttype: int,
+                data: Optional[bytes] = None, quant: Optional[Table] = None) -> int:
+    t: Table = {"shape": np.asarray(shape, "<i4"), "type": ttype, "name": name.encode()}
+    if data is not None:
+        t["buffer"] = _add_buffer(model, data)
+    if quant is not None:
+        t["quantization"] = quant
+    sg["tensors"].append(t)
+    return len(sg["tensors"]) - 1
+
+
+def _drop_unused_tensors(model: Table, sg: Table) -> None:
+    """Remove tensors no operator or graph input/output references, renumbering every index; a
+    buffer only those tensors used is emptied (not removed: metadata entries index buffers)."""
+    used = set(int(i) for i in sg.get("inputs", [])) | set(int(i) for i in sg.get("outputs", []))
+    for op in sg["operators"]:
+        for key in ("inputs", "outputs", "intermediates"):
+            used |= set(int(i) for i in op.get(key, []) if i >= 0)
+    keep = [i for i in range(len(sg["tensors"])) if i in used]
+    if len(keep) == len(sg["tensors"]):
+        return
+    remap = {old: new for new, old in enumerate(keep)}
+    dropped_buffers = {sg["tensors"][i].get("buffer", 0) for i in range(len(sg["tensors"])) if i not in remap}
+    sg["tensors"] = [sg["tensors"][i] for i in keep]
+    still = {t.get("buffer", 0) for s in model["subgraphs"] for t in s["tensors"]}
+    meta = set(int(b) for b in model.get("metadata_buffer", [])) | {m.get("buffer", 0) for m in model.get("metadata", [])}
+    for b in dropped_buffers - still - meta - {0}:
+        model["buffers"][b] = {}
+
+    def re(v: np.ndarray) -> np.ndarray:
+        return np.asarray([remap[int(i)] if i >= 0 else -1 for i in v], "<i4")
+
+    for key in ("inputs", "outputs"):
+        if key in sg:
+            sg[key] = re(sg[key])
+    for op in sg["operators"]:
+        for key in ("inputs", "outputs", "intermediates"):
+            if key in op:
+                op[key] = re(op[key])
+    sg_index = model["subgraphs"].index(sg)
+    for sig in model.get("signature_defs", []):
+        if sig.get("subgraph_index", 0) == sg_index:
+            for tm in sig.get("inputs", []) + sig.get("outputs", []):
+                tm["tensor_index"] = remap[tm.get("tensor_index", 0)]
+
+
+def fold_fp16_dequantize(model: Table) -> int:
+    """Fold each DEQUANTIZE of a constant FLOAT16 tensor: its FLOAT32 output tensor (same index,
+    name, shape, so every consumer already points at it) gets the float32 value as its own
+    buffer; the DEQUANTIZE and the orphaned float16 tensor go. Returns how many were folded."""
+    folded = 0
+    for sg in model["subgraphs"]:
+        tensors = sg["tensors"]
+        kept_ops = []
+        for op in sg["operators"]:
+            if op_code(model, op)[0] == OPS["DEQUANTIZE"]:
+                src, dst = tensors[int(op["inputs"][0])], tensors[int(op["outputs"][0])]
+                value = tensor_value(model, src)
+                if src.get("type", 0) == FLOAT16 and value is not None and dst.get("type", 0) == FLOAT32:
+                    dst["buffer"] = _add_buffer(model, value.astype("<f4").tobytes())
+                    folded += 1
+                    continue
+            kept_ops.append(op)
+        sg["operators"] = kept_ops
+        _drop_unused_tensors(model, sg)
+    return folded
+
+
+def _same_pad_total(in_size: int, kernel: int, stride: int) -> int:
+    return max(0, kernel - (in_size - 1) % stride - 1)
+
+
+def expand_transpose_conv_bias(model: Table) -> int:
+    """MediaPipe's custom Convolution2DTransposeBias (selfie_segmentation's last layer) as builtin
+    TRANSPOSE_CONV (no bias) + ADD of the bias, since Arm NN knows no custom ops.
+
+    Semantics per MediaPipe's kernel (mediapipe/util/tflite/operations/transpose_conv_bias.cc):
+    custom_options = int32 {padding (1 SAME, 2 VALID), stride_w, stride_h}; weights OHWI; output
+    size stride*(in-1) + k - pad, with SAME pad = max(0, k - (in-1) % stride - 1), pad/2 at the
+    top/left; out = bias + sum of input*weight. Only pad == 0 is rewritten (the case the model has;
+    then TRANSPOSE_CONV VALID has exactly that output size and no cropping); anything else raises.
+    The sum is the same; only the float32 rounding order of the bias add differs (bias added last
+    instead of first), so results agree to float32 rounding, which the tests check against numpy."""
+    rewritten = 0
+    for sg in model["subgraphs"]:
+        tensors = sg["tensors"]
+        new_ops = []
+        for op in sg["operators"]:
+            code, custom = op_code(model, op)
+            if code != OPS["CUSTOM"] or custom != b"Convolution2DTransposeBias":
+                new_ops.append(op)
+                continue
+            padding, stride_w, stride_h = struct.unpack_from("<iii", op["custom_options"], 0)
+            x_i, w_i, b_i = (int(i) for i in op["inputs"])
+            y_i = int(op["outputs"][0])
+            n, h, w, _ = (int(d) for d in tensors[x_i]["shape"])
+            o, kh, kw, _ = (int(d) for d in tensors[w_i]["shape"])
+            pad_h = _same_pad_total(h, kh, stride_h) if padding == 1 else 0
+            pad_w = _same_pad_total(w, kw, stride_w) if padding == 1 else 0
+            if padding not in (1, 2) or pad_h or pad_w:
+                raise NotImplementedError(f"Convolution2DTransposeBias with padding {padding} "
+                                          f"(pads {pad_h},{pad_w}) is not rewritten")
+            out_shape = [n, stride_h * (h - 1) + kh, stride_w * (w - 1) + kw, o]
+            bias = tensor_value(model, tensors[b_i])
+            if bias is None:
+                raise NotImplementedError("Convolution2DTransposeBias with a non-constant bias")
+            base = tensors[y_i]["name"].decode()
+            shape_i = _add_tensor(model, sg, base + "/output_shape", [4], INT32,
+                                  np.asarray(out_shape, "<i4").tobytes())
+            # Rank-4 bias so ADD broadcasts without relying on rank-mismatch broadcasting.
+            bias_i = _add_tensor(model, sg, base + "/bias", [1, 1, 1, o], FLOAT32,
+                                 bias.astype("<f4").reshape(-1).tobytes())
+            conv_i = _add_tensor(model, sg, base + "/transpose_conv", out_shape, FLOAT32)
+            new_ops.append({"opcode_index": _opcode_index(model, OPS["TRANSPOSE_CONV"]),
+                            "inputs": np.asarray([shape_i, w_i, x_i], "<i4"),
+                            "outputs": np.asarray([conv_i], "<i4"),
+                            "builtin_options_type": UNIONS["BuiltinOptions"].index("TransposeConvOptions"),
+                            "builtin_options": {"padding": 1, "stride_w": stride_w, "stride_h": stride_h}})
+            new_ops.append({"opcode_index": _opcode_index(model, OPS["ADD"]),
+                            "inputs": np.asarray([conv_i, bias_i], "<i4"),
+                            "outputs": np.asarray([y_i], "<i4"),
+                            "builtin_options_type": UNIONS["BuiltinOptions"].index("AddOptions"),
+                            "builtin_options": {}})
+            rewritten += 1
+        sg["operators"] = new_ops
+        _drop_unused_tensors(model, sg)
+    return rewritten
+
+
+def fp32_weight_copy(src: "str | Path", dst: "str | Path") -> Dict[str, int]:
+    """Write the copy of `src` Arm NN 20.08 can run. Everything not named here is kept as read
+    (same fields, values and presence), including metadata buffers and the description.
+
+    Changes, and which MediaPipe model needs them:
+    * float16 constants behind DEQUANTIZE folded to float32 (all three models: Arm NN's parser
+      wants convolution/FC weights as constant tensors, not as a DEQUANTIZE output);
+    * Convolution2DTransposeBias -> TRANSPOSE_CONV + ADD (selfie_segmentation, its only custom op).
+    Returns the count of each change."""
+    model = read_model(src)
+    changes = {"fp16_dequantize_folded": fold_fp16_dequantize(model),
+               "transpose_conv_bias_expanded": expand_transpose_conv_bias(model)}
+    write_model(model, dst)
+    return changes
+
+
+# ---------------------------------------------------------------------------------------------
+# Arm NN
+# ---------------------------------------------------------------------------------------------
+
+_RUNTIME: List[Any] = []
+
+
+def _armnn() -> Any:
+    import pyarmnn  # noqa: deferred so that importing this module never needs Arm NN
+
+    return pyarmnn
+
+
+def _runtime() -> Any:
+    ann = _armnn()
+    if not _RUNTIME:
+        _RUNTIME.append(ann.IRuntime(ann.CreationOptions()))
+    return _RUNTIME[0]
+
+
+def armnn_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Run a TFLite model (an Arm NN-readable one, e.g. from :func:`fp32_weight_copy`) with Arm NN's
+    TfLiteParser on the CpuRef backend. Inputs and outputs are keyed by TFLite tensor name, in the
+    model's own layout (NHWC) and dtype."""
+    ann = _armnn()
+    parser = ann.ITfLiteParser()
+    network = parser.CreateNetworkFromBinaryFile(str(path))
+    runtime = _runtime()
+    opt, _messages = ann.Optimize(network, [ann.BackendId("CpuRef")], runtime.GetDeviceSpec(),
+                                  ann.OptimizerOptions())
+    net_id, _ = runtime.LoadNetwork(opt)
+    try:
+        in_names = list(parser.GetSubgraphInputTensorNames(0))
+        missing = set(in_names) - set(inputs)
+        if missing:
+            raise KeyError(f"{path}: inputs {sorted(missing)} not given (model inputs: {in_names})")
+        bindings = [parser.GetNetworkInputBindingInfo(0, n) for n in in_names]
+        arrays = []
+        for n, (_, info) in zip(in_names, bindings):
+            a = np.ascontiguousarray(inputs[n])
+            if a.size != info.GetNumElements():
+                raise ValueError(f"{path}: input {n} has {a.size} elements, the model wants {info.GetNumElements()}")
+            arrays.append(a)
+        out_names = list(parser.GetSubgraphOutputTensorNames(0))
+        out_bindings = [parser.GetNetworkOutputBindingInfo(0, n) for n in out_names]
+        in_tensors = ann.make_input_tensors(bindings, arrays)
+        out_tensors = ann.make_output_tensors(out_bindings)
+        runtime.EnqueueWorkload(net_id, in_tensors, out_tensors)
+        results = ann.workload_tensors_to_ndarray(out_tensors)
+        shapes = {n: [int(d) for d in info.GetShape()] for n, (_, info) in zip(out_names, out_bindings)}
+        return {n: np.asarray(r).reshape(shapes[n]) for n, r in zip(out_names, results)}
+    finally:
+        runtime.UnloadNetwork(net_id)

@@ -549,6 +549,79 @@ def expand_transpose_conv_bias(model: Table) -> int:
     return rewritten
 
 
+def expand_half_pixel_resize(model: Table) -> int:
+    """RESIZE_BILINEAR with half_pixel_centers by exactly 2x (selfie_segmentation's three
+    upsamplings) as ops whose meaning Arm NN 20.08 keeps: its TfLiteParser ignores
+    half_pixel_centers (it samples at out*in/out, the pre-TF2 mapping; checked on a single-op model).
+
+    Per axis, half-pixel 2x samples the input at j/2 - 1/4 (clamped to the edges); the plain
+    resize V samples at j/2. Linear interpolation is affine between samples, so the value at
+    j/2 - 1/4 is the mean of V[j-1] and V[j] (both lie on one linear piece), and at j = 0 the clamp
+    makes it V[0]. Hence: V = plain RESIZE_BILINEAR; prepend V's first row, then its first column
+    (STRIDED_SLICE + CONCATENATION, i.e. edge replication); AVERAGE_POOL_2D 2x2 stride 1 VALID.
+    Both axes are separable, so the 2x2 mean does both at once. Same value as TFLite's kernel up
+    to float32 rounding (V is rounded before the mean). Other scales raise NotImplementedError."""
+    rewritten = 0
+    for sg in model["subgraphs"]:
+        tensors = sg["tensors"]
+        new_ops = []
+        for op in sg["operators"]:
+            opts = op.get("builtin_options", {})
+            if op_code(model, op)[0] != OPS["RESIZE_BILINEAR"] or not opts.get("half_pixel_centers"):
+                new_ops.append(op)
+                continue
+            if opts.get("align_corners"):
+                raise NotImplementedError("RESIZE_BILINEAR with align_corners and half_pixel_centers")
+            x_i, size_i = (int(i) for i in op["inputs"][:2])
+            y_i = int(op["outputs"][0])
+            n, h, w, c = (int(d) for d in tensors[x_i]["shape"])
+            size = tensor_value(model, tensors[size_i])
+            if size is None or [int(v) for v in size] != [2 * h, 2 * w]:
+                raise NotImplementedError(f"half-pixel RESIZE_BILINEAR {h}x{w} -> {size}: only 2x is rewritten")
+            base = tensors[y_i]["name"].decode()
+
+            def const_i32(suffix: str, values: Sequence[int]) -> int:
+                return _add_tensor(model, sg, f"{base}/{suffix}", [len(values)], INT32,
+                                   np.asarray(values, "<i4").tobytes())
+
+            v_i = _add_tensor(model, sg, base + "/plain_resize", [n, 2 * h, 2 * w, c], FLOAT32)
+            plain = {k: v for k, v in opts.items() if k != "half_pixel_centers"}
+            new_ops.append({**{k: v for k, v in op.items() if k not in ("outputs", "builtin_options")},
+                            "outputs": np.asarray([v_i], "<i4"), "builtin_options": plain})
+            src, hh, ww = v_i, 2 * h, 2 * w
+            for axis in (1, 2):
+                end = [n, hh, ww, c]
+                end[axis] = 1
+                edge_shape = list(end)
+                edge_i = _add_tensor(model, sg, f"{base}/edge{axis}", edge_shape, FLOAT32)
+                new_ops.append({"opcode_index": _opcode_index(model, OPS["STRIDED_SLICE"]),
+                                "inputs": np.asarray([src, const_i32(f"edge{axis}/begin", [0, 0, 0, 0]),
+                                                      const_i32(f"edge{axis}/end", end),
+                                                      const_i32(f"edge{axis}/strides", [1, 1, 1, 1])], "<i4"),
+                                "outputs": np.asarray([edge_i], "<i4"),
+                                "builtin_options_type": UNIONS["BuiltinOptions"].index("StridedSliceOptions"),
+                                "builtin_options": {}})
+                if axis == 1:
+                    hh += 1
+                else:
+                    ww += 1
+                cat_i = _add_tensor(model, sg, f"{base}/edge_padded{axis}", [n, hh, ww, c], FLOAT32)
+                new_ops.append({"opcode_index": _opcode_index(model, OPS["CONCATENATION"]),
+                                "inputs": np.asarray([edge_i, src], "<i4"), "outputs": np.asarray([cat_i], "<i4"),
+                                "builtin_options_type": UNIONS["BuiltinOptions"].index("ConcatenationOptions"),
+                                "builtin_options": {"axis": axis}})
+                src = cat_i
+            new_ops.append({"opcode_index": _opcode_index(model, OPS["AVERAGE_POOL_2D"]),
+                            "inputs": np.asarray([src], "<i4"), "outputs": np.asarray([y_i], "<i4"),
+                            "builtin_options_type": UNIONS["BuiltinOptions"].index("Pool2DOptions"),
+                            "builtin_options": {"padding": 1, "stride_w": 1, "stride_h": 1,
+                                                "filter_width": 2, "filter_height": 2}})
+            rewritten += 1
+        sg["operators"] = new_ops
+        _drop_unused_tensors(model, sg)
+    return rewritten
+
+
 def fp32_weight_copy(src: "str | Path", dst: "str | Path") -> Dict[str, int]:
     """Write the copy of `src` Arm NN 20.08 can run. Everything not named here is kept as read
     (same fields, values and presence), including metadata buffers and the description.
@@ -556,11 +629,15 @@ def fp32_weight_copy(src: "str | Path", dst: "str | Path") -> Dict[str, int]:
     Changes, and which MediaPipe model needs them:
     * float16 constants behind DEQUANTIZE folded to float32 (all three models: Arm NN's parser
       wants convolution/FC weights as constant tensors, not as a DEQUANTIZE output);
-    * Convolution2DTransposeBias -> TRANSPOSE_CONV + ADD (selfie_segmentation, its only custom op).
+    * Convolution2DTransposeBias -> TRANSPOSE_CONV + ADD (selfie_segmentation, its only custom op);
+    * half-pixel 2x RESIZE_BILINEAR -> plain resize + edge replication + 2x2 mean (selfie_segmentation:
+      Arm NN 20.08 silently ignores half_pixel_centers, 25% relative error otherwise).
+    face_detection_short_range and hand_landmark_lite need only the first.
     Returns the count of each change."""
     model = read_model(src)
     changes = {"fp16_dequantize_folded": fold_fp16_dequantize(model),
-               "transpose_conv_bias_expanded": expand_transpose_conv_bias(model)}
+               "transpose_conv_bias_expanded": expand_transpose_conv_bias(model),
+               "half_pixel_resize_expanded": expand_half_pixel_resize(model)}
     write_model(model, dst)
     return changes
 
@@ -618,3 +695,233 @@ def armnn_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np
         return {n: np.asarray(r).reshape(shapes[n]) for n, r in zip(out_names, results)}
     finally:
         runtime.UnloadNetwork(net_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy reference (float models): an independent check of Arm NN itself
+# ---------------------------------------------------------------------------------------------
+
+def _act(x: np.ndarray, fused: int) -> np.ndarray:
+    # ActivationFunctionType: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH
+    if fused == 0:
+        return x
+    if fused == 1:
+        return np.maximum(x, 0)
+    if fused == 2:
+        return np.clip(x, -1, 1)
+    if fused == 3:
+        return np.clip(x, 0, 6)
+    if fused == 4:
+        return np.tanh(x)
+    raise NotImplementedError(f"fused activation {fused}")
+
+
+def _pads(size: int, kernel: int, stride: int, dilation: int, same: bool) -> Tuple[int, int, int]:
+    """(output size, pad before, pad after) per TFLite: SAME keeps ceil(size/stride), padding the
+    extra at the end; VALID pads nothing."""
+    eff = (kernel - 1) * dilation + 1
+    if not same:
+        return (size - eff) // stride + 1, 0, 0
+    out = -(-size // stride)
+    total = max((out - 1) * stride + eff - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def _window(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, same: bool,
+            fill: float = 0.0) -> Tuple[np.ndarray, int, int]:
+    """Padded input plus output size, for strided slicing per kernel tap."""
+    oh, pt, pb = _pads(x.shape[1], kh, sh, dh, same)
+    ow, pl, pr = _pads(x.shape[2], kw, sw, dw, same)
+    return np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=fill), oh, ow
+
+
+def _taps(xp: np.ndarray, ky: int, kx: int, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int) -> np.ndarray:
+    return xp[:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, kx * dw:kx * dw + (ow - 1) * sw + 1:sw, :]
+
+
+def numpy_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Evaluate a float TFLite model in numpy (float64 arithmetic, float32 results), for the ops the
+    MediaPipe models and :func:`write_quantized_tflite`'s float source use. Written from the TFLite
+    op definitions, independently of Arm NN, so that the two references check each other. float16
+    constants behind DEQUANTIZE are read as float32 (the same values fp32_weight_copy writes)."""
+    m = read_model(path)
+    sg = m["subgraphs"][0]
+    T = sg["tensors"]
+    vals: Dict[int, np.ndarray] = {}
+    for i, t in enumerate(T):
+        v = tensor_value(m, t)
+        if v is not None:
+            vals[i] = v.astype(np.float64) if v.dtype.kind == "f" else v
+    for i in sg["inputs"]:
+        vals[int(i)] = np.asarray(inputs[T[int(i)]["name"].decode()], np.float64)
+    for op in sg["operators"]:
+        name = op_name(m, op)
+        o = op.get("builtin_options", {})
+        ins = [vals.get(int(i)) if i >= 0 else None for i in op["inputs"]]
+        out_t = T[int(op["outputs"][0])]
+        out_shape = [int(d) for d in out_t["shape"]]
+        x = ins[0]
+        act = o.get("fused_activation_function", 0)
+        if name == "DEQUANTIZE":
+            if x.dtype.kind == "f":
+                y = x
+            else:
+                q = T[int(op["inputs"][0])]["quantization"]
+                y = (x.astype(np.float64) - q["zero_point"][0]) * q["scale"][0]
+        elif name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            w, b = ins[1], ins[2] if len(ins) > 2 else None
+            sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
+            dh, dw = o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
+            kh, kw = w.shape[1], w.shape[2]
+            xp, oh, ow = _window(x, kh, kw, sh, sw, dh, dw, o.get("padding", 0) == 0)
+            cout = w.shape[0] if name == "CONV_2D" else w.shape[3]
+            y = np.zeros((x.shape[0], oh, ow, cout))
+            mult = cout // x.shape[3]
+            for ky in range(kh):
+                for kx in range(kw):
+                    tap = _taps(xp, ky, kx, oh, ow, sh, sw, dh, dw)
+                    if name == "CONV_2D":
+                        y += tap @ w[:, ky, kx, :].T
+                    else:  # output channel c*mult + m reads input channel c
+                        y += np.repeat(tap, mult, axis=3) * w[0, ky, kx, :]
+            y = _act(y + (b if b is not None else 0), act)
+        elif name == "TRANSPOSE_CONV":
+            w = ins[1]
+            x = ins[2]
+            sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
+            oh, ow = out_shape[1], out_shape[2]
+            kh, kw = w.shape[1], w.shape[2]
+            pt = max(0, (x.shape[1] - 1) * sh + kh - oh) // 2 if o.get("padding", 0) == 0 else 0
+            pl = max(0, (x.shape[2] - 1) * sw + kw - ow) // 2 if o.get("padding", 0) == 0 else 0
+            full = np.zeros((x.shape[0], (x.shape[1] - 1) * sh + kh, (x.shape[2] - 1) * sw + kw, w.shape[0]))
+            for ky in range(kh):
+                for kx in range(kw):
+                    full[:, ky:ky + (x.shape[1] - 1) * sh + 1:sh, kx:kx + (x.shape[2] - 1) * sw + 1:sw, :] += \
+                        x @ w[:, ky, kx, :].T
+            y = full[:, pt:pt + oh, pl:pl + ow, :]
+            if len(ins) > 3 and ins[3] is not None:
+                y = y + ins[3]
+            y = _act(y, act)
+        elif name == "CUSTOM:Convolution2DTransposeBias":
+            # MediaPipe's kernel: out = bias + scatter of input*weight (OHWI), custom_options int32
+            # {padding 1 SAME / 2 VALID, stride_w, stride_h}, SAME pad = max(0, k - (in-1) % s - 1)
+            # of which pad/2 is cropped at the top/left; output size stride*(in-1) + k - pad.
+            padding, sw, sh = struct.unpack_from("<iii", op["custom_options"], 0)
+            w, b = ins[1], ins[2]
+            kh, kw = w.shape[1], w.shape[2]
+            ph = _same_pad_total(x.shape[1], kh, sh) if padding == 1 else 0
+            pw = _same_pad_total(x.shape[2], kw, sw) if padding == 1 else 0
+            full = np.zeros((x.shape[0], (x.shape[1] - 1) * sh + kh, (x.shape[2] - 1) * sw + kw, w.shape[0]))
+            for ky in range(kh):
+                for kx in range(kw):
+                    full[:, ky:ky + (x.shape[1] - 1) * sh + 1:sh, kx:kx + (x.shape[2] - 1) * sw + 1:sw, :] += \
+                        x @ w[:, ky, kx, :].T
+            oh, ow = full.shape[1] - ph, full.shape[2] - pw
+            y = full[:, ph // 2:ph // 2 + oh, pw // 2:pw // 2 + ow, :] + b
+        elif name in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            kh, kw = o["filter_height"], o["filter_width"]
+            sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
+            same = o.get("padding", 0) == 0
+            big = name == "MAX_POOL_2D"
+            xp, oh, ow = _window(x, kh, kw, sh, sw, 1, 1, same, -np.inf if big else 0.0)
+            # TFLite's average excludes padded cells from the divisor.
+            ones, _, _ = _window(np.ones_like(x[..., :1]), kh, kw, sh, sw, 1, 1, same)
+            taps = [_taps(xp, ky, kx, oh, ow, sh, sw, 1, 1) for ky in range(kh) for kx in range(kw)]
+            if big:
+                y = np.max(taps, axis=0)
+            else:
+                count = sum(_taps(ones, ky, kx, oh, ow, sh, sw, 1, 1) for ky in range(kh) for kx in range(kw))
+                y = np.sum(taps, axis=0) / count
+            y = _act(y, act)
+        elif name in ("ADD", "MUL", "SUB", "DIV", "MAXIMUM", "MINIMUM"):
+            f = {"ADD": np.add, "MUL": np.multiply, "SUB": np.subtract, "DIV": np.divide,
+                 "MAXIMUM": np.maximum, "MINIMUM": np.minimum}[name]
+            y = _act(f(x, ins[1]), act)
+        elif name == "RELU":
+            y = np.maximum(x, 0)
+        elif name == "RELU6":
+            y = np.clip(x, 0, 6)
+        elif name == "LOGISTIC":
+            with np.errstate(over="ignore"):  # exp overflow -> inf -> 0, the right limit
+                y = 1 / (1 + np.exp(-x))
+        elif name == "TANH":
+            y = np.tanh(x)
+        elif name == "HARD_SWISH":
+            y = x * np.clip(x + 3, 0, 6) / 6
+        elif name == "PAD":
+            y = np.pad(x, [tuple(int(v) for v in p) for p in ins[1]])
+        elif name in ("RESHAPE", "SQUEEZE"):
+            y = x.reshape(out_shape)
+        elif name == "CONCATENATION":
+            y = _act(np.concatenate([v for v in ins], axis=o.get("axis", 0)), act)
+        elif name == "MEAN":
+            y = np.mean(x, axis=tuple(int(a) for a in np.atleast_1d(ins[1])), keepdims=True).reshape(out_shape)
+        elif name == "FULLY_CONNECTED":
+            w, b = ins[1], ins[2] if len(ins) > 2 else None
+            y = x.reshape(-1, w.shape[1]) @ w.T + (b if b is not None else 0)
+            y = _act(y, act).reshape(out_shape)
+        elif name == "SOFTMAX":
+            z = np.exp(o.get("beta", 1.0) * (x - x.max(axis=-1, keepdims=True)))
+            y = z / z.sum(axis=-1, keepdims=True)
+        elif name == "STRIDED_SLICE":
+            if any(o.get(k, 0) for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                         "shrink_axis_mask")):
+                raise NotImplementedError("numpy_run: STRIDED_SLICE masks")
+            y = x[tuple(slice(int(b), int(e), int(st)) for b, e, st in zip(ins[1], ins[2], ins[3]))]
+        elif name == "RESIZE_BILINEAR":
+            y = _resize_bilinear(x, out_shape[1], out_shape[2], o.get("align_corners", False),
+                                 o.get("half_pixel_centers", False))
+        else:
+            raise NotImplementedError(f"numpy_run: op {name}")
+        if list(y.shape) != out_shape:
+            raise AssertionError(f"numpy_run: {name} -> {list(y.shape)}, the file says {out_shape}")
+        vals[int(op["outputs"][0])] = y
+    return {T[int(i)]["name"].decode(): vals[int(i)].astype(np.float32) for i in sg["outputs"]}
+
+
+def _resize_bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool) -> np.ndarray:
+    def coords(out: int, size: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        scale = (size - 1) / (out - 1) if align and out > 1 else size / out
+        pos = (np.arange(out) + 0.5) * scale - 0.5 if half else np.arange(out) * scale
+        lo = np.maximum(np.floor(pos), 0).astype(int)
+        hi = np.minimum(np.ceil(pos), size - 1).astype(int)
+        return pos - lo, lo, hi
+
+    fy, y0, y1 = coords(oh, x.shape[1])
+    fx, x0, x1 = coords(ow, x.shape[2])
+    fy, fx = fy[None, :, None, None], fx[None, None, :, None]
+    top = x[:, y0][:, :, x0] * (1 - fx) + x[:, y0][:, :, x1] * fx
+    bottom = x[:, y1][:, :, x0] * (1 - fx) + x[:, y1][:, :, x1] * fx
+    return top * (1 - fy) + bottom * fy
+
+
+# ---------------------------------------------------------------------------------------------
+# Building small models from scratch (single-op checks, the quantized writer)
+# ---------------------------------------------------------------------------------------------
+
+class GraphBuilder:
+    """A one-subgraph TFLite model as the dicts :func:`write_model` takes."""
+
+    def __init__(self, description: str = "npuc tflite_reference") -> None:
+        self.model: Table = {"version": 3, "operator_codes": [], "description": description.encode(),
+                             "buffers": [{}], "subgraphs": [{"tensors": [], "operators": [], "name": b"main"}]}
+        self.sg: Table = self.model["subgraphs"][0]
+
+    def tensor(self, name: str, shape: Sequence[int], ttype: int = FLOAT32, data: Optional[np.ndarray] = None,
+               quant: Optional[Table] = None) -> int:
+        raw = None if data is None else np.ascontiguousarray(data, TENSOR_TYPES[ttype]).tobytes()
+        return _add_tensor(self.model, self.sg, name, shape, ttype, raw, quant)
+
+    def op(self, code: str, inputs: Sequence[int], outputs: Sequence[int], options: Optional[str] = None,
+           **fields: Any) -> None:
+        op: Table = {"opcode_index": _opcode_index(self.model, OPS[code]),
+                     "inputs": np.asarray(inputs, "<i4"), "outputs": np.asarray(outputs, "<i4")}
+        if options is not None:
+            op["builtin_options_type"] = UNIONS["BuiltinOptions"].index(options)
+            op["builtin_options"] = dict(fields)
+        self.sg["operators"].append(op)
+
+    def finish(self, inputs: Sequence[int], outputs: Sequence[int]) -> Table:
+        self.sg["inputs"] = np.asarray(inputs, "<i4")
+        self.sg["outputs"] = np.asarray(outputs, "<i4")
+        return self.model

@@ -1,0 +1,221 @@
+"""The TFLite frontend (issue #16) on MediaPipe's three trained models, against Arm NN.
+
+Each model (``face_detection_short_range``, ``selfie_segmentation``, ``hand_landmark_lite``, from
+npm: ``tests/python/tflite_reference.py``) is imported by npuc (NCHW inside, the 4-D input an NCHW
+graph input, 4-D outputs transposed back to NHWC) and run on the FP32 host runtime; Arm NN 20.08
+(CpuRef) runs the FP32-weight copy the reference harness writes. The error is
+``max|npuc - armnn| / max|armnn|`` per output and must stay below 1e-4. INT8 (calibrated on a few
+deterministic images) and FP16 builds run and report their cosine against npuc's FP32 output.
+An INT8 TFLite model written by the harness (TFLite's int8 scheme) builds with
+``do_quantization=False`` from the file's own activation scales, with no dataset; the test reports
+how npuc's per-channel weight scales compare with the file's. The figures are printed (``-s``) and
+recorded in docs/frontend_tflite.md.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+import npuc
+import tflite_reference as ref
+from npuc.quantize import cosine_similarity
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ("face_detection_short_range", "selfie_segmentation", "hand_landmark_lite")
+#: FP32 vs Arm NN, max|a - b| / max|b| per output: both compute in float32, in different orders.
+MAX_REL_ERROR = 1e-4
+#: The input range each model was trained on (MediaPipe's graphs: [-1, 1] for face detection).
+INPUT_RANGE = {"face_detection_short_range": (-1.0, 1.0), "selfie_segmentation": (0.0, 1.0),
+               "hand_landmark_lite": (0.0, 1.0)}
+
+
+def _need_reference() -> None:
+    missing = ref.deps_missing()
+    if missing:
+        if os.environ.get("NPUC_STRICT_DEPS"):
+            raise AssertionError(f"{missing} missing ({ref.INSTALL_HINT})")
+        pytest.skip(f"{missing} not installed")
+
+
+def _model_path(name: str) -> str:
+    try:
+        return ref.mediapipe_model(name)
+    except FileNotFoundError as e:
+        if os.environ.get("NPUC_STRICT_DEPS"):
+            raise AssertionError(str(e)) from None
+        pytest.skip(str(e))
+
+
+def _image(h: int, w: int, seed: int, lo: float, hi: float) -> np.ndarray:
+    """A deterministic photo-like NHWC image: smooth colour gradients, a few soft blobs and mild
+    noise, scaled to [lo, hi] (no real images ship offline)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.stack([np.sin(x / w * (2 + c) + seed) * np.cos(y / h * (3 - c)) for c in range(3)], -1)
+    for _ in range(4):
+        cy, cx, r = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(h / 10, h / 3)
+        img += rng.uniform(-1, 1, 3).astype(np.float32) * np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * r * r))[..., None]
+    img += rng.normal(0, 0.05, img.shape).astype(np.float32)
+    img = (img - img.min()) / (img.max() - img.min())
+    return (lo + (hi - lo) * img)[np.newaxis].astype(np.float32)
+
+
+def _rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.max(np.abs(got.astype(np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+@pytest.fixture(scope="module")
+def armnn_copies(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
+    _need_reference()
+    folder = tmp_path_factory.mktemp("armnn")
+    copies = {}
+    for name in MODELS:
+        copies[name] = str(folder / f"{name}.fp32.tflite")
+        ref.fp32_weight_copy(_model_path(name), copies[name])
+    return copies
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_fp32_matches_armnn(name: str, armnn_copies: Dict[str, str]) -> None:
+    model = npuc.Model.load_tflite(_model_path(name))
+    (inp,) = model.inputs
+    h, w = inp["shape"][2], inp["shape"][3]
+    for seed in (1, 2):
+        image = _image(h, w, seed, *INPUT_RANGE[name])
+        got = npuc.Runtime(model).run([image.transpose(0, 3, 1, 2).copy()])
+        want = ref.armnn_run(armnn_copies[name], {inp["name"]: image})
+        for out, g in zip(model.outputs, got):
+            assert g.shape == want[out["name"]].shape, out["name"]
+            err = _rel_error(g, want[out["name"]])
+            print(f"{name} seed {seed} {out['name']} {list(g.shape)}: FP32 vs Arm NN max rel error {err:.2e}")
+            assert err < MAX_REL_ERROR, (name, out["name"], err)
+
+
+def test_imports_use_npuc_ops_without_transposes_into_convs() -> None:
+    """Every op of the three models converts; no Transpose feeds a Conv (weights are permuted at
+    import), and the only Transposes are the 4-D outputs' and those a RESHAPE to rank 3 needs."""
+    for name in MODELS:
+        model = npuc.Model.load_tflite(_model_path(name))
+        hist = model.op_histogram
+        print(f"{name}: {sum(hist.values())} nodes {dict(sorted(hist.items()))}")
+        assert not model.unknown_ops
+        assert "Conv" in hist
+        assert "DequantizeLinear" not in hist and "Cast" not in hist  # float16 weights folded to FP32
+        four_d_outputs = sum(len(o["shape"]) == 4 for o in model.outputs)
+        assert hist.get("Transpose", 0) <= four_d_outputs + 8, hist
+    face = npuc.Model.load_tflite(_model_path("face_detection_short_range"))
+    assert face.inputs == [{"name": "input", "dtype": "float32", "shape": [1, 3, 128, 128]}]
+    assert [o["shape"] for o in face.outputs] == [[1, 896, 16], [1, 896, 1]]
+    hand = npuc.Model.load_tflite(_model_path("hand_landmark_lite"), input_is_nchw=True)
+    assert hand.inputs[0]["shape"] == [1, 224, 224, 3]  # the file's dims kept as they are
+
+
+def _calibration(name: str, h: int, w: int) -> List[np.ndarray]:
+    return [_image(h, w, 10 + i, *INPUT_RANGE[name]).transpose(0, 3, 1, 2).copy() for i in range(2)]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_int8_and_fp16_builds_report_cosine(name: str) -> None:
+    model = npuc.Model.load_tflite(_model_path(name))
+    (inp,) = model.inputs
+    h, w = inp["shape"][2], inp["shape"][3]
+    image = _image(h, w, 3, *INPUT_RANGE[name])
+    fp32 = npuc.Runtime(model).run([image.transpose(0, 3, 1, 2).copy()])
+    for quantize in (True, False):
+        with npuc.Toolkit(verbose=False) as tk:
+            tk.config(target_platform="rk3588")
+            assert tk.load_tflite(model=_model_path(name)) == 0
+            assert tk.build(do_quantization=quantize, dataset=_calibration(name, h, w) if quantize else None) == 0
+            got = tk.inference(inputs=[image], data_format="nhwc")
+        for out, g, f in zip(model.outputs, got, fp32):
+            cos = cosine_similarity(g, f)
+            print(f"{name} {'INT8' if quantize else 'FP16'} {out['name']}: cosine vs FP32 {cos:.6f}")
+            assert cos > (0.9 if quantize else 0.999), (name, out["name"], cos)
+
+
+def test_quantized_tflite_builds_from_its_own_scales(tmp_path: Path) -> None:
+    """An INT8 file (TFLite's scheme, written by the harness from face_detection's FP32 copy):
+    load_tflite keeps each activation's (scale, zero point) as a range, build(do_quantization=False)
+    makes the INT8 program from them without a dataset, and the activation scales it uses are the
+    file's. Weight scales are re-derived by npuc from the dequantized weights; how many equal the
+    file's is reported."""
+    _need_reference()
+    name = "face_detection_short_range"
+    fp32_copy, int8 = tmp_path / "fp32.tflite", tmp_path / "int8.tflite"
+    ref.fp32_weight_copy(_model_path(name), fp32_copy)
+    calib = [{"input": _image(128, 128, 20 + i, -1, 1)} for i in range(2)]
+    ref.write_quantized_tflite(fp32_copy, int8, calib)
+    model = npuc.Model.load_tflite(str(int8))
+    ranges = model.imported_ranges
+    assert len(ranges) > 50 and all(r["dtype"] == "int8" for r in ranges.values())
+    image = _image(128, 128, 3, -1, 1)
+    want = ref.armnn_run(str(int8), {"input": image})
+    with npuc.Toolkit(verbose=False) as tk:
+        tk.config(target_platform="rk3588")
+        assert tk.load_tflite(model=str(int8)) == 0
+        assert tk.build(do_quantization=False) == 0  # no dataset: the file's scales
+        got = tk.inference(inputs=[image], data_format="nhwc")
+        quantized = tk._quantized[1]
+    assert quantized.mode == "int8"
+    params = quantized.activation_params
+    same = [n for n in ranges if n in params]
+    assert len(same) > 20
+    for n in same:
+        assert params[n][0] == pytest.approx(ranges[n]["scale"], rel=1e-5), n
+    for out, g in zip(model.outputs, got):
+        cos = cosine_similarity(g, want[out["name"]])
+        print(f"int8 {name} {out['name']}: npuc INT8 (file scales) vs Arm NN int8 cosine {cos:.6f}")
+        assert cos > 0.99
+    # npuc's per-channel weight scales vs the file's.
+    scales = quantized.tensor_scales
+    equal = differing = 0
+    worst = 0.0
+    for w, q in model.imported_weight_scales.items():
+        if w not in scales:
+            continue
+        axis, ours = scales[w]
+        theirs = np.asarray(q["scales"], np.float64)
+        ours = np.asarray(ours, np.float64)
+        if ours.shape != theirs.shape:
+            differing += 1
+            continue
+        rel = np.abs(ours - theirs) / np.maximum(theirs, 1e-30)
+        worst = max(worst, float(rel.max()))
+        if np.all(rel <= 1e-6):
+            equal += 1
+        else:
+            differing += 1
+    print(f"weight scales: {equal} tensors equal to the file's, {differing} differ, max rel diff {worst:.2e} "
+          f"(of {len(model.imported_weight_scales)} quantized weight tensors)")
+    assert equal + differing > 10
+
+
+def test_cli_info_prints_a_tflite_model() -> None:
+    path = _model_path("face_detection_short_range")
+    out = subprocess.run([sys.executable, "-m", "npuc", "info", path], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO / "python")), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "input" in out.stdout and "[1, 3, 128, 128]" in out.stdout.replace("x", ", ") or "1x3x128x128" in out.stdout
+
+
+def test_load_tflite_errors(tmp_path: Path) -> None:
+    with npuc.Toolkit(verbose=False) as tk:
+        with pytest.raises(npuc.ModelLoadError, match="load_tflite: cannot open model .*nope.tflite.*: no such file"):
+            tk.load_tflite(model=str(tmp_path / "nope.tflite"))
+        bad = tmp_path / "bad.tflite"
+        bad.write_bytes(b"\x10\x00\x00\x00ONNXjunkjunkjunk")
+        with pytest.raises(npuc.ModelLoadError, match="bad.tflite: not a TFLite model: file identifier 'ONNX'"):
+            tk.load_tflite(model=str(bad))
+        cut = tmp_path / "cut.tflite"
+        cut.write_bytes(Path(_model_path("face_detection_short_range")).read_bytes()[:5000])
+        with pytest.raises(npuc.ModelLoadError, match="cut.tflite: malformed TFLite flatbuffer"):
+            tk.load_tflite(model=str(cut))
+        with pytest.raises(npuc.ConfigError):
+            tk.load_tflite(model=str(bad), input_is_nchw="yes")

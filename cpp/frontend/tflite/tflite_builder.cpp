@@ -268,15 +268,21 @@ void Builder::declareOutputs() {
       slot(t, role);
     }
     Value* v = sl.value;
+    // The output carries the file's tensor name even when an op that is nothing here (a final
+    // DEQUANTIZE of an int8 result) made it an alias of another tensor's value.
+    const fb::Tensor& ft = f_.tensor(t, role);
+    const std::string want = ft.name() && ft.name()->size() ? ft.name()->str() : v->name();
     if (sl.nchw) {
-      const std::string name = v->name();
-      if (!v->isGraphInput()) v->setName(g_.uniqueName(name + "_nchw"));
+      const std::string name = want;
+      if (!v->isGraphInput() && v->name() == name) v->setName(g_.uniqueName(name + "_nchw"));
       prefix_ = name;
       Node* n = g_.appendNode("Transpose", {v}, 1, g_.uniqueName(name + "_to_nhwc"));
       n->attrs().set("perm", kToNhwc);
       n->output()->setName(g_.findValue(name) ? g_.uniqueName(name) : name);
       copyRange(v, n->output());
       v = n->output();
+    } else if (v->name() != want && !v->isGraphInput() && !v->isConstant() && !v->isGraphOutput()) {
+      v->setName(g_.uniqueName(want));
     }
     if (v->isGraphOutput()) {  // the same tensor listed twice: ONNX-style graphs need distinct values
       Node* n = g_.appendNode("Identity", {v}, 1, g_.uniqueName(v->name() + "_copy"));

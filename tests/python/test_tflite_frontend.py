@@ -254,3 +254,14 @@ def test_load_tflite_errors(tmp_path: Path) -> None:
             tk.load_tflite(model=str(cut))
         with pytest.raises(npuc.ConfigError):
             tk.load_tflite(model=str(bad), input_is_nchw="yes")
+
+
+def test_cli_convert_from_rknn_convert_yaml(tmp_path: Path) -> None:
+    """``npuc convert -i cfg.yml`` with rknn_convert's ``platform: tflite`` writes the blob."""
+    cfg = tmp_path / "cfg.yml"
+    cfg.write_text("models:\n  name: face\n  platform: tflite\n"
+                   f"  model_file_path: {_model_path('face_detection_short_range')}\n  quantize: false\n")
+    out = subprocess.run([sys.executable, "-m", "npuc", "convert", "-i", str(cfg), "-t", "rk3588", "-o", str(tmp_path)],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "python")), timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert (tmp_path / "face.npub").stat().st_size > 0

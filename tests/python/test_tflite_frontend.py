@@ -232,6 +232,105 @@ def test_quantized_tflite_builds_from_its_own_scales(tmp_path: Path) -> None:
     assert equal + differing > 10
 
 
+# ---- small models written op by op (tflite_reference.GraphBuilder), each op against Arm NN: every
+# layout rule (weight permutations, SAME padding on odd sizes, dilation, depth multiplier, builtin
+# TRANSPOSE_CONV, axis remaps, broadcasting, RESHAPE/FULLY_CONNECTED flattening order, slices,
+# resizes) on random inputs.
+
+ref.OPS.setdefault("SLICE", 65)  # schema.fbs's code; the harness's table names only the ops it writes itself
+
+
+def _w(rng, *shape):
+    return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+def _i32(v):
+    return np.asarray(v, np.int32)
+
+def conv_family(rng):
+    b = ref.GraphBuilder()
+    x = b.tensor("x", [1, 7, 7, 4])
+    outs = []
+    y1 = b.tensor("conv_s2", [1, 4, 4, 6])
+    b.op("CONV_2D", [x, b.tensor("w1", [6, 3, 3, 4], data=_w(rng, 6, 3, 3, 4)), b.tensor("b1", [6], data=_w(rng, 6))], [y1],
+         "Conv2DOptions", padding=0, stride_w=2, stride_h=2, fused_activation_function=3)
+    y2 = b.tensor("conv_dil", [1, 7, 7, 5])
+    b.op("CONV_2D", [x, b.tensor("w2", [5, 3, 3, 4], data=_w(rng, 5, 3, 3, 4)), b.tensor("b2", [5], data=_w(rng, 5))], [y2],
+         "Conv2DOptions", padding=0, stride_w=1, stride_h=1, dilation_w_factor=2, dilation_h_factor=2)
+    y3 = b.tensor("dw_m2", [1, 4, 4, 8])
+    b.op("DEPTHWISE_CONV_2D", [x, b.tensor("w3", [1, 3, 3, 8], data=_w(rng, 1, 3, 3, 8)), b.tensor("b3", [8], data=_w(rng, 8))],
+         [y3], "DepthwiseConv2DOptions", padding=0, stride_w=2, stride_h=2, depth_multiplier=2, fused_activation_function=1)
+    y4 = b.tensor("tconv", [1, 13, 13, 3])
+    b.op("TRANSPOSE_CONV", [b.tensor("os", [4], ref.INT32, data=_i32([1, 13, 13, 3])),
+                            b.tensor("w4", [3, 3, 3, 4], data=_w(rng, 3, 3, 3, 4)), x], [y4],
+         "TransposeConvOptions", padding=0, stride_w=2, stride_h=2)
+    y5 = b.tensor("avg", [1, 4, 4, 4])
+    b.op("AVERAGE_POOL_2D", [x], [y5], "Pool2DOptions", padding=0, stride_w=2, stride_h=2, filter_width=3, filter_height=3)
+    y6 = b.tensor("max", [1, 4, 4, 4])
+    b.op("MAX_POOL_2D", [x], [y6], "Pool2DOptions", padding=0, stride_w=2, stride_h=2, filter_width=2, filter_height=2)
+    return b.finish([x], [y1, y2, y3, y4, y5, y6])
+
+def layout_family(rng):
+    b = ref.GraphBuilder()
+    x = b.tensor("x", [1, 6, 8, 4])
+    c = b.tensor("cat", [1, 6, 8, 8])
+    b.op("CONCATENATION", [x, x], [c], "ConcatenationOptions", axis=-1)
+    a = b.tensor("add_c", [1, 6, 8, 8])
+    b.op("ADD", [c, b.tensor("bias", [8], data=_w(rng, 8))], [a], "AddOptions", fused_activation_function=1)
+    p = b.tensor("pad_c", [1, 7, 8, 12])
+    b.op("PAD", [a, b.tensor("pads", [4, 2], ref.INT32, data=_i32([[0, 0], [1, 0], [0, 0], [0, 4]]))], [p], "PadOptions")
+    m = b.tensor("mean", [1, 12])
+    b.op("MEAN", [p, b.tensor("axes", [2], ref.INT32, data=_i32([1, 2]))], [m], "ReducerOptions", keep_dims=False)
+    f = b.tensor("fc", [1, 5])
+    b.op("FULLY_CONNECTED", [m, b.tensor("fw", [5, 12], data=_w(rng, 5, 12)), b.tensor("fb", [5], data=_w(rng, 5))], [f],
+         "FullyConnectedOptions")
+    s = b.tensor("softmax", [1, 6, 8, 8])
+    b.op("SOFTMAX", [a], [s], "SoftmaxOptions", beta=1.0)
+    r = b.tensor("flat", [1, 384])
+    b.op("RESHAPE", [a], [r], "ReshapeOptions", new_shape=_i32([1, 384]))
+    f2 = b.tensor("fc_4d", [1, 3])
+    b.op("FULLY_CONNECTED", [x, b.tensor("fw2", [3, 192], data=_w(rng, 3, 192)), b.tensor("fb2", [3], data=_w(rng, 3))], [f2],
+         "FullyConnectedOptions")
+    ss = b.tensor("sslice", [1, 3, 3, 2])
+    b.op("STRIDED_SLICE", [c, b.tensor("sb", [4], ref.INT32, data=_i32([0, 1, 0, 2])),
+                           b.tensor("se", [4], ref.INT32, data=_i32([1, 6, 6, 6])),
+                           b.tensor("st", [4], ref.INT32, data=_i32([1, 2, 2, 2]))], [ss],
+         "StridedSliceOptions", begin_mask=0b0100)
+    t = b.tensor("transposed", [1, 8, 6, 4])
+    b.op("TRANSPOSE", [x, b.tensor("perm", [4], ref.INT32, data=_i32([0, 2, 1, 3]))], [t], "TransposeOptions")
+    rn = b.tensor("nearest", [1, 12, 16, 4])
+    b.op("RESIZE_NEAREST_NEIGHBOR", [x, b.tensor("sz", [2], ref.INT32, data=_i32([12, 16]))], [rn],
+         "ResizeNearestNeighborOptions")
+    rb = b.tensor("bilinear_ac", [1, 11, 15, 4])
+    b.op("RESIZE_BILINEAR", [x, b.tensor("sz2", [2], ref.INT32, data=_i32([11, 15]))], [rb],
+         "ResizeBilinearOptions", align_corners=True)
+    mk = b.tensor("mean_keep", [1, 1, 1, 12])
+    b.op("MEAN", [p, b.tensor("axes2", [2], ref.INT32, data=_i32([1, 2]))], [mk], "ReducerOptions", keep_dims=True)
+    sq = b.tensor("squeezed", [1, 12])
+    b.op("SQUEEZE", [mk], [sq], "SqueezeOptions", squeeze_dims=_i32([1, 2]))
+    sl = b.tensor("sliced", [1, 4, 5, 3])
+    b.op("SLICE", [x, b.tensor("slb", [4], ref.INT32, data=_i32([0, 1, 2, 1])),
+                   b.tensor("sls", [4], ref.INT32, data=_i32([1, 4, 5, 3]))], [sl], "SliceOptions")
+    return b.finish([x], [a, p, m, f, s, r, f2, ss, t, rn, rb, sq, sl])
+
+SINGLE_OP_MODELS = {"conv_family": conv_family, "layout_family": layout_family}
+
+
+@pytest.mark.parametrize("family", sorted(SINGLE_OP_MODELS))
+def test_single_ops_match_armnn(family: str, tmp_path: Path) -> None:
+    _need_reference()
+    rng = np.random.default_rng(0)
+    path = tmp_path / f"{family}.tflite"
+    ref.write_model(SINGLE_OP_MODELS[family](rng), path)
+    model = npuc.Model.load_tflite(str(path))
+    x = rng.standard_normal(model.inputs[0]["shape"]).astype(np.float32)  # NCHW
+    want = ref.armnn_run(str(path), {"x": x.transpose(0, 2, 3, 1).copy()})
+    got = npuc.Runtime(model).run([x])
+    for out, g in zip(model.outputs, got):
+        err = _rel_error(g, want[out["name"]])
+        print(f"{family} {out['name']} {list(g.shape)}: max rel error {err:.1e}")
+        assert g.shape == want[out["name"]].shape and err < MAX_REL_ERROR, (out["name"], err)
+
+
 def test_cli_info_prints_a_tflite_model() -> None:
     path = _model_path("face_detection_short_range")
     out = subprocess.run([sys.executable, "-m", "npuc", "info", path], capture_output=True, text=True,

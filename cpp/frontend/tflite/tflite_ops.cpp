@@ -52,6 +52,9 @@ const std::map<int32_t, OpConverter>& builtinTable() {
       {fb::BuiltinOperator_DEQUANTIZE, convertDequantize},
       {fb::BuiltinOperator_QUANTIZE, convertQuantize},
       {fb::BuiltinOperator_TRANSPOSE, convertTranspose},
+      {fb::BuiltinOperator_STRIDED_SLICE, convertStridedSlice},
+      {fb::BuiltinOperator_SLICE, convertSlice},
+      {fb::BuiltinOperator_SQUEEZE, convertSqueeze},
   };
   return table;
 }

@@ -48,6 +48,9 @@ void convertSoftmax(Builder& b);
 void convertDequantize(Builder& b);
 void convertQuantize(Builder& b);
 void convertTranspose(Builder& b);
+void convertStridedSlice(Builder& b);
+void convertSlice(Builder& b);
+void convertSqueeze(Builder& b);
 
 // Shared by converters: ONNX-order pads {top, left, bottom, right} of TF's SAME padding (the odd
 // extra row/column at the bottom/right), stride and dilation aware; zeros for VALID.

@@ -353,6 +353,33 @@ def test_load_tflite_errors(tmp_path: Path) -> None:
             tk.load_tflite(model=str(cut))
         with pytest.raises(npuc.ConfigError):
             tk.load_tflite(model=str(bad), input_is_nchw="yes")
+    if ref.flatbuffers is None:
+        return
+    # A conv on an input with 0 channels (found by mutation: it divided by the group count).
+    b = ref.GraphBuilder()
+    x = b.tensor("x", [1, 2, 2, 0])
+    y = b.tensor("y", [1, 2, 2, 4])
+    b.op("CONV_2D", [x, b.tensor("w", [4, 1, 1, 2], data=np.ones((4, 1, 1, 2), np.float32)), -1], [y],
+         "Conv2DOptions", padding=1, stride_w=1, stride_h=1)
+    zero = tmp_path / "zero.tflite"
+    ref.write_model(b.finish([x], [y]), zero)
+    with pytest.raises(npuc.ModelLoadError, match=r"zero.tflite: subgraph 0 operator 0 \(CONV_2D\): weights \[4,2,1,1\] "
+                                                  r"\(OIHW\) do not divide the input channels of \[1,2,2,0\]"):
+        npuc.Model.load_tflite(str(zero))
+    # An op npuc does not build, named with its index.
+    b = ref.GraphBuilder()
+    x = b.tensor("x", [1, 4])
+    y = b.tensor("y", [1, 4])
+    b.op("RELU", [x], [y])
+    z = b.tensor("z", [4, 1])
+    b.op("TRANSPOSE", [y, b.tensor("p", [2], ref.INT32, data=np.asarray([1, 0], np.int32))], [z], "TransposeOptions")
+    model = b.finish([x], [z])
+    model["operator_codes"][1]["deprecated_builtin_code"] = 48  # TOPK_V2
+    unsupported = tmp_path / "topk.tflite"
+    ref.write_model(model, unsupported)
+    with pytest.raises(npuc.UnsupportedOpError, match=r"topk.tflite: subgraph 0 operator 1 \(TOPK_V2\): TFLite op TOPK_V2 "
+                                                      r"is not supported"):
+        npuc.Model.load_tflite(str(unsupported))
 
 
 def test_cli_convert_from_rknn_convert_yaml(tmp_path: Path) -> None:

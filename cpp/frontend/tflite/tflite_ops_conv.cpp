@@ -137,7 +137,7 @@ void convertConv2d(Builder& b) {
   const Shape in = b.inputShape(0);
   Value* w = weightsIn(b, 1, kToNchw, "weights");  // OHWI -> OIHW
   const Shape& ws = w->constant().shape();
-  if (in.size() != 4 || ws[1] <= 0 || in[3] % ws[1] != 0) b.fail("weights " + shapeStr(ws) + " (OIHW) do not divide the input channels of " + shapeStr(in));
+  if (in.size() != 4 || ws[1] <= 0 || in[3] <= 0 || in[3] % ws[1] != 0) b.fail("weights " + shapeStr(ws) + " (OIHW) do not divide the input channels of " + shapeStr(in));
   const int64_t group = in[3] / ws[1];
   if (ws[0] % group != 0) b.fail("output channels " + std::to_string(ws[0]) + " are not a multiple of the " + std::to_string(group) + " groups");
   conv(b, w, biasIn(b, 2, ws[0]), group, ws[2], ws[3], o.stride_h(), o.stride_w(), o.dilation_h_factor(),

@@ -1,5 +1,6 @@
 #include "frontend/tflite/tflite_tensor.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "common/error.h"
@@ -96,9 +97,11 @@ std::optional<Tensor> readConstant(const TfliteFile& f, int index) {
   const std::string what = f.name() + ": " + f.tensorWhat(index);
   if (eb == 0) throw ModelLoadError(what + ": constant of type " + fb::EnumNameTensorType(t.type()) + " is not read by npuc");
   const int64_t numel = shapeNumel(shape);
-  if (static_cast<uint64_t>(numel) * eb != size) {
+  if (static_cast<uint64_t>(numel) > size / eb || static_cast<uint64_t>(numel) * eb != size) {  // no overflow
     throw ModelLoadError(what + ": buffer holds " + std::to_string(size) + " bytes, its shape " + shapeStr(shape) +
-                         " of " + fb::EnumNameTensorType(t.type()) + " needs " + std::to_string(numel * static_cast<int64_t>(eb)));
+                         " of " + fb::EnumNameTensorType(t.type()) + " needs " +
+                         (numel <= INT64_MAX / 8 ? std::to_string(numel * static_cast<int64_t>(eb))
+                                                 : std::to_string(numel) + " x " + std::to_string(eb)));
   }
   const bool int_type = t.type() == fb::TensorType_INT8 || t.type() == fb::TensorType_UINT8 ||
                         t.type() == fb::TensorType_INT16 || t.type() == fb::TensorType_INT32 ||

@@ -237,7 +237,18 @@ def test_quantized_tflite_builds_from_its_own_scales(tmp_path: Path) -> None:
 # TRANSPOSE_CONV, axis remaps, broadcasting, RESHAPE/FULLY_CONNECTED flattening order, slices,
 # resizes) on random inputs.
 
-ref.OPS.setdefault("SLICE", 65)  # schema.fbs's code; the harness's table names only the ops it writes itself
+# schema.fbs's codes and option layouts of the ops only these tests write (the harness's tables name
+# the ops its own rewrites use).
+for _op, _code in (("SLICE", 65), ("DEPTH_TO_SPACE", 5), ("SPACE_TO_DEPTH", 26), ("SPLIT", 49), ("SPLIT_V", 102),
+                   ("EXPAND_DIMS", 70)):
+    ref.OPS.setdefault(_op, _code)
+ref.SCHEMA.setdefault("DepthToSpaceOptions", [("block_size", "i", None)])
+ref.SCHEMA.setdefault("SpaceToDepthOptions", [("block_size", "i", None)])
+ref.SCHEMA.setdefault("SplitVOptions", [("num_splits", "i", None)])
+ref.SCHEMA.setdefault("ExpandDimsOptions", [])
+if "DepthToSpaceOptions" not in ref.UNIONS["BuiltinOptions"]:  # the union's members after HardSwishOptions (91)
+    assert ref.UNIONS["BuiltinOptions"][-1] == "HardSwishOptions" and len(ref.UNIONS["BuiltinOptions"]) == 92
+    ref.UNIONS["BuiltinOptions"] = tuple(ref.UNIONS["BuiltinOptions"]) + ("IfOptions", "WhileOptions", "DepthToSpaceOptions")
 
 
 def _w(rng, *shape):
@@ -312,7 +323,19 @@ def layout_family(rng):
                    b.tensor("sls", [4], ref.INT32, data=_i32([1, 4, 5, 3]))], [sl], "SliceOptions")
     return b.finish([x], [a, p, m, f, s, r, f2, ss, t, rn, rb, sq, sl])
 
-SINGLE_OP_MODELS = {"conv_family": conv_family, "layout_family": layout_family}
+def split_family(rng):
+    b = ref.GraphBuilder()
+    x = b.tensor("x", [1, 4, 6, 8])
+    parts = [b.tensor(f"split_{i}", [1, 4, 6, 4]) for i in range(2)]
+    b.op("SPLIT", [b.tensor("split_axis", [], ref.INT32, data=_i32(3)), x], parts, "SplitOptions", num_splits=2)
+    h = [b.tensor(f"split_h_{i}", [1, 2, 6, 8]) for i in range(2)]
+    b.op("SPLIT", [b.tensor("split_axis_h", [], ref.INT32, data=_i32(1)), x], h, "SplitOptions", num_splits=2)
+    m = b.tensor("mul", [1, 4, 6, 4])
+    b.op("MUL", [parts[0], parts[1]], [m], "MulOptions")
+    return b.finish([x], [m, h[1], h[0]])
+
+
+SINGLE_OP_MODELS = {"split_family": split_family, "conv_family": conv_family, "layout_family": layout_family}
 
 
 @pytest.mark.parametrize("family", sorted(SINGLE_OP_MODELS))
@@ -329,6 +352,34 @@ def test_single_ops_match_armnn(family: str, tmp_path: Path) -> None:
         err = _rel_error(g, want[out["name"]])
         print(f"{family} {out['name']} {list(g.shape)}: max rel error {err:.1e}")
         assert g.shape == want[out["name"]].shape and err < MAX_REL_ERROR, (out["name"], err)
+
+
+def test_depth_space_ops_match_tfs_definition(tmp_path: Path) -> None:
+    """DEPTH_TO_SPACE, SPACE_TO_DEPTH and EXPAND_DIMS (Arm NN 20.08 has none of them) against TF's
+    definitions in numpy: depth-to-space out[h*bs + i, w*bs + j, c] = in[h, w, (i*bs + j) * C_out + c],
+    space-to-depth its inverse."""
+    if ref.flatbuffers is None:
+        _need_reference()
+    b = ref.GraphBuilder()
+    x = b.tensor("x", [1, 4, 6, 8])
+    d2s = b.tensor("d2s", [1, 8, 12, 2])
+    b.op("DEPTH_TO_SPACE", [x], [d2s], "DepthToSpaceOptions", block_size=2)
+    s2d = b.tensor("s2d", [1, 2, 3, 32])
+    b.op("SPACE_TO_DEPTH", [x], [s2d], "SpaceToDepthOptions", block_size=2)
+    flat = b.tensor("flat", [1, 24, 8])
+    b.op("RESHAPE", [x], [flat], "ReshapeOptions", new_shape=np.asarray([1, 24, 8], np.int32))
+    expanded = b.tensor("expanded", [1, 24, 1, 8])
+    b.op("EXPAND_DIMS", [flat, b.tensor("axis", [], ref.INT32, data=np.asarray(2, np.int32))], [expanded],
+         "ExpandDimsOptions")
+    path = tmp_path / "depth_space.tflite"
+    ref.write_model(b.finish([x], [d2s, s2d, expanded]), path)
+    nhwc = np.random.default_rng(0).standard_normal((1, 4, 6, 8)).astype(np.float32)
+    want_d2s = nhwc.reshape(1, 4, 6, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(1, 8, 12, 2)
+    want_s2d = nhwc.reshape(1, 2, 2, 3, 2, 8).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 3, 32)
+    got = npuc.Runtime(npuc.Model.load_tflite(str(path))).run([nhwc.transpose(0, 3, 1, 2).copy()])
+    np.testing.assert_array_equal(got[0], want_d2s)
+    np.testing.assert_array_equal(got[1], want_s2d)
+    np.testing.assert_array_equal(got[2], nhwc.reshape(1, 24, 1, 8))  # EXPAND_DIMS back to a 4-D NHWC output
 
 
 def test_cli_info_prints_a_tflite_model() -> None:

@@ -183,8 +183,9 @@ void Builder::aliasOutput(int i, Value* v, bool nchw) {
   if (!ranges_.count(v)) recordRange(v, t);
 }
 
-Node* Builder::node(const std::string& op_type, const std::vector<Value*>& inputs, const std::string& suffix) {
-  return g_.appendNode(op_type, inputs, 1, g_.uniqueName(suffix.empty() ? prefix_ : prefix_ + "_" + suffix));
+Node* Builder::node(const std::string& op_type, const std::vector<Value*>& inputs, const std::string& suffix,
+                    size_t num_outputs) {
+  return g_.appendNode(op_type, inputs, num_outputs, g_.uniqueName(suffix.empty() ? prefix_ : prefix_ + "_" + suffix));
 }
 
 Value* Builder::constant(Tensor t, const std::string& suffix) { return g_.addConstant(std::move(t), prefix_ + "_" + suffix); }

@@ -85,7 +85,8 @@ class Builder {
   void aliasOutput(int i, Value* v, bool nchw);
 
   // ---- emission helpers (names derive from the operator's first output tensor)
-  Node* node(const std::string& op_type, const std::vector<Value*>& inputs, const std::string& suffix = "");
+  Node* node(const std::string& op_type, const std::vector<Value*>& inputs, const std::string& suffix = "",
+             size_t num_outputs = 1);
   Value* constant(Tensor t, const std::string& suffix);
   Value* int64s(const std::vector<int64_t>& v, const std::string& suffix);
   Value* transpose(Value* x, const std::vector<int64_t>& perm, const std::string& suffix);

@@ -55,6 +55,11 @@ const std::map<int32_t, OpConverter>& builtinTable() {
       {fb::BuiltinOperator_STRIDED_SLICE, convertStridedSlice},
       {fb::BuiltinOperator_SLICE, convertSlice},
       {fb::BuiltinOperator_SQUEEZE, convertSqueeze},
+      {fb::BuiltinOperator_DEPTH_TO_SPACE, convertDepthSpace},
+      {fb::BuiltinOperator_SPACE_TO_DEPTH, convertDepthSpace},
+      {fb::BuiltinOperator_EXPAND_DIMS, convertExpandDims},
+      {fb::BuiltinOperator_SPLIT, convertSplit},
+      {fb::BuiltinOperator_SPLIT_V, convertSplit},
   };
   return table;
 }

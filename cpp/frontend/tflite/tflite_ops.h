@@ -51,6 +51,9 @@ void convertTranspose(Builder& b);
 void convertStridedSlice(Builder& b);
 void convertSlice(Builder& b);
 void convertSqueeze(Builder& b);
+void convertDepthSpace(Builder& b);  // DEPTH_TO_SPACE, SPACE_TO_DEPTH
+void convertExpandDims(Builder& b);
+void convertSplit(Builder& b);       // SPLIT, SPLIT_V
 
 // Shared by converters: ONNX-order pads {top, left, bottom, right} of TF's SAME padding (the odd
 // extra row/column at the bottom/right), stride and dilation aware; zeros for VALID.

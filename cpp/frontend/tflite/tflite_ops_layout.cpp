@@ -284,3 +284,66 @@ void convertSqueeze(Builder& b) {
 }
 
 }  // namespace npuc::tflite
+
+namespace npuc::tflite {
+
+void convertDepthSpace(Builder& b) {
+  b.expectArity(1, 1, 1);
+  const bool to_space = b.file().builtinCode(b.op(), 0) == fb::BuiltinOperator_DEPTH_TO_SPACE;
+  int64_t block = 0;
+  if (to_space) {
+    if (const auto* o = b.op().builtin_options_as_DepthToSpaceOptions()) block = o->block_size();
+  } else if (const auto* o = b.op().builtin_options_as_SpaceToDepthOptions()) {
+    block = o->block_size();
+  }
+  if (block < 1) b.fail("block_size is " + std::to_string(block) + ", must be positive");
+  if (b.inputShape(0).size() != 4) b.fail("input has shape " + shapeStr(b.inputShape(0)) + ", expected 4-D NHWC");
+  // TF orders the moved channels as (row in block, column in block, channel): ONNX's DCR mode for
+  // DepthToSpace, and the only order of ONNX SpaceToDepth.
+  Node* n = b.node(to_space ? "DepthToSpace" : "SpaceToDepth", {b.inputNchw(0)});
+  n->attrs().set("blocksize", block);
+  if (to_space) n->attrs().set("mode", std::string("DCR"));
+  b.setOutput(0, n->output(), true);
+}
+
+void convertExpandDims(Builder& b) {
+  b.expectArity(2, 2, 1);
+  const int64_t out_rank = static_cast<int64_t>(b.outputShape(0).size());
+  const std::vector<int64_t> axis = constInts(b, 1, "the axis");
+  if (axis.size() != 1) b.fail("axis must hold one value");
+  const int64_t a = normalizeAxis(b, axis[0], out_rank, "axis");
+  Value* y = b.node("Unsqueeze", {b.inputFile(0), b.int64s({a}, "axes")})->output();
+  if (out_rank == 4) {
+    b.setOutput(0, b.transpose(y, kToNchw, "to_nchw"), true);
+    return;
+  }
+  b.setOutput(0, y, false);
+}
+
+void convertSplit(Builder& b) {
+  // SPLIT: (axis, data) into num_splits equal parts; SPLIT_V: (data, size_splits, axis).
+  const bool v = b.file().builtinCode(b.op(), 0) == fb::BuiltinOperator_SPLIT_V;
+  const int outs = b.numOutputs();
+  if (outs < 1) b.fail("has no outputs");
+  b.expectArity(v ? 3 : 2, v ? 3 : 2, outs);
+  const int data = v ? 0 : 1;
+  const Shape in = b.inputShape(data);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const std::vector<int64_t> axis_v = constInts(b, v ? 2 : 0, "the axis");
+  if (axis_v.size() != 1) b.fail("axis must hold one value");
+  int64_t axis = normalizeAxis(b, axis_v[0], rank, "axis");
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < outs; ++i) {
+    const Shape o = b.outputShape(i);
+    if (static_cast<int64_t>(o.size()) != rank) b.fail("output " + std::to_string(i) + " has shape " + shapeStr(o) + " for input " + shapeStr(in));
+    sizes.push_back(o[static_cast<size_t>(axis)]);
+  }
+  const bool nchw = b.inputIsNchw(data);
+  Value* x = b.input(data);
+  if (nchw) axis = nhwcAxisToNchw(axis);
+  Node* n = b.node("Split", {x, b.int64s(sizes, "split")}, "", static_cast<size_t>(outs));
+  n->attrs().set("axis", axis);
+  for (int i = 0; i < outs; ++i) b.setOutput(i, n->output(static_cast<size_t>(i)), nchw);
+}
+
+}  // namespace npuc::tflite

@@ -140,13 +140,13 @@ Value* Builder::inputNchw(int i) {
   const Shape s = inputShape(i);
   if (s.size() != 4) fail("input " + std::to_string(i) + " (" + f_.tensorWhat(inputIndex(i)) + ") has shape " + shapeStr(s) + ", a 4-D NHWC tensor is needed");
   if (v->isConstant()) return constant(permuteConstant(v->constant(), kToNchw), "nchw");
-  return transpose(v, kToNchw, "to_nchw");
+  return toNchw(v, s, "to_nchw");
 }
 
 Value* Builder::inputFile(int i) {
   Value* v = input(i);
   if (!inputIsNchw(i)) return v;
-  return transpose(v, kToNhwc, "to_nhwc");
+  return toNhwc(v, inputShape(i), "to_nhwc");
 }
 
 Value* Builder::inputBroadcastNchw(int i) {
@@ -160,7 +160,7 @@ Value* Builder::inputBroadcastNchw(int i) {
   if (v->isConstant()) return constant(permuteConstant(v->constant().reshaped(s4), kToNchw), "nchw");
   Value* r = node("Reshape", {v, int64s(s4, "shape4d")}, "reshape4d")->output();
   copyRange(v, r);
-  return transpose(r, kToNchw, "to_nchw");
+  return toNchw(r, s4, "to_nchw");
 }
 
 void Builder::setOutput(int i, Value* v, bool nchw) {
@@ -199,6 +199,26 @@ Value* Builder::transpose(Value* x, const std::vector<int64_t>& perm, const std:
   n->attrs().set("perm", perm);
   copyRange(x, n->output());
   return n->output();
+}
+
+namespace {
+
+bool sameElementOrder(const Shape& nhwc) { return nhwc.size() == 4 && (nhwc[3] == 1 || (nhwc[1] == 1 && nhwc[2] == 1)); }
+
+}  // namespace
+
+Value* Builder::toNchw(Value* x, const Shape& nhwc, const std::string& suffix) {
+  if (!sameElementOrder(nhwc)) return transpose(x, kToNchw, suffix);
+  Value* y = node("Reshape", {x, int64s({nhwc[0], nhwc[3], nhwc[1], nhwc[2]}, suffix + "_shape")}, suffix)->output();
+  copyRange(x, y);
+  return y;
+}
+
+Value* Builder::toNhwc(Value* x, const Shape& nhwc, const std::string& suffix) {
+  if (!sameElementOrder(nhwc)) return transpose(x, kToNhwc, suffix);
+  Value* y = node("Reshape", {x, int64s(nhwc, suffix + "_shape")}, suffix)->output();
+  copyRange(x, y);
+  return y;
 }
 
 Value* Builder::fusedActivation(Value* x, int8_t act) {
@@ -277,11 +297,9 @@ void Builder::declareOutputs() {
       const std::string name = want;
       if (!v->isGraphInput() && v->name() == name) v->setName(g_.uniqueName(name + "_nchw"));
       prefix_ = name;
-      Node* n = g_.appendNode("Transpose", {v}, 1, g_.uniqueName(name + "_to_nhwc"));
-      n->attrs().set("perm", kToNhwc);
-      n->output()->setName(g_.findValue(name) ? g_.uniqueName(name) : name);
-      copyRange(v, n->output());
-      v = n->output();
+      Value* y = toNhwc(v, tensorShape(f_, t), "to_nhwc");
+      y->setName(g_.findValue(name) ? g_.uniqueName(name) : name);
+      v = y;
     } else if (v->name() != want && !v->isGraphInput() && !v->isConstant() && !v->isGraphOutput()) {
       v->setName(g_.uniqueName(want));
     }

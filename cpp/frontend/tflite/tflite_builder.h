@@ -90,6 +90,10 @@ class Builder {
   Value* constant(Tensor t, const std::string& suffix);
   Value* int64s(const std::vector<int64_t>& v, const std::string& suffix);
   Value* transpose(Value* x, const std::vector<int64_t>& perm, const std::string& suffix);
+  // An activation between NHWC and NCHW (`nhwc`: its file shape). When C is 1, or H and W are both 1,
+  // the element order is the same in both layouts and a Reshape does it; otherwise a Transpose.
+  Value* toNchw(Value* x, const Shape& nhwc, const std::string& suffix);
+  Value* toNhwc(Value* x, const Shape& nhwc, const std::string& suffix);
   // The fused activation of the current op applied to `x` (NONE returns x).
   Value* fusedActivation(Value* x, int8_t act);
 

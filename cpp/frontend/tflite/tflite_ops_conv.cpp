@@ -188,8 +188,8 @@ void convertFullyConnected(Builder& b) {
   const Shape in = b.inputShape(0);
   const int64_t numel = shapeNumel(in);
   if (k <= 0 || numel % k != 0) b.fail("input " + shapeStr(in) + " does not flatten into rows of " + std::to_string(k));
-  // TFLite flattens the NHWC tensor; the NCHW one flattens the same only when H*W == 1.
-  Value* x = (b.inputIsNchw(0) && in[1] * in[2] != 1) ? b.inputFile(0) : b.input(0);
+  // TFLite flattens the NHWC tensor (inputFile: a Reshape instead of a Transpose when H*W or C is 1).
+  Value* x = b.inputFile(0);
   Value* flat = b.node("Reshape", {x, b.int64s({numel / k, k}, "flat_shape")}, "flatten")->output();
   Value* wv = b.constant(wt->dtype() == DType::Float32 ? *wt : wt->castTo(DType::Float32), "weights");
   b.recordWeightScales(wv, 1, {0, 1});
@@ -202,7 +202,7 @@ void convertFullyConnected(Builder& b) {
   if (out.size() != 2 || out[0] != numel / k) {
     y = b.node("Reshape", {y, b.int64s(out, "out_shape")}, "reshape")->output();
     if (out.size() == 4) {
-      b.setOutput(0, b.transpose(y, kToNchw, "to_nchw"), true);
+      b.setOutput(0, b.toNchw(y, out, "to_nchw"), true);
       return;
     }
   }

@@ -37,7 +37,7 @@ void convertReshape(Builder& b) {
   // if the result is 4-D.
   Value* y = b.node("Reshape", {b.inputFile(0), b.int64s(out, "shape")})->output();
   if (out.size() == 4) {
-    b.setOutput(0, b.transpose(y, kToNchw, "to_nchw"), true);
+    b.setOutput(0, b.toNchw(y, out, "to_nchw"), true);
     return;
   }
   b.setOutput(0, y, false);
@@ -217,7 +217,7 @@ void emitSlice(Builder& b, std::vector<int64_t> starts, std::vector<int64_t> end
                               b.int64s(steps, "steps")}, squeeze.empty() ? "" : "slice")->output();
   if (!squeeze.empty()) y = b.node("Squeeze", {y, b.int64s(squeeze, "squeeze_axes")})->output();
   if (!nchw && b.outputShape(0).size() == 4) {  // a 4-D result of a file-layout slice
-    b.setOutput(0, b.transpose(y, kToNchw, "to_nchw"), true);
+    b.setOutput(0, b.toNchw(y, b.outputShape(0), "to_nchw"), true);
     return;
   }
   b.setOutput(0, y, nchw);
@@ -314,7 +314,7 @@ void convertExpandDims(Builder& b) {
   const int64_t a = normalizeAxis(b, axis[0], out_rank, "axis");
   Value* y = b.node("Unsqueeze", {b.inputFile(0), b.int64s({a}, "axes")})->output();
   if (out_rank == 4) {
-    b.setOutput(0, b.transpose(y, kToNchw, "to_nchw"), true);
+    b.setOutput(0, b.toNchw(y, b.outputShape(0), "to_nchw"), true);
     return;
   }
   b.setOutput(0, y, false);

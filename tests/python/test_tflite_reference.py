@@ -81,7 +81,7 @@ def copies(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     return out
 
 
-def _input(shape, seed: int = 0) -> np.ndarray:
+def _input(shape: list, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0, 1, shape).astype(np.float32)
 
 
@@ -306,6 +306,18 @@ def test_quantized_writer_small_cnn(tmp_path: Path) -> None:
         # Arm NN's int8 kernels and numpy's fake-quant evaluation of the same file agree.
         out_scale = [t for t in T if t["name"] == b"logits/int8"][0]["quantization"]["scale"][0]
         assert np.abs(q - tr.numpy_run(int8, feed)["logits"]).max() <= 1.01 * out_scale
+
+
+def test_calibration_ranges_numpy_agrees_with_armnn(tmp_path: Path) -> None:
+    fp32 = tmp_path / "small.tflite"
+    tr.write_small_float_model(fp32, seed=2)
+    samples = [{"input": _input([1, 32, 32, 3], 30 + s)} for s in range(2)]
+    a = tr.activation_ranges(fp32, samples, "armnn")
+    n = tr.activation_ranges(fp32, samples, "numpy")
+    assert a.keys() == n.keys() and len(a) == 10
+    for k in a:
+        span = a[k][1] - a[k][0]
+        assert abs(a[k][0] - n[k][0]) <= 1e-5 * span and abs(a[k][1] - n[k][1]) <= 1e-5 * span, k
 
 
 def test_quantized_writer_int8_io(tmp_path: Path) -> None:

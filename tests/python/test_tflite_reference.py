@@ -162,6 +162,8 @@ def test_copy_weights_are_fp16_to_fp32_bit_exact_and_the_rest_kept(name: str, co
     # Everything else as it was: every tensor the copy shares with the original, every op kept,
     # and the model-level fields (description, metadata buffers).
     orig_by_name = {t["name"]: t for t in sg["tensors"]}
+    fp16_names = {t["name"] for t in sg["tensors"] if t.get("type", 0) == tr.FLOAT16}
+    assert set(orig_by_name) - fp16_names <= set(by_name)  # only the float16 tensors went
     for t in sgc["tensors"]:
         if t["name"] in orig_by_name and not t.get("buffer"):
             assert tr.tables_equal(t, orig_by_name[t["name"]]), t["name"]

@@ -455,14 +455,16 @@ def _add_tensor(model: Table, sg: Table, name: str, shape: Sequence[int], ttype:
     return len(sg["tensors"]) - 1
 
 
-def _drop_unused_tensors(model: Table, sg: Table) -> None:
-    """Remove tensors no operator or graph input/output references, renumbering every index; a
-    buffer only those tensors used is emptied (not removed: metadata entries index buffers)."""
+def _drop_unused_tensors(model: Table, sg: Table, candidates: Iterable[int]) -> None:
+    """Remove those of `candidates` (tensors a rewrite orphaned) no operator or graph input/output
+    references any more, renumbering every index; a buffer only they used is emptied (not removed:
+    metadata entries index buffers). Tensors the file itself left unused stay."""
     used = set(int(i) for i in sg.get("inputs", [])) | set(int(i) for i in sg.get("outputs", []))
     for op in sg["operators"]:
         for key in ("inputs", "outputs", "intermediates"):
             used |= set(int(i) for i in op.get(key, []) if i >= 0)
-    keep = [i for i in range(len(sg["tensors"])) if i in used]
+    drop = set(int(i) for i in candidates) - used
+    keep = [i for i in range(len(sg["tensors"])) if i not in drop]
     if len(keep) == len(sg["tensors"]):
         return
     remap = {old: new for new, old in enumerate(keep)}
@@ -473,16 +475,16 @@ def _drop_unused_tensors(model: Table, sg: Table) -> None:
     for b in dropped_buffers - still - meta - {0}:
         model["buffers"][b] = {}
 
-    def re(v: np.ndarray) -> np.ndarray:
+    def renumber(v: np.ndarray) -> np.ndarray:
         return np.asarray([remap[int(i)] if i >= 0 else -1 for i in v], "<i4")
 
     for key in ("inputs", "outputs"):
         if key in sg:
-            sg[key] = re(sg[key])
+            sg[key] = renumber(sg[key])
     for op in sg["operators"]:
         for key in ("inputs", "outputs", "intermediates"):
             if key in op:
-                op[key] = re(op[key])
+                op[key] = renumber(op[key])
     sg_index = model["subgraphs"].index(sg)
     for sig in model.get("signature_defs", []):
         if sig.get("subgraph_index", 0) == sg_index:
@@ -498,17 +500,19 @@ def fold_fp16_dequantize(model: Table) -> int:
     for sg in model["subgraphs"]:
         tensors = sg["tensors"]
         kept_ops = []
+        orphans = []
         for op in sg["operators"]:
             if op_code(model, op)[0] == OPS["DEQUANTIZE"]:
                 src, dst = tensors[int(op["inputs"][0])], tensors[int(op["outputs"][0])]
                 value = tensor_value(model, src)
                 if src.get("type", 0) == FLOAT16 and value is not None and dst.get("type", 0) == FLOAT32:
                     dst["buffer"] = _add_buffer(model, value.astype("<f4").tobytes())
+                    orphans.append(int(op["inputs"][0]))
                     folded += 1
                     continue
             kept_ops.append(op)
         sg["operators"] = kept_ops
-        _drop_unused_tensors(model, sg)
+        _drop_unused_tensors(model, sg, orphans)
     return folded
 
 
@@ -566,7 +570,6 @@ def expand_transpose_conv_bias(model: Table) -> int:
                             "builtin_options": {}})
             rewritten += 1
         sg["operators"] = new_ops
-        _drop_unused_tensors(model, sg)
     return rewritten
 
 
@@ -639,7 +642,6 @@ def expand_half_pixel_resize(model: Table) -> int:
                                                 "filter_width": 2, "filter_height": 2}})
             rewritten += 1
         sg["operators"] = new_ops
-        _drop_unused_tensors(model, sg)
     return rewritten
 
 

@@ -220,6 +220,9 @@ def test_reader_refuses_what_it_cannot_keep() -> None:
         tr.read_model(sparse)
     with pytest.raises(tr.TFLiteFormatError, match="TFL3"):
         tr.read_model(b"\0" * 64)
+    truncated = Path(tr.mediapipe_model("hand_landmark_lite")).read_bytes()[:4096]
+    with pytest.raises(tr.TFLiteFormatError, match="outside the file|malformed"):
+        tr.read_model(truncated)
 
 
 def test_mediapipe_model_names_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -9,12 +9,24 @@ the CpuRef backend). This module holds what those tests need and nothing of npuc
   not know (rather than silently dropping it), so a rewrite keeps every field the file had: same
   values, same presence (a field stored at its default value stays stored). Byte layout is
   flatbuffers.Builder's own, not the original converter's (see :func:`write_model`).
-* :func:`fp32_weight_copy`: the copy Arm NN can read (float16 weights behind DEQUANTIZE folded to
-  float32; MediaPipe's custom transposed convolution expressed with builtin ops).
-* :func:`armnn_run`: run a model in Arm NN, inputs and outputs by TFLite tensor name, NHWC.
+* :func:`fp32_weight_copy`: the copy Arm NN 20.08 runs correctly: float16 weights behind
+  DEQUANTIZE folded to float32 (all three models), MediaPipe's custom Convolution2DTransposeBias as
+  TRANSPOSE_CONV + ADD and half-pixel RESIZE_BILINEAR as ops Arm NN gets right (selfie_segmentation).
+* :func:`armnn_run`: run a model in Arm NN, inputs and outputs by TFLite tensor name, NHWC;
+  :func:`with_outputs` exposes intermediate tensors (Arm NN returns graph outputs only).
+* :func:`numpy_run`: an independent numpy evaluation from the TFLite op definitions (float models,
+  and int8 ones as fake-quant), which the tests hold Arm NN and the rewrites against.
 * :func:`describe`: op counts, tensor dtypes, input/output names and shapes.
 * :func:`write_quantized_tflite`: an INT8 TFLite model in TFLite's standard scheme, calibrated on
-  Arm NN's FP32 activations (no quantized TFLite model is available offline).
+  Arm NN's FP32 activations (no quantized TFLite model is available offline);
+  :func:`write_small_float_model` is a small CNN to quantize in fast tests; :class:`GraphBuilder`
+  writes single-op models.
+
+What Arm NN 20.08 gets wrong or refuses, found with numpy_run and single-op models: it cannot take
+weights from a DEQUANTIZE; it knows no custom ops; its TfLiteParser ignores half_pixel_centers on
+RESIZE_BILINEAR (25% error on selfie_segmentation, silently); it aborts the process (an assertion)
+on per-channel int8 FULLY_CONNECTED weights. Its CpuRef int8 kernels dequantize, compute in float
+and requantize, so it is a fake-quant reference: integer kernels may differ by about an LSB per op.
 
 Only Debian's python3-flatbuffers (Builder, number types) and numpy are used for the file format;
 the TFLite schema facts (field slots, enums, union order) come from the public ``schema.fbs``.
@@ -25,7 +37,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -259,7 +271,12 @@ def read_model(source: "str | bytes | Path") -> Table:
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise TFLiteFormatError(f"{where}: not a TFLite flatbuffer (no TFL3 identifier)")
     r = _Reader(data, where)
-    return r.table("Model", r._u32(0))
+    try:
+        return r.table("Model", r._u32(0))
+    except (struct.error, IndexError, KeyError, ValueError) as e:
+        if isinstance(e, TFLiteFormatError):
+            raise
+        raise TFLiteFormatError(f"{where}: malformed flatbuffer ({type(e).__name__}: {e})") from e
 
 
 def buffer_data_offsets(data: bytes) -> List[Optional[int]]:

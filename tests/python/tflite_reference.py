@@ -9,12 +9,24 @@ the CpuRef backend). This module holds what those tests need and nothing of npuc
   not know (rather than silently dropping it), so a rewrite keeps every field the file had: same
   values, same presence (a field stored at its default value stays stored). Byte layout is
   flatbuffers.Builder's own, not the original converter's (see :func:`write_model`).
-* :func:`fp32_weight_copy`: the copy Arm NN can read (float16 weights behind DEQUANTIZE folded to
-  float32; MediaPipe's custom transposed convolution expressed with builtin ops).
-* :func:`armnn_run`: run a model in Arm NN, inputs and outputs by TFLite tensor name, NHWC.
+* :func:`fp32_weight_copy`: the copy Arm NN 20.08 runs correctly: float16 weights behind
+  DEQUANTIZE folded to float32 (all three models), MediaPipe's custom Convolution2DTransposeBias as
+  TRANSPOSE_CONV + ADD and half-pixel RESIZE_BILINEAR as ops Arm NN gets right (selfie_segmentation).
+* :func:`armnn_run`: run a model in Arm NN, inputs and outputs by TFLite tensor name, NHWC;
+  :func:`with_outputs` exposes intermediate tensors (Arm NN returns graph outputs only).
+* :func:`numpy_run`: an independent numpy evaluation from the TFLite op definitions (float models,
+  and int8 ones as fake-quant), which the tests hold Arm NN and the rewrites against.
 * :func:`describe`: op counts, tensor dtypes, input/output names and shapes.
 * :func:`write_quantized_tflite`: an INT8 TFLite model in TFLite's standard scheme, calibrated on
-  Arm NN's FP32 activations (no quantized TFLite model is available offline).
+  Arm NN's FP32 activations (no quantized TFLite model is available offline);
+  :func:`write_small_float_model` is a small CNN to quantize in fast tests; :class:`GraphBuilder`
+  writes single-op models.
+
+What Arm NN 20.08 gets wrong or refuses, found with numpy_run and single-op models: it cannot take
+weights from a DEQUANTIZE; it knows no custom ops; its TfLiteParser ignores half_pixel_centers on
+RESIZE_BILINEAR (25% error on selfie_segmentation, silently); it aborts the process (an assertion)
+on per-channel int8 FULLY_CONNECTED weights. Its CpuRef int8 kernels dequantize, compute in float
+and requantize, so it is a fake-quant reference: integer kernels may differ by about an LSB per op.
 
 Only Debian's python3-flatbuffers (Builder, number types) and numpy are used for the file format;
 the TFLite schema facts (field slots, enums, union order) come from the public ``schema.fbs``.
@@ -25,7 +37,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -65,9 +77,11 @@ def deps_missing() -> Optional[str]:
     if flatbuffers is None:
         missing.append("python3-flatbuffers")
     try:
-        _armnn()
+        backends = [str(b) for b in _runtime().GetDeviceSpec().GetSupportedBackends()]
+        if "CpuRef" not in backends:  # pyarmnn imports without the backend package
+            missing.append("libarmnn-cpuref-backend22 (Arm NN has no CpuRef backend)")
     except ImportError:
-        missing.append("python3-pyarmnn / libarmnn-cpuref-backend22")
+        missing.append("python3-pyarmnn")
     return ", ".join(missing) or None
 
 
@@ -257,7 +271,34 @@ def read_model(source: "str | bytes | Path") -> Table:
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise TFLiteFormatError(f"{where}: not a TFLite flatbuffer (no TFL3 identifier)")
     r = _Reader(data, where)
-    return r.table("Model", r._u32(0))
+    try:
+        return r.table("Model", r._u32(0))
+    except (struct.error, IndexError, KeyError, ValueError) as e:
+        if isinstance(e, TFLiteFormatError):
+            raise
+        raise TFLiteFormatError(f"{where}: malformed flatbuffer ({type(e).__name__}: {e})") from e
+
+
+def buffer_data_offsets(data: bytes) -> List[Optional[int]]:
+    """File offset of each Buffer's data bytes (None for an empty buffer): for alignment checks."""
+    r = _Reader(data, "<tflite bytes>")
+    root = r._u32(0)
+    out: List[Optional[int]] = []
+    fields = [f[0] for f in SCHEMA["Model"]]
+    vt = root - struct.unpack_from("<i", data, root)[0]
+    slot = fields.index("buffers")
+    off = struct.unpack_from("<H", data, vt + 4 + 2 * slot)[0]
+    vec = r._deref(root + off)
+    for i in range(r._u32(vec)):
+        b = r._deref(vec + 4 + 4 * i)
+        bvt = b - struct.unpack_from("<i", data, b)[0]
+        boff = struct.unpack_from("<H", data, bvt + 4)[0] if struct.unpack_from("<H", data, bvt)[0] > 4 else 0
+        if boff == 0:
+            out.append(None)
+            continue
+        q = r._deref(b + boff)
+        out.append(q + 4 if r._u32(q) else None)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,14 +472,16 @@ def _add_tensor(model: Table, sg: Table, name: str, shape: Sequence[int], ttype:
     return len(sg["tensors"]) - 1
 
 
-def _drop_unused_tensors(model: Table, sg: Table) -> None:
-    """Remove tensors no operator or graph input/output references, renumbering every index; a
-    buffer only those tensors used is emptied (not removed: metadata entries index buffers)."""
+def _drop_unused_tensors(model: Table, sg: Table, candidates: Iterable[int]) -> None:
+    """Remove those of `candidates` (tensors a rewrite orphaned) no operator or graph input/output
+    references any more, renumbering every index; a buffer only they used is emptied (not removed:
+    metadata entries index buffers). Tensors the file itself left unused stay."""
     used = set(int(i) for i in sg.get("inputs", [])) | set(int(i) for i in sg.get("outputs", []))
     for op in sg["operators"]:
         for key in ("inputs", "outputs", "intermediates"):
             used |= set(int(i) for i in op.get(key, []) if i >= 0)
-    keep = [i for i in range(len(sg["tensors"])) if i in used]
+    drop = set(int(i) for i in candidates) - used
+    keep = [i for i in range(len(sg["tensors"])) if i not in drop]
     if len(keep) == len(sg["tensors"]):
         return
     remap = {old: new for new, old in enumerate(keep)}
@@ -449,16 +492,16 @@ def _drop_unused_tensors(model: Table, sg: Table) -> None:
     for b in dropped_buffers - still - meta - {0}:
         model["buffers"][b] = {}
 
-    def re(v: np.ndarray) -> np.ndarray:
+    def renumber(v: np.ndarray) -> np.ndarray:
         return np.asarray([remap[int(i)] if i >= 0 else -1 for i in v], "<i4")
 
     for key in ("inputs", "outputs"):
         if key in sg:
-            sg[key] = re(sg[key])
+            sg[key] = renumber(sg[key])
     for op in sg["operators"]:
         for key in ("inputs", "outputs", "intermediates"):
             if key in op:
-                op[key] = re(op[key])
+                op[key] = renumber(op[key])
     sg_index = model["subgraphs"].index(sg)
     for sig in model.get("signature_defs", []):
         if sig.get("subgraph_index", 0) == sg_index:
@@ -474,17 +517,19 @@ def fold_fp16_dequantize(model: Table) -> int:
     for sg in model["subgraphs"]:
         tensors = sg["tensors"]
         kept_ops = []
+        orphans = []
         for op in sg["operators"]:
             if op_code(model, op)[0] == OPS["DEQUANTIZE"]:
                 src, dst = tensors[int(op["inputs"][0])], tensors[int(op["outputs"][0])]
                 value = tensor_value(model, src)
                 if src.get("type", 0) == FLOAT16 and value is not None and dst.get("type", 0) == FLOAT32:
                     dst["buffer"] = _add_buffer(model, value.astype("<f4").tobytes())
+                    orphans.append(int(op["inputs"][0]))
                     folded += 1
                     continue
             kept_ops.append(op)
         sg["operators"] = kept_ops
-        _drop_unused_tensors(model, sg)
+        _drop_unused_tensors(model, sg, orphans)
     return folded
 
 
@@ -523,15 +568,12 @@ def expand_transpose_conv_bias(model: Table) -> int:
                 raise NotImplementedError(f"Convolution2DTransposeBias with padding {padding} "
                                           f"(pads {pad_h},{pad_w}) is not rewritten")
             out_shape = [n, stride_h * (h - 1) + kh, stride_w * (w - 1) + kw, o]
-            bias = tensor_value(model, tensors[b_i])
-            if bias is None:
-                raise NotImplementedError("Convolution2DTransposeBias with a non-constant bias")
             base = tensors[y_i]["name"].decode()
             shape_i = _add_tensor(model, sg, base + "/output_shape", [4], INT32,
                                   np.asarray(out_shape, "<i4").tobytes())
-            # Rank-4 bias so ADD broadcasts without relying on rank-mismatch broadcasting.
-            bias_i = _add_tensor(model, sg, base + "/bias", [1, 1, 1, o], FLOAT32,
-                                 bias.astype("<f4").reshape(-1).tobytes())
+            # The bias tensor ([O]) is kept as it is: ADD broadcasts it over NHWC's last axis
+            # (Arm NN's parser reshapes the lower-rank operand itself).
+            bias_i = b_i
             conv_i = _add_tensor(model, sg, base + "/transpose_conv", out_shape, FLOAT32)
             new_ops.append({"opcode_index": _opcode_index(model, OPS["TRANSPOSE_CONV"]),
                             "inputs": np.asarray([shape_i, w_i, x_i], "<i4"),
@@ -545,7 +587,6 @@ def expand_transpose_conv_bias(model: Table) -> int:
                             "builtin_options": {}})
             rewritten += 1
         sg["operators"] = new_ops
-        _drop_unused_tensors(model, sg)
     return rewritten
 
 
@@ -618,7 +659,6 @@ def expand_half_pixel_resize(model: Table) -> int:
                                                 "filter_width": 2, "filter_height": 2}})
             rewritten += 1
         sg["operators"] = new_ops
-        _drop_unused_tensors(model, sg)
     return rewritten
 
 
@@ -740,10 +780,15 @@ def _taps(xp: np.ndarray, ky: int, kx: int, oh: int, ow: int, sh: int, sw: int, 
 
 
 def numpy_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-    """Evaluate a float TFLite model in numpy (float64 arithmetic, float32 results), for the ops the
-    MediaPipe models and :func:`write_quantized_tflite`'s float source use. Written from the TFLite
-    op definitions, independently of Arm NN, so that the two references check each other. float16
-    constants behind DEQUANTIZE are read as float32 (the same values fp32_weight_copy writes)."""
+    """Evaluate a TFLite model in numpy (float64 arithmetic), for the ops the MediaPipe models and
+    the models of :func:`write_quantized_tflite` use. Written from the TFLite op definitions,
+    independently of Arm NN, so that the two references check each other. float16 constants behind
+    DEQUANTIZE are read as float32 (the same values fp32_weight_copy writes).
+
+    Quantized tensors are held as real values (scale * (q - zero_point)) and every quantized output
+    is rounded to its int8 grid: a fake-quant model of the integer kernels, which round their
+    fixed-point requantization differently, so expect a difference of an LSB or so per op. Float
+    outputs are float32; quantized outputs come back as their integer type."""
     m = read_model(path)
     sg = m["subgraphs"][0]
     T = sg["tensors"]
@@ -751,9 +796,10 @@ def numpy_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np
     for i, t in enumerate(T):
         v = tensor_value(m, t)
         if v is not None:
-            vals[i] = v.astype(np.float64) if v.dtype.kind == "f" else v
+            vals[i] = _real(t, v) if _quantized(t) else (v.astype(np.float64) if v.dtype.kind == "f" else v)
     for i in sg["inputs"]:
-        vals[int(i)] = np.asarray(inputs[T[int(i)]["name"].decode()], np.float64)
+        v = np.asarray(inputs[T[int(i)]["name"].decode()])
+        vals[int(i)] = _real(T[int(i)], v) if _quantized(T[int(i)]) else v.astype(np.float64)
     for op in sg["operators"]:
         name = op_name(m, op)
         o = op.get("builtin_options", {})
@@ -762,12 +808,8 @@ def numpy_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np
         out_shape = [int(d) for d in out_t["shape"]]
         x = ins[0]
         act = o.get("fused_activation_function", 0)
-        if name == "DEQUANTIZE":
-            if x.dtype.kind == "f":
-                y = x
-            else:
-                q = T[int(op["inputs"][0])]["quantization"]
-                y = (x.astype(np.float64) - q["zero_point"][0]) * q["scale"][0]
+        if name in ("DEQUANTIZE", "QUANTIZE"):
+            y = x  # values are held as real numbers; the output's own rounding happens below
         elif name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             w, b = ins[1], ins[2] if len(ins) > 2 else None
             sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
@@ -875,8 +917,41 @@ def numpy_run(path: "str | Path", inputs: Dict[str, np.ndarray]) -> Dict[str, np
             raise NotImplementedError(f"numpy_run: op {name}")
         if list(y.shape) != out_shape:
             raise AssertionError(f"numpy_run: {name} -> {list(y.shape)}, the file says {out_shape}")
+        if _quantized(out_t):
+            y = _real(out_t, _to_int(out_t, y))  # the int8 grid the output tensor holds
         vals[int(op["outputs"][0])] = y
-    return {T[int(i)]["name"].decode(): vals[int(i)].astype(np.float32) for i in sg["outputs"]}
+    return {T[int(i)]["name"].decode(): _to_int(T[int(i)], vals[int(i)]) if _quantized(T[int(i)])
+            else vals[int(i)].astype(np.float32) for i in sg["outputs"]}
+
+
+def _quantized(t: Table) -> bool:
+    return t.get("type", 0) in (INT8, 3, INT32, 7) and len(t.get("quantization", {}).get("scale", [])) > 0
+
+
+def _qparams(t: Table, ndim: int) -> Tuple[np.ndarray, np.ndarray]:
+    q = t["quantization"]
+    scale, zp = q["scale"].astype(np.float64), q.get("zero_point", np.zeros(1, np.int64)).astype(np.float64)
+    if len(scale) > 1:  # per channel along quantized_dimension
+        shape = [1] * ndim
+        shape[q.get("quantized_dimension", 0)] = -1
+        scale = scale.reshape(shape)
+        zp = (zp if len(zp) == len(q["scale"]) else np.zeros(len(q["scale"]))).reshape(shape)
+    return scale, zp
+
+
+def _real(t: Table, v: np.ndarray) -> np.ndarray:
+    scale, zp = _qparams(t, np.ndim(v))
+    return (np.asarray(v, np.float64) - zp) * scale
+
+
+def _to_int(t: Table, real: np.ndarray) -> np.ndarray:
+    """Quantize to the tensor's type: round half away from zero (TFLite's QUANTIZE), clamp."""
+    dtype = TENSOR_TYPES[t.get("type", 0)]
+    scale, zp = _qparams(t, np.ndim(real))
+    r = real / scale
+    q = np.sign(r) * np.floor(np.abs(r) + 0.5) + zp
+    info = np.iinfo(dtype)
+    return np.clip(q, info.min, info.max).astype(dtype)
 
 
 def _resize_bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool) -> np.ndarray:
@@ -921,6 +996,15 @@ class GraphBuilder:
             op["builtin_options"] = dict(fields)
         self.sg["operators"].append(op)
 
+    def custom_op(self, custom_code: str, inputs: Sequence[int], outputs: Sequence[int], options: bytes) -> None:
+        codes = self.model["operator_codes"]
+        code = {"deprecated_builtin_code": OPS["CUSTOM"], "custom_code": custom_code.encode(),
+                "builtin_code": OPS["CUSTOM"]}
+        if code not in codes:
+            codes.append(code)
+        self.sg["operators"].append({"opcode_index": codes.index(code), "inputs": np.asarray(inputs, "<i4"),
+                                     "outputs": np.asarray(outputs, "<i4"), "custom_options": bytes(options)})
+
     def finish(self, inputs: Sequence[int], outputs: Sequence[int]) -> Table:
         self.sg["inputs"] = np.asarray(inputs, "<i4")
         self.sg["outputs"] = np.asarray(outputs, "<i4")
@@ -953,9 +1037,12 @@ _SAME_QUANT_OPS = ("MAX_POOL_2D", "RESHAPE", "SQUEEZE", "PAD", "STRIDED_SLICE")
 _LOGISTIC_QUANT = (1.0 / 256.0, -128)
 
 
-def activation_ranges(path: "str | Path", samples: Sequence[Dict[str, np.ndarray]]) -> Dict[str, Tuple[float, float]]:
+def activation_ranges(path: "str | Path", samples: Sequence[Dict[str, np.ndarray]],
+                      runner: str = "armnn") -> Dict[str, Tuple[float, float]]:
     """(min, max) of every float activation tensor over `samples`, from Arm NN (all activations made
-    graph outputs for the calibration runs); graph inputs are taken from the samples themselves."""
+    graph outputs for the calibration runs; runner="numpy" uses numpy_run instead, ~10x faster on
+    CpuRef-sized models and within 1e-5 relative of Arm NN on the MediaPipe models); graph inputs
+    are taken from the samples themselves."""
     import tempfile
 
     m = read_model(path)
@@ -974,8 +1061,9 @@ def activation_ranges(path: "str | Path", samples: Sequence[Dict[str, np.ndarray
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "all_outputs.tflite"
         with_outputs(path, probe, [a for a in acts if a not in inputs])
+        run = {"armnn": armnn_run, "numpy": numpy_run}[runner]
         for sample in samples:
-            for name, v in armnn_run(probe, sample).items():
+            for name, v in run(probe, sample).items():
                 update(name, v)
             for name in inputs:
                 update(name, sample[name])
@@ -998,7 +1086,7 @@ def _quant(scale: Sequence[float], zp: Sequence[int], dim: Optional[int] = None)
 
 
 def write_quantized_tflite(src: "str | Path", dst: "str | Path", calibration: Sequence[Dict[str, np.ndarray]],
-                           int8_io: bool = False) -> Dict[str, Any]:
+                           int8_io: bool = False, runner: str = "armnn") -> Dict[str, Any]:
     """Quantize a float32 TFLite model (float32 constants, e.g. :func:`fp32_weight_copy`'s output)
     in TFLite's standard full-integer scheme and write it to `dst`:
 
@@ -1007,7 +1095,7 @@ def write_quantized_tflite(src: "str | Path", dst: "str | Path", calibration: Se
       take per-channel FC), values in [-127, 127], zero point 0;
     * their biases int32, scale = input scale * weight scale (per channel), zero point 0;
     * activations int8 asymmetric from the (min, max) Arm NN's FP32 run reaches on `calibration`
-      (always holding 0); MAX_POOL_2D / RESHAPE / PAD outputs reuse their input's parameters and
+      (always holding 0; `runner` as in :func:`activation_ranges`); MAX_POOL_2D / RESHAPE / PAD outputs reuse their input's parameters and
       LOGISTIC outputs use 1/256, -128, as TFLite's int8 kernels require;
     * float graph inputs/outputs with QUANTIZE / DEQUANTIZE at the edges (I/O tensors keep their
       names), or int8 graph inputs/outputs when `int8_io`.
@@ -1017,7 +1105,7 @@ def write_quantized_tflite(src: "str | Path", dst: "str | Path", calibration: Se
         raise NotImplementedError("write_quantized_tflite: one subgraph only")
     sg = m["subgraphs"][0]
     T = sg["tensors"]
-    ranges = activation_ranges(src, calibration)
+    ranges = activation_ranges(src, calibration, runner)
     names = [t["name"].decode() for t in T]
     params: Dict[int, Tuple[float, int]] = {}
     # Activations in execution order, so same-quant ops inherit their (already set) input's params.
@@ -1104,3 +1192,52 @@ def write_quantized_tflite(src: "str | Path", dst: "str | Path", calibration: Se
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
+
+
+def write_small_float_model(path: "str | Path", seed: int = 0) -> Dict[str, Any]:
+    """A small float32 TFLite CNN with deterministic He-scaled random weights, for INT8 tests that
+    must be fast (quantizing hand_landmark_lite takes ~15 s of Arm NN CpuRef time):
+    input [1,32,32,3] -> CONV 3x3/2 (8, RELU6) -> DEPTHWISE 3x3 (RELU) -> CONV 1x1 (8) -> ADD
+    (residual) -> MAX_POOL 2x2 -> CONV 3x3 (16, RELU) -> MEAN over H,W -> RESHAPE -> FULLY_CONNECTED
+    (10) = output "logits" [1,10]. Returns the input/output names and shapes."""
+    rng = np.random.default_rng(seed)
+
+    def he(shape: Sequence[int], fan_in: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    def bias(n: int) -> np.ndarray:
+        return (rng.standard_normal(n) * 0.1).astype(np.float32)
+
+    g = GraphBuilder("npuc tflite_reference small CNN")
+    x = g.tensor("input", [1, 32, 32, 3])
+    c1 = g.tensor("conv1", [1, 16, 16, 8])
+    g.op("CONV_2D", [x, g.tensor("conv1/w", [8, 3, 3, 3], data=he([8, 3, 3, 3], 27)),
+                     g.tensor("conv1/b", [8], data=bias(8))], [c1], "Conv2DOptions",
+         padding=0, stride_w=2, stride_h=2, fused_activation_function=3)
+    d1 = g.tensor("dw1", [1, 16, 16, 8])
+    g.op("DEPTHWISE_CONV_2D", [c1, g.tensor("dw1/w", [1, 3, 3, 8], data=he([1, 3, 3, 8], 9)),
+                               g.tensor("dw1/b", [8], data=bias(8))], [d1], "DepthwiseConv2DOptions",
+         padding=0, stride_w=1, stride_h=1, depth_multiplier=1, fused_activation_function=1)
+    p1 = g.tensor("pw1", [1, 16, 16, 8])
+    g.op("CONV_2D", [d1, g.tensor("pw1/w", [8, 1, 1, 8], data=he([8, 1, 1, 8], 8)),
+                     g.tensor("pw1/b", [8], data=bias(8))], [p1], "Conv2DOptions",
+         padding=1, stride_w=1, stride_h=1)
+    a1 = g.tensor("add1", [1, 16, 16, 8])
+    g.op("ADD", [p1, c1], [a1], "AddOptions")
+    m1 = g.tensor("pool1", [1, 8, 8, 8])
+    g.op("MAX_POOL_2D", [a1], [m1], "Pool2DOptions", padding=1, stride_w=2, stride_h=2,
+         filter_width=2, filter_height=2)
+    c2 = g.tensor("conv2", [1, 8, 8, 16])
+    g.op("CONV_2D", [m1, g.tensor("conv2/w", [16, 3, 3, 8], data=he([16, 3, 3, 8], 72)),
+                     g.tensor("conv2/b", [16], data=bias(16))], [c2], "Conv2DOptions",
+         padding=0, stride_w=1, stride_h=1, fused_activation_function=1)
+    gm = g.tensor("mean", [1, 1, 1, 16])
+    g.op("MEAN", [c2, g.tensor("mean/axis", [2], INT32, np.array([1, 2]))], [gm], "ReducerOptions", keep_dims=True)
+    r = g.tensor("flat", [1, 16])
+    g.op("RESHAPE", [gm, g.tensor("flat/shape", [2], INT32, np.array([1, 16]))], [r], "ReshapeOptions",
+         new_shape=np.array([1, 16], "<i4"))
+    y = g.tensor("logits", [1, 10])
+    g.op("FULLY_CONNECTED", [r, g.tensor("fc/w", [10, 16], data=he([10, 16], 16)),
+                             g.tensor("fc/b", [10], data=bias(10))], [y], "FullyConnectedOptions")
+    write_model(g.finish([x], [y]), path)
+    return {"inputs": [("input", [1, 32, 32, 3])], "outputs": [("logits", [1, 10])]}

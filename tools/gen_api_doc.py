@@ -60,7 +60,7 @@ RKNN_EQUIVALENT: Dict[str, str] = {
     "codegen": "`rknn.codegen(output_path, inputs, overwrite)`; a C++ program on npuc's C++ runtime (CMake), "
     "not a board demo",
     "reg_custom_op": "`rknn.reg_custom_op(op)`, same object shape (`op_type`, `shape_infer`, `compute`)",
-    "load_tflite": "`rknn.load_tflite(model)`; not yet (NotSupportedError)",
+    "load_tflite": "`rknn.load_tflite(model, input_is_nchw)`; NCHW inside, 4-D outputs NHWC, quantized files keep their scales",
     "load_caffe": "`rknn.load_caffe(model, blobs, input_name)`",
     "load_darknet": "`rknn.load_darknet(model, weight)`; cfg + weights, raw [yolo]/[region] tensors as outputs",
     "load_tensorflow": "`rknn.load_tensorflow(tf_pb, ...)`; not yet (NotSupportedError)",

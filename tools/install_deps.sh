@@ -9,13 +9,16 @@ level=${1:-build}
 build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-venv python3-numpy
   python3-onnx python3-pybind11 pybind11-dev libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev ocl-icd-opencl-dev libgtest-dev libyaml-cpp-dev libxxhash-dev libfmt-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
-  python3-setuptools python3-wheel python3-pip)
+  python3-setuptools python3-wheel python3-pip
+  libflatbuffers-dev flatbuffers-compiler)  # the TFLite frontend: flatc compiles its schema subset at build time
 # The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node);
 # RKNN-Toolkit2's example scripts (tests/rknn_examples) import cv2 and scipy.
 # The Caffe frontend's tests write caffemodels with the protobuf module protoc generates (python3-protobuf);
 # the Darknet frontend's tests compare with Debian's libdarknet (darknet).
+# The TFLite frontend's tests compare with Arm NN's TfLiteParser on its CpuRef backend (python3-pyarmnn,
+# libarmnn-cpuref-backend22) and rewrite .tflite files with flatbuffers.Builder (python3-flatbuffers).
 test_pkgs=(python3-pytest libonnx-testdata python3-torch python3-torchvision python3-opencv python3-scipy darknet nodejs npm
-           ca-certificates python3-protobuf)
+           ca-certificates python3-protobuf python3-pyarmnn libarmnn-cpuref-backend22 python3-flatbuffers)
 bench_pkgs=(python3-sklearn python3-scipy fonts-dejavu-core)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 
@@ -46,17 +49,29 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# ONNX Runtime from npm (onnxruntime-node, into bench/): the peer the QDQ export tests and the
-# benchmarks run models in. The test level needs it: a failure here stops `make test`.
-install_onnxruntime_node() {
-  local bench_dir
+# From npm, into bench/node_modules (bench/package.json pins the versions): ONNX Runtime
+# (onnxruntime-node), the peer the QDQ export tests and the benchmarks run models in, and MediaPipe's
+# trained TFLite models (@mediapipe/face_detection, selfie_segmentation, hands), the TFLite frontend's
+# test models. The test level needs them: a failure here stops `make test`.
+install_npm_packages() {
+  local bench_dir missing
   bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bench"
-  [[ -d $bench_dir/node_modules/onnxruntime-node ]] && return 0
-  echo "npuc: installing onnxruntime-node into bench/ (npm)"
+  # Each pinned dependency is checked (present at the pinned version): an older checkout's
+  # node_modules may hold onnxruntime-node but not the models added later.
+  missing=$(cd "$bench_dir" && node -e '
+    const fs = require("fs");
+    for (const [name, want] of Object.entries(require("./package.json").dependencies)) {
+      let have = null;
+      try { have = JSON.parse(fs.readFileSync(`node_modules/${name}/package.json`)).version; } catch (e) {}
+      if (have !== want) console.log(name);
+    }') || { echo "npuc: cannot read bench/package.json with node" >&2; exit 1; }
+  missing=$(echo $missing)
+  [[ -z $missing ]] && return 0
+  echo "npuc: installing $missing into bench/ (npm)"
   (cd "$bench_dir" && npm install --ignore-scripts --no-audit --no-fund >/dev/null) || {
-    echo "npuc: 'npm install onnxruntime-node' failed in bench/ (is the npm registry reachable?)" >&2
+    echo "npuc: 'npm install' of $missing failed in bench/ (is the npm registry reachable?)" >&2
     exit 1
   }
 }
-[[ $level == test || $level == bench ]] && install_onnxruntime_node
+[[ $level == test || $level == bench ]] && install_npm_packages
 exit 0

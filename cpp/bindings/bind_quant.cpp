@@ -250,6 +250,14 @@ void bindQuant(py::module_& m) {
             return out;
           },
           "Value name -> (scale, zero_point) of every per-tensor int8 value.")
+      .def_property_readonly(
+          "tensor_scales",
+          [](const PyQuantizedModel& q) {
+            std::map<std::string, std::pair<int64_t, std::vector<float>>> out;
+            for (const auto& [name, t] : q.plan().tensors) out[name] = {t.axis, t.scales};
+            return out;
+          },
+          "Value name -> (axis, scales) of every quantized tensor, weights included (axis -1: per tensor).")
       .def("export_onnx", &exportQuantizedOnnx, py::arg("path"),
            "Writes the model as standard ONNX QDQ (QuantizeLinear/DequantizeLinear around every int8 tensor, "
            "int8 weights, int32 biases; FP16 nodes between Cast(float16) pairs) that ONNX Runtime can run.")

@@ -6,6 +6,8 @@
 #include "bindings/bindings.h"
 #include "frontend/darknet/darknet_import.h"
 #include "frontend/caffe/caffe_import.h"
+#include "frontend/tflite/tflite_import.h"
+#include "frontend/tflite/tflite_ranges.h"
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "opset/custom_ops.h"
@@ -111,6 +113,70 @@ void bindModel(py::module_& m) {
           "Imports a Caffe net: the deploy prototxt and its caffemodel (\"\" = none; only nets without "
           "trained layers load then). input_name, when given, must name one of the net's inputs; input_names, "
           "input_sizes, output_names and custom_ops as for load.")
+      .def_static(
+          "load_tflite",
+          [](const std::string& path, bool input_is_nchw, const std::vector<std::string>& input_names,
+             const std::vector<std::vector<int64_t>>& input_sizes, const std::vector<std::string>& output_names) {
+            TfliteImportOptions opts;
+            opts.base = makeImportOptions(input_names, input_sizes, output_names, nullptr);
+            opts.input_is_nchw = input_is_nchw;
+            TfliteImport imp;
+            {
+              py::gil_scoped_release release;
+              imp = importTfliteFile(path, opts);
+            }
+            Model m(std::shared_ptr<const Graph>(std::move(imp.graph)));
+            m.imported_ranges = std::move(imp.ranges);
+            m.imported_weight_scales = std::move(imp.weight_scales);
+            return m;
+          },
+          py::arg("path"), py::arg("input_is_nchw") = false, py::arg("input_names") = std::vector<std::string>{},
+          py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+          py::arg("output_names") = std::vector<std::string>{},
+          "Imports a TFLite model (docs/frontend_tflite.md): NCHW inside; a 4-D NHWC input becomes an NCHW graph "
+          "input of the same name (input_is_nchw=True keeps the file's dims), 4-D outputs stay NHWC. A quantized "
+          "file's activation ranges are kept in imported_ranges.")
+      .def_property_readonly(
+          "imported_ranges",
+          [](const Model& mo) {
+            py::dict out;
+            for (const auto& [name, r] : mo.imported_ranges) {
+              py::dict d;
+              d["min"] = r.min;
+              d["max"] = r.max;
+              d["scale"] = r.scale;
+              d["zero_point"] = r.zero_point;
+              d["dtype"] = r.dtype;
+              out[py::str(name)] = d;
+            }
+            return out;
+          },
+          "Value name -> {'min', 'max', 'scale', 'zero_point', 'dtype'}: the activation ranges a quantized TFLite "
+          "file declares (min = (qmin - zp) * scale, max = (qmax - zp) * scale); empty for other models.")
+      .def(
+          "complete_ranges",
+          [](const Model& mo, std::map<std::string, std::pair<float, float>> ranges) {
+            std::vector<std::string> filled = tflite::completeRanges(mo.graph(), ranges);
+            return py::make_tuple(ranges, filled);
+          },
+          py::arg("ranges"),
+          "(ranges, filled): `ranges` ({value name: (min, max)}) completed for this model's float activations "
+          "that lack one, each taking the nearest upstream range (frontend/tflite/tflite_ranges.h), and the "
+          "names filled.")
+      .def_property_readonly(
+          "imported_weight_scales",
+          [](const Model& mo) {
+            py::dict out;
+            for (const auto& [name, w] : mo.imported_weight_scales) {
+              py::dict d;
+              d["scales"] = w.scales;
+              d["axis"] = w.axis;
+              out[py::str(name)] = d;
+            }
+            return out;
+          },
+          "Weight constant name -> {'scales', 'axis'}: how a quantized TFLite file quantized it (axis in npuc's "
+          "layout, -1 per tensor).")
       .def_property_readonly(
           "inputs", [](const Model& mo) { return valueInfoList(mo.graph().inputs()); },
           "Graph inputs: list of {'name', 'dtype', 'shape'} dicts.")

@@ -2,10 +2,12 @@
 // built from it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
 #include "frontend/onnx_import.h"
+#include "frontend/tflite/tflite_import.h"
 #include "ir/graph.h"
 #include "runtime/model_stats.h"
 
@@ -21,6 +23,11 @@ class Model {
   const Graph& graph() const { return *graph_; }
   const std::shared_ptr<const Graph>& sharedGraph() const { return graph_; }
   const ModelStats& stats() const { return stats_; }
+
+  // What a quantized TFLite file declares (empty for every other model): the float range of each
+  // activation and the scales of each weight. build(do_quantization=False) quantizes from them.
+  std::map<std::string, TfliteQuantRange> imported_ranges;
+  std::map<std::string, TfliteImport::WeightQuant> imported_weight_scales;
 
  private:
   std::shared_ptr<const Graph> graph_;

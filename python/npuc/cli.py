@@ -101,7 +101,7 @@ def cmd_info_for(
     output_names: Sequence[str] = (),
     blobs: Optional[str] = None,
 ) -> int:
-    """Prints what ``npuc info`` prints for the ONNX, Darknet ``.cfg`` or Caffe ``.prototxt`` model,
+    """Prints what ``npuc info`` prints for the ONNX, Darknet ``.cfg``, Caffe ``.prototxt`` or TFLite model,
     or ``.npub`` blob, at `path`."""
     from npuc.model_files import load_model
 
@@ -259,14 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "MACs (Conv/ConvTranspose/Gemm/MatMul) and parameter count. For a .npub blob it first "
                        "verifies the file and prints its metadata: format version, producer, SoC, whether it "
                        "is quantized (int8/fp16 node counts), model digest, build options and sections.")
-    _add_model_args(p, "path of the .onnx model, Caffe .prototxt (with --blobs) or .npub blob")
+    _add_model_args(p, "path of the .onnx model, Caffe .prototxt (with --blobs), .tflite or .npub blob")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a model on .npy inputs (FP32 host runtime; a blob on the NPU simulator)",
                        description="Runs an ONNX model on the FP32 host runtime, or a .npub blob on the NPU "
                        "simulator (as Toolkit.load_blob + inference), and prints each output's name, dtype and "
                        "shape; with --output-dir, writes <output name>.npy files.")
-    _add_model_args(p, "path of the .onnx model, Caffe .prototxt (with --blobs) or .npub blob")
+    _add_model_args(p, "path of the .onnx model, Caffe .prototxt (with --blobs), .tflite or .npub blob")
     p.add_argument("--input", action="append", default=[], required=True, metavar="FILE.npy",
                    help="one .npy array per model input, in model input order")
     p.add_argument("--output-dir", metavar="DIR", help="write each output as DIR/<name>.npy")

@@ -40,18 +40,24 @@ class ConvertJob:
     config: Dict[str, Any] = field(default_factory=dict)
     verify: bool = False
     blobs: Optional[str] = None  # the .caffemodel of a Caffe .prototxt model
+    platform: str = ""  # the YAML's platform ("tflite" reads the model as TFLite whatever its name)
 
 
 def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
     """Loads, builds and exports `job`; returns the summary (passes fired, split, FPS, blob size)."""
     import npuc
-    from npuc.model_files import darknet_weights_for, is_caffe_model, is_darknet
+    from npuc.model_files import darknet_weights_for, is_caffe_model, is_darknet, is_tflite
 
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
         with npuc.Toolkit() as tk:
             tk.config(target_platform=job.soc, **job.config)
-            if is_darknet(job.model):
+            if job.platform == "tflite" or is_tflite(job.model):
+                if job.inputs or job.input_size_list or job.outputs:
+                    raise ConfigFileError("--input-size/--input-name/--output-name apply to ONNX models; a TFLite "
+                                          "model fixes its input shapes and outputs")
+                tk.load_tflite(model=job.model)
+            elif is_darknet(job.model):
                 tk.load_darknet(model=job.model, weight=darknet_weights_for(job.model))
             elif is_caffe_model(job.model):
                 if job.inputs or job.input_size_list or job.outputs:
@@ -182,8 +188,8 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
                 f"{where}.model_file_path", "a non-empty string", entry["model_file_path"])
         platform = entry.get("platform", "onnx")
         _expect(isinstance(platform, str), f"{where}.platform", "a string", platform)
-        if platform != "onnx":
-            raise ConfigFileError(f"{where}: platform {shown(platform)} is not supported (only onnx)")
+        if platform not in ("onnx", "tflite"):
+            raise ConfigFileError(f"{where}: platform {shown(platform)} is not supported (onnx or tflite)")
         quantize = entry.get("quantize", False)
         _expect(isinstance(quantize, bool), f"{where}.quantize", "true or false", quantize)
         dataset = entry.get("dataset")
@@ -216,7 +222,8 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
             dataset=str(base / dataset) if dataset else None,
             inputs=_string_list(f"{where}.subgraphs.inputs", sub.get("inputs")),
             input_size_list=sizes,
-            outputs=_string_list(f"{where}.subgraphs.outputs", sub.get("outputs")), config=configs))
+            outputs=_string_list(f"{where}.subgraphs.outputs", sub.get("outputs")), config=configs,
+            platform=platform))
     _refuse_duplicate_outputs(path, jobs)
     return jobs
 
@@ -347,7 +354,7 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
                        "and writes the .npub blob, then prints a one-screen summary. Either "
                        "`npuc convert MODEL.onnx -t SOC -o OUT.npub [options]` or "
                        "`npuc convert -i model_config.yml -t SOC -o OUTDIR` (rknn_convert's YAML).")
-    p.add_argument("model", nargs="?", help="the .onnx model or Caffe .prototxt (omit with -i)")
+    p.add_argument("model", nargs="?", help="the .onnx model, Caffe .prototxt or .tflite (omit with -i)")
     add_blobs_arg(p)
     p.add_argument("-i", "--config-file", metavar="YAML", help="rknn_convert-style YAML config")
     p.add_argument("-t", "--target", required=True, metavar="SOC", help="target SoC, e.g. rk3588 (see `npuc socs`)")
@@ -379,7 +386,7 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p = sub.add_parser("perf", help="simulated per-layer NPU performance (eval_perf)",
                        description="Prints eval_perf's per-layer table, summary and op ranking for an ONNX "
                        "model or a .npub blob; --compare-socs estimates it on every SoC side by side.")
-    p.add_argument("model", help="an .onnx model, a Caffe .prototxt or a .npub blob")
+    p.add_argument("model", help="an .onnx model, a Caffe .prototxt, a .tflite or a .npub blob")
     add_blobs_arg(p)
     p.add_argument("--soc", help="SoC to cost on (default: the blob's, or rk3588 for ONNX)")
     p.add_argument("--dtype", default="int8", choices=["int8", "fp16"], help="NPU data type for an ONNX model")

@@ -1,5 +1,5 @@
 """Which frontend reads a model file, for the command line: ``.cfg`` is a Darknet network,
-``.prototxt`` a Caffe net, anything else ONNX (``.npub`` blobs are handled by each command before it
+``.prototxt`` a Caffe net, ``.tflite`` a TFLite model, anything else ONNX (``.npub`` blobs are handled by each command before it
 gets here).
 
 A Darknet network is two files; the command line names the ``.cfg`` and finds the weights next to
@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 from npuc.errors import ModelLoadError
 from npuc.messages import MAX_SHOWN_PATH, shown
 
-__all__ = ["is_darknet", "is_caffe_model", "darknet_weights_for", "load_model"]
+__all__ = ["is_darknet", "is_caffe_model", "is_tflite", "darknet_weights_for", "load_model"]
 
 
 def is_darknet(path: str) -> bool:
@@ -25,6 +25,10 @@ def is_darknet(path: str) -> bool:
 
 def is_caffe_model(path: str) -> bool:
     return os.fspath(path).lower().endswith(".prototxt")
+
+
+def is_tflite(path: str) -> bool:
+    return os.fspath(path).lower().endswith(".tflite")
 
 
 def darknet_weights_for(cfg: str) -> str:
@@ -38,8 +42,9 @@ def darknet_weights_for(cfg: str) -> str:
 
 def load_model(path: str, input_names: Sequence[str] = (), input_sizes: Sequence[Sequence[int]] = (),
                output_names: Sequence[str] = (), blobs: Optional[str] = None) -> Any:
-    """``npuc.Model`` from an ONNX file, a Darknet ``.cfg`` (with its ``.weights`` beside it) or a
-    Caffe ``.prototxt`` (with ``blobs``, its ``.caffemodel``)."""
+    """``npuc.Model`` from an ONNX file, a Darknet ``.cfg`` (with its ``.weights`` beside it), a
+    Caffe ``.prototxt`` (with ``blobs``, its ``.caffemodel``) or a TFLite ``.tflite`` (4-D NHWC inputs
+    become NCHW graph inputs, as ``Toolkit.load_tflite`` does)."""
     from npuc._npuc import Model
 
     sizes = [list(s) for s in input_sizes]
@@ -50,6 +55,8 @@ def load_model(path: str, input_names: Sequence[str] = (), input_sizes: Sequence
                                 output_names=list(output_names))
     if blobs is not None:
         raise ModelLoadError("--blobs applies to a Caffe .prototxt model")
+    if is_tflite(path):
+        return Model.load_tflite(path, False, list(input_names), sizes, list(output_names))
     if is_darknet(path):
         if input_names:
             raise ModelLoadError("--input-name does not apply to a darknet model: it has one input, 'data'")

@@ -17,7 +17,6 @@ __all__ = ["RknnOnlyCalls", "FRONTENDS_PENDING"]
 
 #: RKNN-Toolkit2 loaders whose frontends are not written yet, with the framework they read.
 FRONTENDS_PENDING = {
-    "load_tflite": "TensorFlow Lite",
     "load_tensorflow": "TensorFlow (frozen .pb)",
     "load_keras": "Keras",
 }
@@ -25,8 +24,9 @@ FRONTENDS_PENDING = {
 
 def _frontend_pending(call: str) -> NotSupportedError:
     return NotSupportedError(
-        f"{call}: {FRONTENDS_PENDING[call]} models are not supported yet; npuc reads ONNX (load_onnx) and "
-        f"TorchScript (load_pytorch): export the model to ONNX first"
+        f"{call}: {FRONTENDS_PENDING[call]} models are not supported yet; npuc reads ONNX (load_onnx), "
+        f"TorchScript (load_pytorch), TFLite (load_tflite), Caffe (load_caffe) and Darknet (load_darknet): "
+        f"export the model to ONNX first"
     )
 
 
@@ -34,11 +34,6 @@ class RknnOnlyCalls:
     """Mixed into :class:`npuc.Toolkit`: RKNN-Toolkit2 calls without an npuc counterpart."""
 
     # RKNN-Toolkit2's loaders whose frontends are still to be written, with RKNN's signatures.
-
-    def load_tflite(self, model: Any, input_is_nchw: bool = False) -> int:
-        """RKNN ``load_tflite``: not supported yet (NotSupportedError)."""
-        raise _frontend_pending("load_tflite")
-
 
     def load_tensorflow(self, tf_pb: Any, inputs: Any = None, input_size_list: Any = None, outputs: Any = None,
                         input_is_nchw: bool = False) -> int:

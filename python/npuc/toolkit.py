@@ -360,6 +360,48 @@ class Toolkit(RknnOnlyCalls):
         self._log.info("load_darknet: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
 
+    def load_tflite(self, model: Union[str, os.PathLike], input_is_nchw: bool = False) -> int:
+        """Imports a TFLite model (RKNN-Toolkit2 ``load_tflite``): a ``.tflite`` flatbuffer.
+
+        npuc computes in NCHW: a 4-D NHWC input ``[1, H, W, C]`` becomes the NCHW graph input
+        ``[1, C, H, W]`` of the same name (pass NHWC images with ``inference(data_format='nhwc')``
+        or let ``'auto'`` decide, as for other frontends), weights are permuted at import, and each
+        4-D output gets one final Transpose back to NHWC, so outputs compare directly with TFLite's.
+        float16 weights behind DEQUANTIZE are folded to FP32. A quantized (INT8/UINT8) file keeps
+        its own activation scales: ``build(do_quantization=False)`` then builds an INT8 program from
+        them without a dataset (``Model.imported_ranges``). ``docs/frontend_tflite.md`` lists the
+        supported ops and layout rules.
+
+        Args:
+            model: path of the ``.tflite`` file.
+            input_is_nchw: True when the file's 4-D inputs are declared NCHW already: the graph
+                input keeps the file's dims (RKNN's meaning; default False: NHWC).
+
+        Returns:
+            0 on success.
+
+        Raises:
+            ModelLoadError: the file is missing, truncated, not a TFLite flatbuffer, refused by the
+                flatbuffers verifier, or holds a bad record (the message names the file, the
+                operator index and op, or the tensor).
+            UnsupportedOpError: a TFLite op (or fused activation) npuc does not build, named with
+                its operator index.
+        """
+        path = arg_check.path("load_tflite", "model", model)
+        input_is_nchw = arg_check.flag("load_tflite", "input_is_nchw", input_is_nchw)
+        if not os.path.isfile(path):
+            raise ModelLoadError(f"load_tflite: cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
+        job = self._new_job([(path, "the loaded model")])
+        loaded = Model.load_tflite(path, input_is_nchw)
+        self._inputs = job
+        self._model, self._runtime, self._float_model = loaded, None, None
+        self._stage = Stage.LOADED
+        self._model_name = Path(path).stem
+        quantized = " (quantized: %d activation ranges from the file)" % len(loaded.imported_ranges) \
+            if loaded.imported_ranges else ""
+        self._log.info("load_tflite: %d nodes, inputs %s%s", loaded.num_nodes, _io_summary(loaded.inputs), quantized)
+        return 0
+
     def load_caffe(
         self,
         model: Union[str, os.PathLike],
@@ -464,12 +506,15 @@ class Toolkit(RknnOnlyCalls):
             _refuse_raw_images_in_memory("build", dataset, self._preprocessor,
                                          (self._float_model or self._model).inputs)
         source = self._float_model or self._model
+        # A quantized TFLite file carries its scales: building it "without quantization" keeps them
+        # (RKNN's rule for pre-quantized models) and makes an INT8 program with no calibration.
+        from_file = not do_quantization and bool(source.imported_ranges)
         check_op_target_names(self._config.get("op_target") or {}, [n["name"] for n in source.nodes],
                               _npuc.supported_ops(), list(self._custom_ops))
         with staged_folder(dump_dir, "an optimizer dump", self._inputs) as staging:
             soc = self._config.get("target_platform") or ""
             optimized, report = optimize(
-                source, level, disabled, staging, soc=soc, dtype="int8" if do_quantization else "fp16",
+                source, level, disabled, staging, soc=soc, dtype="int8" if do_quantization or from_file else "fp16",
                 op_target=dict(self._config.get("op_target") or {}),
             )
         self.optimization_report = report
@@ -480,12 +525,31 @@ class Toolkit(RknnOnlyCalls):
         self._model, self._runtime = optimized, None
         self._stage = Stage.BUILT
         self._report_partition()
-        self._built_float = not do_quantization
+        self._built_float = not do_quantization and not from_file
         if do_quantization:
             self._quantize(dataset, auto_hybrid)
+        elif from_file:
+            self._quantize_from_file(source)
         else:
             self._use_fp16()
         return 0
+
+    def _quantize_from_file(self, source: Any) -> None:
+        """INT8 from the activation ranges a quantized TFLite file declares (no calibration run).
+
+        Values the optimizer created or renamed take the nearest upstream range
+        (``Model.complete_ranges``); weights get npuc's own per-channel scales from the
+        dequantized FP32 weights (``config(quantized_method=...)``).
+        """
+        from npuc._npuc import quantize_from_ranges
+
+        ranges = {name: (r["min"], r["max"]) for name, r in source.imported_ranges.items()}
+        ranges, filled = self._model.complete_ranges(ranges)
+        method = self._config.get("quantized_method") or "channel"
+        quantized = quantize_from_ranges(self._model, ranges, method, [])
+        self._emit(f"quantization: INT8 from the model file's own scales ({len(source.imported_ranges)} activation "
+                   f"ranges; {len(filled)} values the optimizer created take their upstream range), no calibration")
+        self._quantized = (self._model, quantized)
 
     def _report_partition(self) -> None:
         """Prints where each op runs on the target, with the reason for every CPU fallback."""

@@ -239,13 +239,56 @@ def write_caffe_seeds(out_dir: Path) -> int:
     return count
 
 
+def write_tflite_seeds(out_dir: Path) -> int:
+    """Inputs of fuzz_tflite_import: MediaPipe's two small trained models (float16 weights behind
+    DEQUANTIZE, the custom transposed conv; the third is over the input cap) when npm installed
+    them, single-op float and int8 models written with tests/python/tflite_reference.py, and a
+    truncated copy of each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    import numpy as np
+    import tflite_reference as ref
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    seeds = {}
+    for name in ("face_detection_short_range", "selfie_segmentation"):
+        try:
+            seeds[name] = Path(ref.mediapipe_model(name)).read_bytes()
+        except FileNotFoundError:
+            pass
+    if ref.flatbuffers is not None:
+        rng = np.random.default_rng(0)
+        b = ref.GraphBuilder()
+        x = b.tensor("x", [1, 6, 6, 3])
+        w = b.tensor("w", [4, 3, 3, 3], data=rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+        bias = b.tensor("b", [4], data=np.zeros(4, np.float32))
+        y = b.tensor("y", [1, 3, 3, 4])
+        b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding=0, stride_w=2, stride_h=2, fused_activation_function=3)
+        z = b.tensor("z", [1, 36])
+        b.op("RESHAPE", [y], [z], "ReshapeOptions", new_shape=np.asarray([1, 36], "<i4"))
+        seeds["conv_reshape"] = ref.model_bytes(b.finish([x], [z]))
+        q = ref.GraphBuilder()
+        qi = q.tensor("x", [1, 4, 4, 2], ref.INT8, quant=ref._quant([0.05], [3]))
+        qw = q.tensor("w", [1, 3, 3, 2], ref.INT8, data=rng.integers(-127, 128, (1, 3, 3, 2)).astype(np.int8),
+                      quant=ref._quant([0.01, 0.02], [0, 0], 3))
+        qo = q.tensor("y", [1, 4, 4, 2], ref.INT8, quant=ref._quant([0.1], [-5]))
+        q.op("DEPTHWISE_CONV_2D", [qi, qw, -1], [qo], "DepthwiseConv2DOptions", padding=0, stride_w=1, stride_h=1,
+             depth_multiplier=1)
+        seeds["int8_depthwise"] = ref.model_bytes(q.finish([qi], [qo]))
+    count = 0
+    for name, data in seeds.items():
+        (out_dir / f"{name}.tflite").write_bytes(data)
+        (out_dir / f"{name}_truncated.tflite").write_bytes(data[: len(data) // 2])
+        count += 2
+    return count
+
+
 def main(argv) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["onnx", "blob", "dataset", "darknet", "caffe"])
+    parser.add_argument("kind", choices=["onnx", "blob", "dataset", "darknet", "caffe", "tflite"])
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)
     writers = {"onnx": write_onnx_seeds, "blob": write_blob_seeds, "dataset": write_dataset_seeds,
-               "darknet": write_darknet_seeds, "caffe": write_caffe_seeds}
+               "darknet": write_darknet_seeds, "caffe": write_caffe_seeds, "tflite": write_tflite_seeds}
     count = writers[args.kind](args.out_dir)
     print(f"wrote {count} {args.kind} seeds to {args.out_dir}")
     return 0

@@ -21,7 +21,8 @@
 # as is or re-sealed -> verify -> FP32 executor or INT8 simulator -> one run), fuzz_dataset_list
 # (dataset.txt text and .npy bytes -> the calibration-input parsers), fuzz_darknet_import (a .cfg
 # text and .weights bytes -> the Darknet frontend and the shared import tail), fuzz_caffe_import
-# (prototxt + caffemodel bytes -> Caffe import -> passes); Python: fuzz_yaml_config
+# (prototxt + caffemodel bytes -> Caffe import -> passes), fuzz_tflite_import (.tflite bytes -> the
+# flatbuffers verifier -> the TFLite frontend and the shared import tail); Python: fuzz_yaml_config
 # (YAML text -> `npuc convert -i`, or hybrid_quantization_step2's config), fuzz_cli_args (an argv,
 # one argument per line -> `npuc ...` in-process). The sanitized core is only built when a C++
 # target is selected: the Python targets use the regular build's module (PYTHONPATH).
@@ -88,6 +89,8 @@ make_seeds() {
     fuzz_darknet_import) PYTHONPATH="${PYTHONPATH:-$REPO/python}" "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" darknet "$dir" ;;
     # The Caffe test nets (tests/python/caffe_nets.py: needs PyTorch and protoc).
     fuzz_caffe_import) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" caffe "$dir" ;;
+    # MediaPipe's models from bench/node_modules and small models written by tests/python/tflite_reference.py.
+    fuzz_tflite_import) "$PYTHON" "$REPO/tests/fuzz/make_seeds.py" tflite "$dir" ;;
     *) echo "no seed generator for $name (starting from an empty corpus)" ;;
   esac
 }

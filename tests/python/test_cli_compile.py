@@ -150,8 +150,11 @@ def test_yaml_problems_are_named(conv_relu_path: Path, tmp_path: Path) -> None:
     user_error(npuc_cli("convert", "-i", str(tmp_path / "b.yml"), "-t", "rk3588", "-o", out), "nothere.onnx")
     (tmp_path / "c.yml").write_text("models:\n  model_file_path: x.onnx\n")
     user_error(npuc_cli("convert", "-i", str(tmp_path / "c.yml"), "-t", "rk3588", "-o", out), "missing 'name'")
-    (tmp_path / "d.yml").write_text(f"models:\n  name: m\n  platform: tflite\n  model_file_path: {conv_relu_path}\n")
-    user_error(npuc_cli("convert", "-i", str(tmp_path / "d.yml"), "-t", "rk3588", "-o", out), "tflite")
+    (tmp_path / "d.yml").write_text(f"models:\n  name: m\n  platform: keras\n  model_file_path: {conv_relu_path}\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "d.yml"), "-t", "rk3588", "-o", out), "keras")
+    # platform: tflite reads the file as TFLite whatever its name: an ONNX file is refused as one.
+    (tmp_path / "d2.yml").write_text(f"models:\n  name: m\n  platform: tflite\n  model_file_path: {conv_relu_path}\n")
+    user_error(npuc_cli("convert", "-i", str(tmp_path / "d2.yml"), "-t", "rk3588", "-o", out), "not a TFLite model")
     bad_value = write_yaml(tmp_path / "e.yml", conv_relu_path, extra_configs="    quantized_method: tensor\n")
     user_error(npuc_cli("convert", "-i", str(bad_value), "-t", "rk3588", "-o", out), "'channel', 'layer'")
     bad_soc = write_yaml(tmp_path / "f.yml", conv_relu_path)

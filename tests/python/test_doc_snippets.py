@@ -4,7 +4,8 @@ A block runs in a scratch folder that holds the files the docs name: ``model.onn
 mobilenet_v2, input ``input`` [1, 3, 224, 224]), ``mobilenet_v2.onnx`` and ``mobilenet_v2.ref.npz``,
 ``dataset.txt`` listing two photo-like images (one of another size, resized on reading),
 ``yolov3.cfg`` + ``yolov3.weights`` (Debian darknet's yolov3-tiny cfg with random weights in
-darknet's format; only when the darknet package is installed); and one
+darknet's format; only when the darknet package is installed), ``hand_landmark_lite.tflite``
+(MediaPipe's, from npm via tests/python/tflite_reference.py, when installed); and one
 name the snippets use without defining it, ``image``: an RGB uint8 HWC array, as cv2/PIL give.
 Blocks that are not programs are skipped by rule, not by hand: the generated signature blocks of
 docs/toolkit_api.md (one line, ``Toolkit.<call>(...) -> ...``).
@@ -73,6 +74,12 @@ def _scene(folder: Path) -> dict:
         cfg = (DARKNET_CFG_DIR / "yolov3-tiny.cfg").read_text()
         (folder / "yolov3.cfg").write_text(cfg)
         write_random_weights(cfg, folder / "yolov3.weights")
+    from tflite_reference import mediapipe_model
+
+    try:
+        shutil.copy(mediapipe_model("hand_landmark_lite"), folder / "hand_landmark_lite.tflite")
+    except FileNotFoundError:
+        pass  # the TFLite page's block then fails naming the file, as a missing install should
     return {"image": image}
 
 

@@ -78,8 +78,8 @@ def test_board_targets_and_missing_frontends_fail_with_minus_one(conv_relu_path:
 
 def test_the_native_toolkit_still_raises(tmp_path: Path) -> None:
     with npuc.Toolkit() as tk:
-        with pytest.raises(npuc.NotSupportedError, match="load_tflite: TensorFlow Lite models are not supported yet"):
-            tk.load_tflite(model="m.tflite")
+        with pytest.raises(npuc.NotSupportedError, match="load_keras: Keras models are not supported yet"):
+            tk.load_keras(model="m.h5")
         with pytest.raises(npuc.ConfigError, match="reg_custom_op: object needs an 'op_type'"):
             tk.reg_custom_op(object())
 

@@ -1,4 +1,4 @@
-"""examples/tflite/mobilenet_v1/test.py: TFLite frontend (not in npuc yet: load_tflite returns -1)."""
+"""examples/tflite/mobilenet_v1/test.py: the TFLite frontend (load_tflite), INT8 build, export and inference."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

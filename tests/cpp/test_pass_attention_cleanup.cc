@@ -95,7 +95,7 @@ TEST(PassAttentionCleanup, SplitProjectionsBecomeOne) {
     SCOPED_TRACE(with_bias ? "Gemm" : "MatMul");
     auto g = splitProjections(with_bias);
     auto original = splitProjections(with_bias);
-    runPassChecked(*g, "attention_cleanup", 1e-5);
+    runPassChecked(*g, "attention_cleanup", 1e-5, 3, PassTarget{nullptr, NpuDType::Float16, {}});
     EXPECT_EQ(countOps(*g, with_bias ? "Gemm" : "MatMul"), with_bias ? 1u : 3u)
         << "one projection (+ the two attention MatMuls)";
     optimize(*g);
@@ -112,6 +112,25 @@ TEST(PassAttentionCleanup, ProjectionsOfDifferentInputsStaySeparate) {
   b.output(b.op("Gemm", {x, b.randomConstant({8, 8}, 1), b.randomConstant({8}, 2)}));
   b.output(b.op("Gemm", {y, b.randomConstant({8, 8}, 3), b.randomConstant({8}, 4)}));
   EXPECT_EQ(runPassChecked(b.graph(), "attention_cleanup", 1e-5).changes, 0u);
+}
+
+// Sibling projections merge only in a float build: in INT8 the merged output would have one scale
+// for parts whose ranges may differ ~1000x (hand_landmark_lite's pixel and world landmarks, which
+// rounded to zero merged), and the weights do not predict the ranges.
+TEST(PassAttentionCleanup, SiblingProjectionsMergeOnlyInAFloatBuild) {
+  const PassTarget fp16{nullptr, NpuDType::Float16, {}};
+  for (std::optional<PassTarget> target : {std::optional<PassTarget>{}, std::optional<PassTarget>{PassTarget{}}}) {
+    SCOPED_TRACE(target ? "int8 target" : "no target");
+    auto g = splitProjections(/*with_bias=*/true);
+    auto r = runPassChecked(*g, "attention_cleanup", 1e-5, 3, target);
+    EXPECT_EQ(countOps(*g, "Gemm"), 3u);
+    bool reason = false;
+    for (const MatchFailure& f : r.ctx.match_failures) reason |= f.reason.find("share one scale") != std::string::npos;
+    EXPECT_TRUE(reason) << "the refusal says why";
+  }
+  auto g = splitProjections(/*with_bias=*/true);
+  runPassChecked(*g, "attention_cleanup", 1e-5, 3, fp16);
+  EXPECT_EQ(countOps(*g, "Gemm"), 1u);
 }
 
 TEST(PassAttentionCleanup, ScaleStaysWhenAnotherReaderSeesItsColumns) {

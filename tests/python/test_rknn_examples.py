@@ -417,10 +417,11 @@ def _check_tflite_mobilenet_v1(folder: Path, out: str) -> None:
         got = tk.inference(inputs=[rgb[np.newaxis]], data_format="nhwc")
     assert [g.shape for g in got] == [w.shape for w in want]
     cos = [cosine_similarity(g, w) for g, w in zip(got, want)]
-    # The 4th output (world landmarks, metres) is left out: the optimizer's
-    # merge_sibling_projections puts the four FULLY_CONNECTED heads on one INT8 grid set by the
-    # pixel landmarks, which rounds it to zero (docs/frontend_tflite.md).
-    assert min(cos[:3]) >= MIN_INT8_COSINE, cos
+    # The 4th output (world landmarks, metres, ~0.05) is a tiny range calibrated on the example's
+    # one dog image: 0.83 measured. It was 0.0 while merge_sibling_projections put the four
+    # FULLY_CONNECTED heads on one INT8 grid set by the pixel landmarks (~200).
+    print("tflite example cosines", cos)
+    assert min(cos[:3]) >= MIN_INT8_COSINE and cos[3] >= 0.75, cos
 
 
 def _check_caffe_codegen(folder: Path, out: str) -> None:

@@ -312,13 +312,21 @@ void Builder::declareOutputs() {
   }
 }
 
-std::map<std::string, QuantRange> Builder::rangesByName() const {
-  std::map<std::string, QuantRange> out;
-  for (const Value* v : g_.values()) {
-    auto it = ranges_.find(v);
-    if (it != ranges_.end()) out[v->name()] = it->second;
+namespace {
+// A per-Value record keyed by the values' names (names are what survives the graph's later passes).
+template <typename T>
+std::map<std::string, T> keyedByName(const Graph& g, const std::map<const Value*, T>& by_value) {
+  std::map<std::string, T> out;
+  for (const Value* v : g.values()) {
+    auto it = by_value.find(v);
+    if (it != by_value.end()) out[v->name()] = it->second;
   }
   return out;
+}
+}  // namespace
+
+std::map<std::string, QuantRange> Builder::rangesByName() const {
+  return keyedByName(g_, ranges_);
 }
 
 void Builder::recordWeightScales(Value* w, int i, const std::vector<int64_t>& perm) {
@@ -336,12 +344,7 @@ void Builder::recordWeightScales(Value* w, int i, const std::vector<int64_t>& pe
 }
 
 std::map<std::string, WeightScales> Builder::weightScalesByName() const {
-  std::map<std::string, WeightScales> out;
-  for (const Value* v : g_.values()) {
-    auto it = weight_scales_.find(v);
-    if (it != weight_scales_.end()) out[v->name()] = it->second;
-  }
-  return out;
+  return keyedByName(g_, weight_scales_);
 }
 
 }  // namespace npuc::tflite

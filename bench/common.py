@@ -34,6 +34,12 @@ def load_ref(model: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
     return ins, outs
 
 
+# numpy dtype name -> ORT tensor type (bench/ort_runner.js), and back.
+ORT_DTYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "int32": "int32",
+              "int16": "int16", "int8": "int8", "uint8": "uint8", "uint16": "uint16", "bool": "bool"}
+NUMPY_OF_ORT = {v: np.dtype(k) for k, v in ORT_DTYPES.items()}
+
+
 def ensure_ort() -> Path:
     """Installs onnxruntime-node into bench/node_modules (npm, --ignore-scripts) if missing."""
     if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
@@ -46,14 +52,21 @@ def ensure_ort() -> Path:
 
 def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: int,
             iters: int) -> tuple[list[float], list[np.ndarray]]:
-    """Times `model` in ONNX Runtime (node); returns per-run latencies (ms) and the outputs."""
+    """Times `model` in ONNX Runtime (node); returns per-run latencies (ms) and the outputs.
+
+    Inputs keep their numpy dtype (float32, float64, int64, int32, int8, uint8, bool); outputs come
+    back in the dtype ORT produced."""
     runner = ensure_ort()
     with tempfile.TemporaryDirectory() as tmp:
         spec_inputs = []
         for i, (name, arr) in enumerate(inputs.items()):
             f = Path(tmp) / f"in_{i}.bin"
-            np.ascontiguousarray(arr, dtype=np.float32).tofile(f)
-            spec_inputs.append({"name": name, "dims": list(arr.shape), "file": str(f)})
+            arr = np.asarray(arr)
+            dtype = ORT_DTYPES.get(arr.dtype.name)
+            if dtype is None:
+                raise ValueError(f"input {name}: numpy dtype {arr.dtype} has no ORT counterpart here")
+            np.ascontiguousarray(arr).tofile(f)
+            spec_inputs.append({"name": name, "dims": list(arr.shape), "dtype": dtype, "file": str(f)})
         spec = {"model": str(model), "inputs": spec_inputs, "threads": threads, "warmup": warmup,
                 "iters": iters, "out_dir": tmp}
         spec_file = Path(tmp) / "spec.json"
@@ -62,7 +75,8 @@ def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: in
         if proc.returncode != 0:
             raise RuntimeError(f"ONNX Runtime failed on {model}: {proc.stderr.strip()[-800:]}")
         res = json.loads(proc.stdout)
-        outs = [np.fromfile(o["file"], dtype=np.float32).reshape(o["dims"]) for o in res["outputs"]]
+        outs = [np.fromfile(o["file"], dtype=NUMPY_OF_ORT[o.get("dtype", "float32")]).reshape(o["dims"])
+                for o in res["outputs"]]
         return res["latencies_ms"], outs
 
 

@@ -1,12 +1,19 @@
 // Runs an ONNX model in ONNX Runtime (npm onnxruntime-node, CPU) and times it.
 // Usage: node ort_runner.js SPEC.json
 // SPEC: {"model": path, "inputs": [{"name", "dims", "file"}], "threads": 1, "warmup": N,
-//        "iters": N, "out_dir": path}  — input files hold raw little-endian float32.
-// Prints one JSON line: {"latencies_ms": [...], "outputs": [{"name", "dims", "file"}]}.
+//        "iters": N, "out_dir": path}  — input files hold raw little-endian data of the input's
+//        "dtype" (an ORT tensor type name: float32 when absent, int64, int32, uint8, int8, bool).
+// Prints one JSON line: {"latencies_ms": [...], "outputs": [{"name", "dims", "dtype", "file"}]}.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
+
+// ORT tensor type -> typed array that views the raw bytes of an input file.
+const ARRAYS = {
+  float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array,
+  int16: Int16Array, int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array, bool: Uint8Array,
+};
 
 async function main() {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
@@ -18,9 +25,14 @@ async function main() {
   });
   const feeds = {};
   for (const inp of spec.inputs) {
+    const dtype = inp.dtype || 'float32';
+    const Arr = ARRAYS[dtype];
+    if (!Arr) throw new Error(`input ${inp.name}: dtype ${dtype} is not handled by ort_runner.js`);
     const buf = fs.readFileSync(inp.file);
-    const data = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
-    feeds[inp.name] = new ort.Tensor('float32', data, inp.dims);
+    // Copied so the typed array is aligned whatever the Buffer's offset in its pool.
+    const bytes = new Uint8Array(buf);
+    const data = new Arr(bytes.buffer, 0, bytes.byteLength / Arr.BYTES_PER_ELEMENT);
+    feeds[inp.name] = new ort.Tensor(dtype, data, inp.dims);
   }
   let result;
   for (let i = 0; i < spec.warmup; i++) result = await session.run(feeds);
@@ -35,7 +47,7 @@ async function main() {
     const t = result[name];
     const file = path.join(spec.out_dir, `ort_out_${outputs.length}.bin`);
     fs.writeFileSync(file, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-    outputs.push({name, dims: t.dims, file});
+    outputs.push({name, dims: t.dims, dtype: t.type, file});
   }
   process.stdout.write(JSON.stringify({latencies_ms: lat, outputs}) + '\n');
 }

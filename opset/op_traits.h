@@ -95,6 +95,10 @@ const char* quantClassName(QuantClass c);
 struct OpTraits {
   OpTrait flags = OpTrait::None;
   QuantClass quant_class = QuantClass::Unset;
+  // Why no SoC's NPU runs this op, decided once at registration (SchemaBuilder::cpuOnly): the
+  // partitioner reports it, a SoC profile may not list the op, and docs/supported_ops.md prints it.
+  // Empty: each SoC profile decides by listing the op or not.
+  std::string cpu_reason;
 
   // True if every flag in `t` is set.
   bool has(OpTrait t) const { return (flags & t) == t && t != OpTrait::None; }

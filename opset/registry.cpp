@@ -81,6 +81,10 @@ SchemaBuilder& SchemaBuilder::traits(OpTrait t) {
   s_.traits.flags = s_.traits.flags | t;
   return *this;
 }
+SchemaBuilder& SchemaBuilder::cpuOnly(std::string reason) {
+  s_.traits.cpu_reason = std::move(reason);
+  return *this;
+}
 SchemaBuilder& SchemaBuilder::quantClass(QuantClass c) {
   s_.traits.quant_class = c;
   return *this;

@@ -123,6 +123,9 @@ class SchemaBuilder {
   SchemaBuilder& traits(OpTrait t);
   SchemaBuilder& quantClass(QuantClass c);
   SchemaBuilder& since(int opset);
+  // The op never runs on an NPU, for `reason` (a sentence fragment: "its output size depends on
+  // the data"): OpTraits::cpu_reason.
+  SchemaBuilder& cpuOnly(std::string reason);
 
  private:
   OpRegistry& reg_;

@@ -280,6 +280,8 @@ Message opSupportViolation(const Node& n, const SocProfile& soc) {
   if (opTraits(n).has(OpTrait::UserDefined))
     return "custom op " + n.opType() + " (reg_custom_op): npuc runs the user's code on the CPU";
   if (soc.opSupport(n.opType())) return std::nullopt;
+  const std::string& reason = opTraits(n).cpu_reason;
+  if (!reason.empty()) return "op " + n.opType() + " runs on the CPU on every SoC: " + reason;
   return "op " + n.opType() + " is not supported by the NPU";
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "opset/op_traits.h"
 #include "target/op_constraints.h"
 
 namespace npuc {
@@ -228,6 +229,10 @@ void parseAssumedMarks(const YamlField& f, OpSupport& op) {
 OpSupport parseOpSupport(const std::string& op_type, const YamlField& f) {
   OpSupport op;
   op.op_type = op_type;
+  // An op registered as CPU-only (opset registration, OpTraits::cpu_reason) has its NPU decision
+  // made for every SoC; a profile listing it would contradict that decision.
+  const std::string& cpu_reason = opTraitsOfType(op_type).cpu_reason;
+  if (!cpu_reason.empty()) f.fail("'" + op_type + "' runs on the CPU on every SoC (" + cpu_reason + ")");
   if (f.node().IsNull()) return op;  // "Relu:" with nothing after it: no limits
   for (const std::string& key : f.keys()) {
     if (key == "assumed") continue;

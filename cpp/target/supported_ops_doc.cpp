@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "opset/registry.h"
 #include "target/op_constraints.h"
 
 namespace npuc {
@@ -24,6 +25,16 @@ void writeHeader(std::ostringstream& md) {
   for (const AlwaysOnCheck& c : alwaysOnChecks()) md << "- **" << c.name << "**: " << c.words << "\n";
   md << "\nLimits marked *(assumed)* are not published by the vendor; the profile's `sources:` block\n"
      << "states each assumption (docs/soc_profiles.md describes the profile format).\n";
+}
+
+// Ops whose NPU decision is made at registration (OpTraits::cpu_reason), the same for every SoC.
+void writeCpuOnlyOps(std::ostringstream& md) {
+  std::vector<const OpSchema*> cpu_only;
+  for (const OpSchema* s : OpRegistry::instance().schemas())
+    if (!s->traits.cpu_reason.empty()) cpu_only.push_back(s);
+  if (cpu_only.empty()) return;
+  md << "\nThese ops run on the CPU on every SoC, for the reason given:\n\n| op | why not on the NPU |\n|---|---|\n";
+  for (const OpSchema* s : cpu_only) md << "| " << s->op_type << " | " << s->traits.cpu_reason << " |\n";
 }
 
 void writeNpuSummary(std::ostringstream& md, const SocProfile& soc) {
@@ -72,6 +83,7 @@ void writeFusion(std::ostringstream& md, const SocProfile& soc) {
 std::string supportedOpsMarkdown(const std::vector<const SocProfile*>& socs) {
   std::ostringstream md;
   writeHeader(md);
+  writeCpuOnlyOps(md);
   for (const SocProfile* soc : socs) {
     md << "\n## " << soc->name;
     if (!soc->aliases.empty()) md << " (also " << joined(soc->aliases) << ")";

@@ -12,6 +12,7 @@ void registerArgOps(OpRegistry& reg);      // reduction_arg.cpp: ArgMax, ArgMin,
 void registerSoftmaxOps(OpRegistry& reg);  // reduction_softmax.cpp: Softmax, LogSoftmax
 void registerTopKOp(OpRegistry& reg);      // reduction_topk.cpp
 void registerCumSumOp(OpRegistry& reg);    // reduction_cumsum.cpp
+void registerTfIdfOp(OpRegistry& reg);     // reduction_tfidf.cpp: TfIdfVectorizer (n-gram counts)
 
 }  // namespace ew
 }  // namespace npuc

@@ -11,6 +11,7 @@ void registerReductionOps(OpRegistry& reg) {
   ew::registerSoftmaxOps(reg);
   ew::registerTopKOp(reg);
   ew::registerCumSumOp(reg);
+  ew::registerTfIdfOp(reg);
 }
 
 }  // namespace npuc

@@ -154,6 +154,14 @@ TEST(SocProfiles, WrongTypeNamesFileAndField) {
             "rk3588.yaml: ops.Conv.kernel: expected a range [lo, hi], got '31'");
 }
 
+// An op registered CPU-only (OpTraits::cpu_reason) cannot be listed as an NPU op: the decision was
+// made once, at the op's registration, for every SoC.
+TEST(SocProfiles, CpuOnlyOpCannotBeListed) {
+  std::string err = errorAfterEdit([](YAML::Node& d) { d["ops"]["TfIdfVectorizer"] = YAML::Node(YAML::NodeType::Map); });
+  EXPECT_NE(err.find("ops.TfIdfVectorizer: 'TfIdfVectorizer' runs on the CPU on every SoC (looks n-grams"), std::string::npos)
+      << err;
+}
+
 TEST(SocProfiles, MissingFieldIsNamed) {
   EXPECT_EQ(errorAfterEdit([](YAML::Node& d) { d["npu"].remove("clock_mhz"); }),
             "rk3588.yaml: npu: missing field 'clock_mhz'");

@@ -53,7 +53,8 @@ void inferTfIdf(InferContext& ctx) {
 
 class TfIdfKernel : public Kernel {
  public:
-  explicit TfIdfKernel(const KernelContext& ctx) : dtype_(ctx.input_types.at(0).dtype), mode_(tfIdfMode(ctx.node)) {
+  explicit TfIdfKernel(const KernelContext& ctx)
+      : dtype_(ctx.input_types.at(0).dtype), mode_(tfIdfMode(ctx.node)) {
     const Node& node = ctx.node;
     const Attributes& a = node.attrs();
     // Errors need not name the node: the caller prefixes it (node name and op).
@@ -62,7 +63,8 @@ class TfIdfKernel : public Kernel {
     max_skip_ = a.i("max_skip_count");
     if (min_n_ < 1 || max_n_ < min_n_ || max_skip_ < 0)
       throw GraphError("needs 1 <= min_gram_length <= max_gram_length and max_skip_count >= 0, got " +
-                       std::to_string(min_n_) + ", " + std::to_string(max_n_) + ", " + std::to_string(max_skip_));
+                       std::to_string(min_n_) + ", " + std::to_string(max_n_) + ", " +
+                       std::to_string(max_skip_));
     const std::vector<int64_t>& pool = a.ints("pool_int64s");
     const std::vector<int64_t>& starts = a.ints("ngram_counts");
     out_index_ = a.ints("ngram_indexes");
@@ -93,7 +95,9 @@ class TfIdfKernel : public Kernel {
       std::fill(out, out + width_, 0.0f);
       for (size_t e = 0; e < out_index_.size(); ++e) {
         const auto c = static_cast<float>(counts[e]);
-        const float v = mode_ == TfIdfMode::Tf ? c : mode_ == TfIdfMode::Idf ? std::min(c, 1.0f) * weights_[e] : c * weights_[e];
+        const float v = mode_ == TfIdfMode::Tf    ? c
+                        : mode_ == TfIdfMode::Idf ? std::min(c, 1.0f) * weights_[e]
+                                                  : c * weights_[e];
         out[out_index_[e]] += v;
       }
     }
@@ -117,8 +121,8 @@ class TfIdfKernel : public Kernel {
       if (begin < 0 || end < begin || end > static_cast<int64_t>(pool.size()) || (end - begin) % n != 0)
         throw GraphError("ngram_counts " + std::to_string(k) + " gives a " + std::to_string(n) +
                          "-gram range [" + std::to_string(begin) + ", " + std::to_string(end) +
-                         ") that does not split pool_int64s (" + std::to_string(pool.size()) + " values) into " +
-                         std::to_string(n) + "-grams");
+                         ") that does not split pool_int64s (" + std::to_string(pool.size()) +
+                         " values) into " + std::to_string(n) + "-grams");
       for (int64_t g = begin; g < end; g += n, ++entry) {
         if (entry >= static_cast<int64_t>(out_index_.size()))
           throw GraphError("the pool has more n-grams than ngram_indexes has entries (" +

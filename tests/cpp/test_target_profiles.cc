@@ -157,8 +157,10 @@ TEST(SocProfiles, WrongTypeNamesFileAndField) {
 // An op registered CPU-only (OpTraits::cpu_reason) cannot be listed as an NPU op: the decision was
 // made once, at the op's registration, for every SoC.
 TEST(SocProfiles, CpuOnlyOpCannotBeListed) {
-  std::string err = errorAfterEdit([](YAML::Node& d) { d["ops"]["TfIdfVectorizer"] = YAML::Node(YAML::NodeType::Map); });
-  EXPECT_NE(err.find("ops.TfIdfVectorizer: 'TfIdfVectorizer' runs on the CPU on every SoC (looks n-grams"), std::string::npos)
+  std::string err =
+      errorAfterEdit([](YAML::Node& d) { d["ops"]["TfIdfVectorizer"] = YAML::Node(YAML::NodeType::Map); });
+  EXPECT_NE(err.find("ops.TfIdfVectorizer: 'TfIdfVectorizer' runs on the CPU on every SoC (looks n-grams"),
+            std::string::npos)
       << err;
 }
 

@@ -33,7 +33,8 @@ void writeCpuOnlyOps(std::ostringstream& md) {
   for (const OpSchema* s : OpRegistry::instance().schemas())
     if (!s->traits.cpu_reason.empty()) cpu_only.push_back(s);
   if (cpu_only.empty()) return;
-  md << "\nThese ops run on the CPU on every SoC, for the reason given:\n\n| op | why not on the NPU |\n|---|---|\n";
+  md << "\nThese ops run on the CPU on every SoC, for the reason given:\n\n| op | why not on the NPU "
+        "|\n|---|---|\n";
   for (const OpSchema* s : cpu_only) md << "| " << s->op_type << " | " << s->traits.cpu_reason << " |\n";
 }
 

@@ -1,3 +1,4 @@
+#include "opset/bounded_output.h"
 #include "quant/sim/quantized_executor.h"
 
 #include <sstream>
@@ -168,6 +169,7 @@ std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs,
   const SimSlots slots = execute(inputs);
   std::vector<Tensor> outputs;
   for (int slot : output_slots_) outputs.push_back(dequantize(slots[static_cast<size_t>(slot)]));
+  trimBoundedOutputs(*graph_, outputs);  // bounded outputs (NMS, NonZero) at their actual extent
   return outputs;
 }
 

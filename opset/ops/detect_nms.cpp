@@ -103,6 +103,11 @@ NmsParams readParams(const Node& node, const Tensor* max_out, const Tensor* iou,
   if (iou) {
     if (iou->numel() != 1) throw ShapeError("NonMaxSuppression iou_threshold must hold one value, got shape " + shapeStr(iou->shape()));
     p.iou_threshold = static_cast<float>(iou->doubleAt(0));
+    // ONNX defines IoU thresholds in [0, 1] (and ONNX Runtime refuses others): outside it every
+    // box or no box would be suppressed, almost surely a wrong input.
+    if (!(p.iou_threshold >= 0.0f && p.iou_threshold <= 1.0f)) {
+      throw ShapeError("NonMaxSuppression iou_threshold must be in [0, 1], got " + std::to_string(iou->doubleAt(0)));
+    }
   }
   if (score) {
     if (score->numel() != 1) throw ShapeError("NonMaxSuppression score_threshold must hold one value, got shape " + shapeStr(score->shape()));
@@ -156,6 +161,10 @@ class NmsKernel : public Kernel {
     }
     const Shape& bs = ctx.input_types.at(0).shape;
     checkShapes(bs, ctx.input_types.at(1).shape);
+    if (ctx.input_types[1].dtype != DType::Float32) {
+      throw UnsupportedOpError("NonMaxSuppression scores must be float32 like boxes, got " +
+                               std::string(dtypeName(ctx.input_types[1].dtype)));
+    }
     B_ = bs[0];
     N_ = bs[1];
     C_ = ctx.input_types[1].shape[1];

@@ -59,6 +59,17 @@ TEST(DetectNms, ScoreThresholdIsStrictAndCenterFormatWorks) {
   EXPECT_EQ(values(n.run0()), (std::vector<int64_t>{0, 0, 0}));  // box 1 suppressed, box 2 at the threshold
 }
 
+TEST(DetectNms, IouThresholdOutsideZeroOneIsRefused) {
+  OneNode n("NonMaxSuppression", {rt(sixBoxes()), rt(sixScores()), constant(int64s({3}, {1})),
+                                  constant(floats({1.5f}, {1}))});
+  try {
+    n.infer();
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("iou_threshold must be in [0, 1], got 1.5"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DetectNms, ZeroMaxOutputSelectsNothing) {
   OneNode n("NonMaxSuppression", {constant(sixBoxes()), constant(sixScores()), constant(int64s({0}, {1}))});
   EXPECT_EQ(n.run0().numel(), 0);

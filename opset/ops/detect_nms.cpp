@@ -5,7 +5,7 @@
 // given), by descending score (ties: lower box index first), each kept unless its IoU with an
 // already kept box is above iou_threshold, until max_output_boxes_per_class are kept. Boxes are
 // corners [y1,x1,y2,x2] in either diagonal order (center_point_box=0) or [xc,yc,w,h] (=1). A box
-// with zero area overlaps nothing. Rows come batch by batch, class by class, in selection order.
+// with zero area overlaps nothing; a NaN score is never selected. Rows come batch by batch, class by class, in selection order.
 //
 // The output size depends on the data. With constant boxes and scores, shape inference runs the
 // suppression and gives the exact row count (the node then folds). Otherwise dim 0 is the upper
@@ -68,9 +68,14 @@ int64_t runNms(const float* boxes, const float* scores, int64_t B, int64_t C, in
       const float* sc = scores + (b * C + c) * N;
       int64_t n = 0;
       for (int64_t i = 0; i < N; ++i) {
-        if (!p.has_score_threshold || sc[i] > p.score_threshold) cand[n++] = {sc[i], i};
+        // A NaN score is never a candidate (it would also break the sort's ordering).
+        if (!std::isnan(sc[i]) && (!p.has_score_threshold || sc[i] > p.score_threshold)) cand[n++] = {sc[i], i};
       }
-      std::stable_sort(cand, cand + n, [](const auto& x, const auto& y) { return x.first > y.first; });
+      // A total order (score descending, then box index), so std::sort is deterministic and,
+      // unlike std::stable_sort, needs no temporary buffer: Kernel::run must not allocate.
+      std::sort(cand, cand + n, [](const auto& x, const auto& y) {
+        return x.first != y.first ? x.first > y.first : x.second < y.second;
+      });
       int64_t nk = 0;
       for (int64_t k = 0; k < n && nk < limit; ++k) {
         const Corners box = cornersOf(bb + cand[k].second * 4, p.center_point_box);

@@ -21,8 +21,8 @@ int boundedOutputAxis(const Node& node, size_t o) {
 
 int64_t boundedExtent(const TensorView& padded, int axis) {
   if (padded.dtype != DType::Int64 || padded.rank() != 2 || axis < 0 || axis > 1) {
-    throw ShapeError("a bounded output must be a 2-D int64 tensor, got " + std::string(dtypeName(padded.dtype)) +
-                     shapeStr(padded.shape));
+    throw ShapeError("a bounded output must be a 2-D int64 tensor, got " +
+                     std::string(dtypeName(padded.dtype)) + shapeStr(padded.shape));
   }
   const int64_t* d = padded.as<const int64_t>();
   const int64_t n = padded.shape[static_cast<size_t>(axis)];
@@ -43,8 +43,9 @@ void checkBoundedOutputs(const Graph& graph) {
                                " is known when compiling), so it may only be a graph output";
       if (!v->uses().empty()) {
         const Node* user = v->uses().front().user;
-        throw UnsupportedOpError(what + ", but node '" + user->name() + "' (" + user->opType() +
-                                 ") reads it; make its inputs constant or move the consumer out of the model");
+        throw UnsupportedOpError(
+            what + ", but node '" + user->name() + "' (" + user->opType() +
+            ") reads it; make its inputs constant or move the consumer out of the model");
       }
       if (!v->isGraphOutput()) throw UnsupportedOpError(what + ", and it is not one");
     }
@@ -69,7 +70,8 @@ void trimBoundedOutputs(const Graph& graph, std::vector<Tensor>& outputs) {
   for (size_t i = 0; i < axes.size() && i < outputs.size(); ++i) {
     if (axes[i] < 0) continue;
     Tensor& t = outputs[i];  // int64, or float32 where a simulator hands every output back as float
-    if (t.rank() != 2) throw ShapeError("bounded output " + std::to_string(i) + " is not 2-D: " + shapeStr(t.shape()));
+    if (t.rank() != 2)
+      throw ShapeError("bounded output " + std::to_string(i) + " is not 2-D: " + shapeStr(t.shape()));
     const int axis = axes[i];
     const int64_t n = t.dim(axis), step = axis == 0 ? t.dim(1) : 1;
     int64_t k = 0;

@@ -7,9 +7,9 @@ namespace npuc::perf {
 
 namespace {
 
-constexpr double kIouFlops = 15.0;         // corners, intersection, two areas, union, divide, compare
+constexpr double kIouFlops = 15.0;           // corners, intersection, two areas, union, divide, compare
 constexpr double kSampleFlops = 8.0 + 10.0;  // 4 taps + coordinates/weights of one bilinear sample
-constexpr double kGridCoordFlops = 6.0;    // denormalize x and y
+constexpr double kGridCoordFlops = 6.0;      // denormalize x and y
 
 double numelOf(const Value* v) {
   return v && v->hasShape() ? static_cast<double>(shapeNumel(v->shape())) : 0.0;

@@ -95,7 +95,9 @@ void registerCompressOp(OpRegistry& reg) {
       .kernel([](const KernelContext& c) { return std::make_unique<CompressKernel>(c); })
       .since(11)
       .cpuOnly("its output size depends on the condition data")
-      .doc("slices of input (flattened without axis) where the condition is true; condition must be a constant");
+      .doc(
+          "slices of input (flattened without axis) where the condition is true; condition must be a "
+          "constant");
 }
 
 }  // namespace detect

@@ -54,8 +54,8 @@ void inferGridSample(InferContext& ctx) {
   const Shape& g = ctx.inputShape(1);
   if (x.size() != 4) throw ShapeError("GridSample supports 4-D X [N,C,H,W] only, got " + shapeStr(x));
   if (g.size() != 4 || g[0] != x[0] || g[3] != 2) {
-    throw ShapeError("GridSample grid must be [N,Ho,Wo,2] with N = " + std::to_string(x[0]) + " for X " + shapeStr(x) +
-                     ", got " + shapeStr(g));
+    throw ShapeError("GridSample grid must be [N,Ho,Wo,2] with N = " + std::to_string(x[0]) + " for X " +
+                     shapeStr(x) + ", got " + shapeStr(g));
   }
   ctx.setOutput(0, ctx.inputDType(0), {x[0], x[1], g[1], g[2]});
 }
@@ -99,7 +99,8 @@ class GridSampleKernel : public Kernel {
     const Shape& x = ctx.input_types.at(0).shape;
     const Shape& g = ctx.input_types.at(1).shape;
     if (ctx.input_types[1].dtype != DType::Float32) {
-      throw UnsupportedOpError("GridSample grid must be float32, got " + std::string(dtypeName(ctx.input_types[1].dtype)));
+      throw UnsupportedOpError("GridSample grid must be float32, got " +
+                               std::string(dtypeName(ctx.input_types[1].dtype)));
     }
     N_ = x[0];
     C_ = x[1];
@@ -117,7 +118,8 @@ class GridSampleKernel : public Kernel {
     for (int64_t n = 0; n < N_; ++n) {
       for (int64_t p = 0; p < outs; ++p) {
         const float* gp = G + (n * outs + p) * 2;
-        const float x = denormalize(gp[0], W_, a_.align_corners), y = denormalize(gp[1], H_, a_.align_corners);
+        const float x = denormalize(gp[0], W_, a_.align_corners),
+                    y = denormalize(gp[1], H_, a_.align_corners);
         for (int64_t c = 0; c < C_; ++c) {
           Y[(n * C_ + c) * outs + p] = sample(X + (n * C_ + c) * H_ * W_, x, y);
         }
@@ -129,14 +131,15 @@ class GridSampleKernel : public Kernel {
   // The pixel at integer (r, c) under the padding mode.
   float pixel(const float* img, int64_t r, int64_t c) const {
     switch (a_.padding) {
-      case Padding::Zeros:
-        return r >= 0 && r < H_ && c >= 0 && c < W_ ? img[r * W_ + c] : 0.0f;
+      case Padding::Zeros: return r >= 0 && r < H_ && c >= 0 && c < W_ ? img[r * W_ + c] : 0.0f;
       case Padding::Border:
         return img[std::clamp<int64_t>(r, 0, H_ - 1) * W_ + std::clamp<int64_t>(c, 0, W_ - 1)];
       case Padding::Reflection: {
         const float lo = a_.align_corners ? 0.0f : -0.5f;
-        const auto rr = static_cast<int64_t>(reflect(static_cast<float>(r), lo, static_cast<float>(H_ - 1) - lo));
-        const auto cc = static_cast<int64_t>(reflect(static_cast<float>(c), lo, static_cast<float>(W_ - 1) - lo));
+        const auto rr =
+            static_cast<int64_t>(reflect(static_cast<float>(r), lo, static_cast<float>(H_ - 1) - lo));
+        const auto cc =
+            static_cast<int64_t>(reflect(static_cast<float>(c), lo, static_cast<float>(W_ - 1) - lo));
         return img[std::clamp<int64_t>(rr, 0, H_ - 1) * W_ + std::clamp<int64_t>(cc, 0, W_ - 1)];
       }
     }

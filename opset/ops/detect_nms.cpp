@@ -5,7 +5,8 @@
 // given), by descending score (ties: lower box index first), each kept unless its IoU with an
 // already kept box is above iou_threshold, until max_output_boxes_per_class are kept. Boxes are
 // corners [y1,x1,y2,x2] in either diagonal order (center_point_box=0) or [xc,yc,w,h] (=1). A box
-// with zero area overlaps nothing; a NaN score is never selected. Rows come batch by batch, class by class, in selection order.
+// with zero area overlaps nothing; a NaN score is never selected. Rows come batch by batch,
+// class by class, in selection order.
 //
 // The output size depends on the data. With constant boxes and scores, shape inference runs the
 // suppression and gives the exact row count (the node then folds). Otherwise dim 0 is the upper
@@ -69,7 +70,8 @@ int64_t runNms(const float* boxes, const float* scores, int64_t B, int64_t C, in
       int64_t n = 0;
       for (int64_t i = 0; i < N; ++i) {
         // A NaN score is never a candidate (it would also break the sort's ordering).
-        if (!std::isnan(sc[i]) && (!p.has_score_threshold || sc[i] > p.score_threshold)) cand[n++] = {sc[i], i};
+        if (!std::isnan(sc[i]) && (!p.has_score_threshold || sc[i] > p.score_threshold))
+          cand[n++] = {sc[i], i};
       }
       // A total order (score descending, then box index), so std::sort is deterministic and,
       // unlike std::stable_sort, needs no temporary buffer: Kernel::run must not allocate.
@@ -102,20 +104,27 @@ NmsParams readParams(const Node& node, const Tensor* max_out, const Tensor* iou,
   NmsParams p;
   p.center_point_box = node.attrs().i("center_point_box", 0) != 0;
   if (max_out) {
-    if (max_out->numel() != 1) throw ShapeError("NonMaxSuppression max_output_boxes_per_class must hold one value, got shape " + shapeStr(max_out->shape()));
+    if (max_out->numel() != 1)
+      throw ShapeError("NonMaxSuppression max_output_boxes_per_class must hold one value, got shape " +
+                       shapeStr(max_out->shape()));
     p.max_per_class = std::max<int64_t>(0, max_out->intAt(0));
   }
   if (iou) {
-    if (iou->numel() != 1) throw ShapeError("NonMaxSuppression iou_threshold must hold one value, got shape " + shapeStr(iou->shape()));
+    if (iou->numel() != 1)
+      throw ShapeError("NonMaxSuppression iou_threshold must hold one value, got shape " +
+                       shapeStr(iou->shape()));
     p.iou_threshold = static_cast<float>(iou->doubleAt(0));
     // ONNX defines IoU thresholds in [0, 1] (and ONNX Runtime refuses others): outside it every
     // box or no box would be suppressed, almost surely a wrong input.
     if (!(p.iou_threshold >= 0.0f && p.iou_threshold <= 1.0f)) {
-      throw ShapeError("NonMaxSuppression iou_threshold must be in [0, 1], got " + std::to_string(iou->doubleAt(0)));
+      throw ShapeError("NonMaxSuppression iou_threshold must be in [0, 1], got " +
+                       std::to_string(iou->doubleAt(0)));
     }
   }
   if (score) {
-    if (score->numel() != 1) throw ShapeError("NonMaxSuppression score_threshold must hold one value, got shape " + shapeStr(score->shape()));
+    if (score->numel() != 1)
+      throw ShapeError("NonMaxSuppression score_threshold must hold one value, got shape " +
+                       shapeStr(score->shape()));
     p.has_score_threshold = true;
     p.score_threshold = static_cast<float>(score->doubleAt(0));
   }
@@ -131,8 +140,9 @@ void checkShapes(const Shape& boxes, const Shape& scores) {
     throw ShapeError("NonMaxSuppression boxes must be [batches, boxes, 4], got " + shapeStr(boxes));
   }
   if (scores.size() != 3 || scores[0] != boxes[0] || scores[2] != boxes[1]) {
-    throw ShapeError("NonMaxSuppression scores must be [batches, classes, boxes] = [" + std::to_string(boxes[0]) +
-                     ", C, " + std::to_string(boxes[1]) + "] for boxes " + shapeStr(boxes) + ", got " + shapeStr(scores));
+    throw ShapeError("NonMaxSuppression scores must be [batches, classes, boxes] = [" +
+                     std::to_string(boxes[0]) + ", C, " + std::to_string(boxes[1]) + "] for boxes " +
+                     shapeStr(boxes) + ", got " + shapeStr(scores));
   }
 }
 
@@ -140,9 +150,10 @@ void inferNms(InferContext& ctx) {
   const Shape& bs = ctx.inputShape(0);
   const Shape& ss = ctx.inputShape(1);
   checkShapes(bs, ss);
-  const NmsParams p = readParams(ctx.node(), paramInput(ctx, 2, "NonMaxSuppression max_output_boxes_per_class"),
-                                 paramInput(ctx, 3, "NonMaxSuppression iou_threshold"),
-                                 paramInput(ctx, 4, "NonMaxSuppression score_threshold"));
+  const NmsParams p =
+      readParams(ctx.node(), paramInput(ctx, 2, "NonMaxSuppression max_output_boxes_per_class"),
+                 paramInput(ctx, 3, "NonMaxSuppression iou_threshold"),
+                 paramInput(ctx, 4, "NonMaxSuppression score_threshold"));
   const int64_t B = bs[0], N = bs[1], C = ss[1];
   const Tensor* boxes = ctx.constInput(0);
   const Tensor* scores = ctx.constInput(1);
@@ -158,7 +169,8 @@ void inferNms(InferContext& ctx) {
 
 class NmsKernel : public Kernel {
  public:
-  explicit NmsKernel(const KernelContext& ctx) : params_(readParams(ctx.node, ctx.constInput(2), ctx.constInput(3), ctx.constInput(4))) {
+  explicit NmsKernel(const KernelContext& ctx)
+      : params_(readParams(ctx.node, ctx.constInput(2), ctx.constInput(3), ctx.constInput(4))) {
     for (size_t i = 2; i < ctx.input_types.size(); ++i) {
       if (ctx.input_types[i].present() && !ctx.constInput(i)) {
         throw ShapeError("NonMaxSuppression input " + std::to_string(i) + " must be a constant");
@@ -207,7 +219,8 @@ void registerNmsOp(OpRegistry& reg) {
       .cpuOnly("its output size depends on the data and greedy suppression is sequential")
       .doc(
           "int64 [num_selected, 3] (batch, class, box) rows of greedy per-class suppression; "
-          "max_output_boxes_per_class / iou_threshold / score_threshold must be constants; with computed boxes "
+          "max_output_boxes_per_class / iou_threshold / score_threshold must be constants; with computed "
+          "boxes "
           "the output is bounded (B*C*max rows, trimmed by the runtimes) and must be a graph output");
 }
 

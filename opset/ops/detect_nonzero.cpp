@@ -50,9 +50,12 @@ void inferNonZero(InferContext& ctx) {
 class NonZeroKernel : public Kernel {
  public:
   explicit NonZeroKernel(const KernelContext& ctx)
-      : dtype_(ctx.input_types.at(0).dtype), shape_(asAtLeast1D(ctx.input_types[0].shape)),
+      : dtype_(ctx.input_types.at(0).dtype),
+        shape_(asAtLeast1D(ctx.input_types[0].shape)),
         cols_(ctx.output_types.at(0).shape.at(1)) {
-    if (dtypeSize(dtype_) == 0) throw UnsupportedOpError("NonZero: element type " + std::string(dtypeName(dtype_)) + " is not supported");
+    if (dtypeSize(dtype_) == 0)
+      throw UnsupportedOpError("NonZero: element type " + std::string(dtypeName(dtype_)) +
+                               " is not supported");
   }
   void run(const KernelIO& io) const override {
     const void* x = io.inputs[0].data;

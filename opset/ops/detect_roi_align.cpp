@@ -27,7 +27,8 @@ RoiAlignAttrs readAttrs(const Node& n) {
   RoiAlignAttrs a;
   const std::string ctm = n.attrs().s("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "output_half_pixel") {
-    throw ShapeError("RoiAlign coordinate_transformation_mode '" + ctm + "' is not half_pixel or output_half_pixel");
+    throw ShapeError("RoiAlign coordinate_transformation_mode '" + ctm +
+                     "' is not half_pixel or output_half_pixel");
   }
   a.half_pixel = ctm == "half_pixel";
   const std::string mode = n.attrs().s("mode", "avg");
@@ -39,7 +40,8 @@ RoiAlignAttrs readAttrs(const Node& n) {
   a.scale = n.attrs().f("spatial_scale", 1.0f);
   if (a.out_h < 1 || a.out_w < 1 || a.sampling < 0) {
     throw ShapeError("RoiAlign output_height/output_width must be >= 1 and sampling_ratio >= 0, got " +
-                     std::to_string(a.out_h) + "/" + std::to_string(a.out_w) + "/" + std::to_string(a.sampling));
+                     std::to_string(a.out_h) + "/" + std::to_string(a.out_w) + "/" +
+                     std::to_string(a.sampling));
   }
   return a;
 }
@@ -50,9 +52,11 @@ void inferRoiAlign(InferContext& ctx) {
   const Shape& rois = ctx.inputShape(1);
   const Shape& bi = ctx.inputShape(2);
   if (x.size() != 4) throw ShapeError("RoiAlign X must be 4-D [N,C,H,W], got " + shapeStr(x));
-  if (rois.size() != 2 || rois[1] != 4) throw ShapeError("RoiAlign rois must be [num_rois, 4], got " + shapeStr(rois));
+  if (rois.size() != 2 || rois[1] != 4)
+    throw ShapeError("RoiAlign rois must be [num_rois, 4], got " + shapeStr(rois));
   if (bi.size() != 1 || bi[0] != rois[0]) {
-    throw ShapeError("RoiAlign batch_indices must be [num_rois] = [" + std::to_string(rois[0]) + "], got " + shapeStr(bi));
+    throw ShapeError("RoiAlign batch_indices must be [num_rois] = [" + std::to_string(rois[0]) + "], got " +
+                     shapeStr(bi));
   }
   ctx.setOutput(0, ctx.inputDType(0), {rois[0], x[1], a.out_h, a.out_w});
 }
@@ -77,7 +81,8 @@ Sample sampleAt(float y, float x, int64_t H, int64_t W) {
     xh = xl = W - 1;
     x = static_cast<float>(xl);
   }
-  const float ly = y - static_cast<float>(yl), lx = x - static_cast<float>(xl), hy = 1.0f - ly, hx = 1.0f - lx;
+  const float ly = y - static_cast<float>(yl), lx = x - static_cast<float>(xl), hy = 1.0f - ly,
+              hx = 1.0f - lx;
   s.o[0] = yl * W + xl;
   s.o[1] = yl * W + xh;
   s.o[2] = yh * W + xl;
@@ -99,7 +104,8 @@ class RoiAlignKernel : public Kernel {
     W_ = x[3];
     R_ = ctx.input_types.at(1).shape[0];
     if (ctx.input_types.at(1).dtype != DType::Float32) {
-      throw UnsupportedOpError("RoiAlign rois must be float32, got " + std::string(dtypeName(ctx.input_types[1].dtype)));
+      throw UnsupportedOpError("RoiAlign rois must be float32, got " +
+                               std::string(dtypeName(ctx.input_types[1].dtype)));
     }
   }
   void run(const KernelIO& io) const override {
@@ -123,8 +129,10 @@ class RoiAlignKernel : public Kernel {
         rh = std::max(rh, 1.0f);
       }
       const float bh = rh / static_cast<float>(a_.out_h), bw = rw / static_cast<float>(a_.out_w);
-      const int64_t gh = a_.sampling > 0 ? a_.sampling : static_cast<int64_t>(std::ceil(rh / static_cast<float>(a_.out_h)));
-      const int64_t gw = a_.sampling > 0 ? a_.sampling : static_cast<int64_t>(std::ceil(rw / static_cast<float>(a_.out_w)));
+      const int64_t gh =
+          a_.sampling > 0 ? a_.sampling : static_cast<int64_t>(std::ceil(rh / static_cast<float>(a_.out_h)));
+      const int64_t gw =
+          a_.sampling > 0 ? a_.sampling : static_cast<int64_t>(std::ceil(rw / static_cast<float>(a_.out_w)));
       const float count = static_cast<float>(std::max<int64_t>(gh * gw, 1));
       for (int64_t c = 0; c < C_; ++c) {
         const float* img = X + (b * C_ + c) * plane;
@@ -133,14 +141,17 @@ class RoiAlignKernel : public Kernel {
           for (int64_t pw = 0; pw < a_.out_w; ++pw) {
             float acc = a_.max_mode ? std::numeric_limits<float>::lowest() : 0.0f;
             for (int64_t iy = 0; iy < gh; ++iy) {
-              const float y = y0 + static_cast<float>(ph) * bh + (static_cast<float>(iy) + 0.5f) * bh / static_cast<float>(gh);
+              const float y = y0 + static_cast<float>(ph) * bh +
+                              (static_cast<float>(iy) + 0.5f) * bh / static_cast<float>(gh);
               for (int64_t ix = 0; ix < gw; ++ix) {
-                const float x = x0 + static_cast<float>(pw) * bw + (static_cast<float>(ix) + 0.5f) * bw / static_cast<float>(gw);
+                const float x = x0 + static_cast<float>(pw) * bw +
+                                (static_cast<float>(ix) + 0.5f) * bw / static_cast<float>(gw);
                 const Sample s = sampleAt(y, x, H_, W_);
                 if (a_.max_mode) {
                   for (int k = 0; k < 4; ++k) acc = std::max(acc, s.w[k] * img[s.o[k]]);
                 } else {
-                  acc += s.w[0] * img[s.o[0]] + s.w[1] * img[s.o[1]] + s.w[2] * img[s.o[2]] + s.w[3] * img[s.o[3]];
+                  acc += s.w[0] * img[s.o[0]] + s.w[1] * img[s.o[1]] + s.w[2] * img[s.o[2]] +
+                         s.w[3] * img[s.o[3]];
                 }
               }
             }

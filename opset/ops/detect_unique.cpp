@@ -85,7 +85,8 @@ UniqueResult computeUnique(const Node& node, const Tensor& x) {
       std::memcpy(y + dst * es, base + offset(firsts[static_cast<size_t>(g)], e) * es, es);
     }
   }
-  for (int64_t s = 0; s < len; ++s) r.inverse.data<int64_t>()[s] = rank[static_cast<size_t>(group_of[static_cast<size_t>(s)])];
+  for (int64_t s = 0; s < len; ++s)
+    r.inverse.data<int64_t>()[s] = rank[static_cast<size_t>(group_of[static_cast<size_t>(s)])];
   return r;
 }
 
@@ -108,7 +109,8 @@ class UniqueKernel : public Kernel {
   }
   void run(const KernelIO& io) const override {
     for (size_t i = 0; i < io.outputs.size() && i < results_.size(); ++i) {
-      if (io.outputs[i].present() && io.outputs[i].data) std::memcpy(io.outputs[i].data, results_[i].raw(), results_[i].nbytes());
+      if (io.outputs[i].present() && io.outputs[i].data)
+        std::memcpy(io.outputs[i].data, results_[i].raw(), results_[i].nbytes());
     }
   }
 
@@ -125,12 +127,14 @@ void registerUniqueOp(OpRegistry& reg) {
       .outputs(1, 4)
       .infer(inferUnique)
       .kernel([](const KernelContext& c) { return std::make_unique<UniqueKernel>(c); })
-      .types({DType::Float32, DType::Float64, DType::Int8, DType::UInt8, DType::Int16, DType::UInt16, DType::Int32,
-              DType::UInt32, DType::Int64, DType::UInt64})
+      .types({DType::Float32, DType::Float64, DType::Int8, DType::UInt8, DType::Int16, DType::UInt16,
+              DType::Int32, DType::UInt32, DType::Int64, DType::UInt64})
       .since(11)
       .cpuOnly("its output sizes depend on the data")
-      .doc("(Y, indices, inverse_indices, counts) of the distinct elements or axis slices; sorted or first-occurrence "
-           "order; X must be a constant");
+      .doc(
+          "(Y, indices, inverse_indices, counts) of the distinct elements or axis slices; sorted or "
+          "first-occurrence "
+          "order; X must be a constant");
 }
 
 }  // namespace detect

@@ -32,8 +32,9 @@ std::vector<int64_t> values(const Tensor& t) {
 
 // Six boxes: 0-2 overlap heavily, 3 and 4 overlap, 5 stands alone; scores of one class.
 Tensor sixBoxes() {
-  return floats({0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101},
-                {1, 6, 4});
+  return floats(
+      {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101},
+      {1, 6, 4});
 }
 Tensor sixScores() {
   return floats({0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}, {1, 1, 6});
@@ -52,21 +53,22 @@ TEST(DetectNms, ConstantInputsGiveTheExactSelection) {
 TEST(DetectNms, ScoreThresholdIsStrictAndCenterFormatWorks) {
   // Center format [xc, yc, w, h]: boxes 0 and 1 coincide, box 2 is apart.
   const Tensor boxes = floats({0.5f, 0.5f, 1, 1, 0.5f, 0.5f, 1, 1, 5, 5, 1, 1}, {1, 3, 4});
-  OneNode n("NonMaxSuppression", {constant(boxes), constant(floats({0.9f, 0.8f, 0.4f}, {1, 1, 3})),
-                                  constant(int64s({10}, {1})), constant(floats({0.5f}, {1})),
-                                  constant(floats({0.4f}, {1}))});
+  OneNode n("NonMaxSuppression",
+            {constant(boxes), constant(floats({0.9f, 0.8f, 0.4f}, {1, 1, 3})), constant(int64s({10}, {1})),
+             constant(floats({0.5f}, {1})), constant(floats({0.4f}, {1}))});
   n.attr("center_point_box", int64_t{1});
   EXPECT_EQ(values(n.run0()), (std::vector<int64_t>{0, 0, 0}));  // box 1 suppressed, box 2 at the threshold
 }
 
 TEST(DetectNms, IouThresholdOutsideZeroOneIsRefused) {
-  OneNode n("NonMaxSuppression", {rt(sixBoxes()), rt(sixScores()), constant(int64s({3}, {1})),
-                                  constant(floats({1.5f}, {1}))});
+  OneNode n("NonMaxSuppression",
+            {rt(sixBoxes()), rt(sixScores()), constant(int64s({3}, {1})), constant(floats({1.5f}, {1}))});
   try {
     n.infer();
     FAIL() << "expected ShapeError";
   } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("iou_threshold must be in [0, 1], got 1.5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("iou_threshold must be in [0, 1], got 1.5"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -76,7 +78,8 @@ TEST(DetectNms, ZeroMaxOutputSelectsNothing) {
 }
 
 TEST(DetectNms, ComputedBoxesGiveTheBoundAndMinusOnePadding) {
-  OneNode n("NonMaxSuppression", {rt(sixBoxes()), rt(sixScores()), constant(int64s({4}, {1})), constant(floats({0.5f}, {1}))});
+  OneNode n("NonMaxSuppression",
+            {rt(sixBoxes()), rt(sixScores()), constant(int64s({4}, {1})), constant(floats({0.5f}, {1}))});
   const Tensor out = n.run0();
   EXPECT_EQ(shapeStr(out.shape()), shapeStr({4, 3}));  // 1 batch * 1 class * min(4, 6)
   EXPECT_EQ(values(out), (std::vector<int64_t>{0, 0, 3, 0, 0, 0, 0, 0, 5, -1, -1, -1}));
@@ -91,13 +94,15 @@ TEST(DetectNms, ParameterInputsMustBeConstants) {
     FAIL() << "expected ShapeError";
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("node_under_test"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("max_output_boxes_per_class (input 2) must be a constant"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("max_output_boxes_per_class (input 2) must be a constant"),
+              std::string::npos)
         << e.what();
   }
 }
 
 TEST(DetectNms, BadShapesNameNodeAndShape) {
-  OneNode n("NonMaxSuppression", {rt(floats({0, 0, 1}, {1, 1, 3})), rt(floats({1}, {1, 1, 1})), constant(int64s({1}, {1}))});
+  OneNode n("NonMaxSuppression",
+            {rt(floats({0, 0, 1}, {1, 1, 3})), rt(floats({1}, {1, 1, 1})), constant(int64s({1}, {1}))});
   try {
     n.infer();
     FAIL() << "expected ShapeError";
@@ -115,9 +120,9 @@ TEST(DetectBounded, ExecutorTrimsToTheActualExtent) {
   Graph g;
   Value* boxes = g.addInput("boxes", DType::Float32, {1, 6, 4});
   Value* scores = g.addInput("scores", DType::Float32, {1, 1, 6});
-  Node* nms = g.appendNode("NonMaxSuppression", {boxes, scores, g.addConstant(int64s({5}, {1})),
-                                                 g.addConstant(floats({0.5f}, {1}))},
-                           1, "nms");
+  Node* nms = g.appendNode(
+      "NonMaxSuppression",
+      {boxes, scores, g.addConstant(int64s({5}, {1})), g.addConstant(floats({0.5f}, {1}))}, 1, "nms");
   inferNode(*nms);
   g.addOutput(nms->output(0));
   Executor ex(g);
@@ -164,10 +169,12 @@ TEST(DetectRoiAlign, AverageOfAConstantMapIsTheConstant) {
 TEST(DetectRoiAlign, BadInputsAreNamed) {
   OneNode n("RoiAlign", {rt(floats({0}, {1, 1, 1, 1})), rt(floats({0, 0, 1}, {1, 3})), rt(int64s({0}, {1}))});
   EXPECT_THROW(n.infer(), ShapeError);
-  OneNode m("RoiAlign", {rt(floats({0}, {1, 1, 1, 1})), rt(floats({0, 0, 1, 1}, {1, 4})), rt(int64s({0}, {1}))});
+  OneNode m("RoiAlign",
+            {rt(floats({0}, {1, 1, 1, 1})), rt(floats({0, 0, 1, 1}, {1, 4})), rt(int64s({0}, {1}))});
   m.attr("mode", std::string("median"));
   EXPECT_THROW(m.infer(), ShapeError);
-  OneNode b("RoiAlign", {rt(floats({0}, {1, 1, 1, 1})), rt(floats({0, 0, 1, 1}, {1, 4})), rt(int64s({3}, {1}))});
+  OneNode b("RoiAlign",
+            {rt(floats({0}, {1, 1, 1, 1})), rt(floats({0, 0, 1, 1}, {1, 4})), rt(int64s({3}, {1}))});
   try {
     b.run();
     FAIL() << "expected InputError";
@@ -227,11 +234,14 @@ TEST(DetectCompress, ConditionMustBeConstantAndNotTooLong) {
     n.infer();
     FAIL() << "expected ShapeError";
   } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("Compress condition (input 1) must be a constant"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Compress condition (input 1) must be a constant"),
+              std::string::npos);
   }
-  OneNode l("Compress", {rt(floats({1, 2}, {2})), constant(Tensor::fromVector<bool>({true, false, true}, {3}))});
+  OneNode l("Compress",
+            {rt(floats({1, 2}, {2})), constant(Tensor::fromVector<bool>({true, false, true}, {3}))});
   EXPECT_THROW(l.infer(), ShapeError);
-  OneNode ok("Compress", {rt(floats({1, 2, 3, 4, 5, 6}, {2, 3})), constant(Tensor::fromVector<bool>({false, true}, {2}))});
+  OneNode ok("Compress", {rt(floats({1, 2, 3, 4, 5, 6}, {2, 3})),
+                          constant(Tensor::fromVector<bool>({false, true}, {2}))});
   ok.attr("axis", int64_t{-1});
   const Tensor y = ok.run0();
   EXPECT_EQ(shapeStr(y.shape()), shapeStr({2, 1}));
@@ -272,8 +282,8 @@ TEST(DetectOps, CpuOnlyWithReasonAndFloatQuantClass) {
 TEST(DetectOps, NmsCpuCostIsTheAssumedCount) {
   Graph g;
   Node* nms = g.appendNode("NonMaxSuppression",
-                           {g.addInput("b", DType::Float32, {1, 1024, 4}), g.addInput("s", DType::Float32, {1, 3, 1024}),
-                            g.addConstant(int64s({20}, {1}))},
+                           {g.addInput("b", DType::Float32, {1, 1024, 4}),
+                            g.addInput("s", DType::Float32, {1, 3, 1024}), g.addConstant(int64s({20}, {1}))},
                            1, "nms");
   const double n = 1024;
   EXPECT_DOUBLE_EQ(perf::cpuOpFlops(*nms), 3 * (n + 2 * n * 10 + 15 * n * 20));

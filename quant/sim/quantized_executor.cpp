@@ -56,6 +56,7 @@ QuantizedExecutor::QuantizedExecutor(const Graph& graph) : graph_(graph.clone())
 QuantizedExecutor::~QuantizedExecutor() = default;
 
 void QuantizedExecutor::compile() {
+  checkBoundedOutputs(*graph_);  // a data-dependent size may only reach a graph output
   const bool int8 = options_.mode == SimMode::Int8;
   // FP16 mode builds its steps on a clone whose MAC weights are the half-rounded slot tensors, so
   // the kernels compute with the weights the NPU holds (and an FP16 blob stores), while graph()

@@ -331,3 +331,5 @@ def test_bounded_output_read_by_a_node_is_refused() -> None:
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]).SerializeToString()
     with pytest.raises(npuc.UnsupportedOpError, match=r"NonMaxSuppression.*data-dependent size.*Cast"):
         npuc.Runtime(npuc.Model.from_bytes(data))
+    with pytest.raises(npuc.UnsupportedOpError, match=r"NonMaxSuppression.*data-dependent size.*Cast"):
+        npuc._npuc.fp16_model(npuc.Model.from_bytes(data))  # the simulator refuses it too

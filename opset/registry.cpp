@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "opset/custom_ops.h"
+#include "opset/ops/detect_ops.h"  // registerDetectOps (declared there: registry.h is shared by every family)
 
 namespace npuc {
 
@@ -152,6 +153,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNnOps(r);
     registerDataMovementOps(r);
     registerNpucOps(r);
+    registerDetectOps(r);
     return r;
   }();
   return reg;

@@ -9,6 +9,7 @@
 #include "bindings/bindings.h"
 #include "bindings/model.h"
 #include "bindings/run_limits.h"
+#include "opset/bounded_output.h"
 #include "runtime/executor.h"
 #include "runtime/host_fusion.h"
 
@@ -23,11 +24,15 @@ class Runtime {
     ExecutorOptions opts;
     opts.host_fusion = host_fusion ? *host_fusion : hostFusionEnabledByEnv();
     executor_ = std::make_unique<Executor>(model.graph(), opts);
+    bounded_axes_ = boundedAxesOfOutputs(executor_->compiledGraph());
   }
   const Executor& executor() const { return *executor_; }
+  // Per output: the axis of a bounded (data-dependent size) output, else -1 (opset/bounded_output.h).
+  const std::vector<int>& boundedAxes() const { return bounded_axes_; }
 
  private:
   std::unique_ptr<Executor> executor_;
+  std::vector<int> bounded_axes_;
 };
 
 // Brings `obj` to an array the executor can read: the array itself when it is C-contiguous and
@@ -94,6 +99,18 @@ py::list runRuntime(const Runtime& rt, const py::sequence& inputs, const py::obj
   {
     py::gil_scoped_release release;
     ex.run(in_views, out_views);
+  }
+  // A bounded output (NonMaxSuppression / NonZero on computed data) is handed back as the view of
+  // its actual extent; the -1 padding past it is not shown.
+  for (size_t i = 0; i < rt.boundedAxes().size(); ++i) {
+    const int axis = rt.boundedAxes()[i];
+    if (axis < 0) continue;
+    const int64_t k = boundedExtent(out_views[i], axis);
+    py::tuple index(2);
+    const Shape& s = out_views[i].shape;
+    index[0] = py::slice(0, static_cast<py::ssize_t>(axis == 0 ? k : s[0]), 1);
+    index[1] = py::slice(0, static_cast<py::ssize_t>(axis == 1 ? k : s[1]), 1);
+    result[i] = result[i].attr("__getitem__")(index).attr("copy")();
   }
   return result;
 }

@@ -50,6 +50,7 @@ class Upgrader {
     if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset_ < 13) return softmaxAxis(n);
     if (op == "BatchNormalization") return batchNorm(n);
     if (op == "Dropout") return dropout(n);
+    if (op == "RoiAlign" && opset_ < 16) return roiAlign10(n);
   }
 
   // The typed refusal for a legacy form npuc cannot express: names the node, op and opset.
@@ -334,6 +335,13 @@ class Upgrader {
     n->attrs().erase("is_test");
     if (opset_ < 12) n->attrs().erase("ratio");
     dropUnusedOutputs(n, 1);
+  }
+
+  // RoiAlign-10 had no coordinate_transformation_mode and behaved as opset 16's
+  // output_half_pixel; opset 16's default is half_pixel, so the old behaviour is spelled out.
+  void roiAlign10(Node* n) {
+    if (!n->attrs().has("coordinate_transformation_mode"))
+      n->attrs().set("coordinate_transformation_mode", std::string("output_half_pixel"));
   }
 
   // Nodes cannot shed outputs in place, so a node with unused trailing outputs is rebuilt with

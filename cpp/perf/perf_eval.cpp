@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "perf/cpu_op_cost.h"
 #include "perf/op_classes.h"
 #include "perf/task_grouping.h"
 #include "target/fusion_groups.h"
@@ -199,6 +200,7 @@ class Evaluator {
     double flops = isMacOp(n) || n.opType() == "ConvTranspose"
                        ? 2.0 * static_cast<double>(usefulMacs(n))
                        : out_elements * (isTranscendental(n.opType()) ? kTranscendentalFlops : 1.0);
+    if (const double own = cpuOpFlops(n); own >= 0) flops = own;  // detection ops: their assumed count
     double elements = out_elements;
     for (const Value* v : n.inputs())
       if (v) elements += static_cast<double>(numel(*v));

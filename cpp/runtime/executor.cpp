@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "opset/bounded_output.h"
 #include "opset/eval.h"
 #include "runtime/host_fusion.h"
 #include "runtime/memory_planner.h"
@@ -131,6 +132,7 @@ struct Executor::Impl {
 Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.clone()) {
   if (options.host_fusion) fuseConvActivations(*graph, OpRegistry::instance());
   graph->renumber();
+  checkBoundedOutputs(*graph);  // a data-dependent size may only reach a graph output
   for (Value* v : graph->inputs()) {
     requireStaticType(*v);
     inputs.push_back({v->name(), v->dtype(), v->shape()});
@@ -416,6 +418,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, const RunMe
     out_views.emplace_back(outs.back());
   }
   run(in_views, out_views);
+  trimBoundedOutputs(*impl_->graph, outs);  // bounded outputs (NMS, NonZero) at their actual extent
   return outs;
 }
 

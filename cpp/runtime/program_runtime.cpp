@@ -1,5 +1,6 @@
 // Running the prepared tasks over the arena (program_runtime.h); the preparation is in
 // program_runtime_prepare.cpp.
+#include "opset/bounded_output.h"
 #include "runtime/program_runtime.h"
 
 #include <cstring>
@@ -170,6 +171,7 @@ std::vector<Tensor> ProgramRuntime::run(const std::vector<Tensor>& inputs,
   for (SimValue& v : ctx.caller) v = SimValue{};  // do not keep the caller's inputs alive
   ctx.slots.clear();
   release(std::move(owned));
+  trimBoundedOutputs(sim_->graph(), outputs);  // bounded outputs (NMS, NonZero) at their actual extent
   return outputs;
 }
 

@@ -1,3 +1,4 @@
+#include "opset/bounded_output.h"
 #include "quant/sim/quantized_executor.h"
 
 #include <sstream>
@@ -55,6 +56,7 @@ QuantizedExecutor::QuantizedExecutor(const Graph& graph) : graph_(graph.clone())
 QuantizedExecutor::~QuantizedExecutor() = default;
 
 void QuantizedExecutor::compile() {
+  checkBoundedOutputs(*graph_);  // a data-dependent size may only reach a graph output
   const bool int8 = options_.mode == SimMode::Int8;
   // FP16 mode builds its steps on a clone whose MAC weights are the half-rounded slot tensors, so
   // the kernels compute with the weights the NPU holds (and an FP16 blob stores), while graph()
@@ -168,6 +170,7 @@ std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs,
   const SimSlots slots = execute(inputs);
   std::vector<Tensor> outputs;
   for (int slot : output_slots_) outputs.push_back(dequantize(slots[static_cast<size_t>(slot)]));
+  trimBoundedOutputs(*graph_, outputs);  // bounded outputs (NMS, NonZero) at their actual extent
   return outputs;
 }
 

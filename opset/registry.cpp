@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "opset/custom_ops.h"
+#include "opset/ops/attn_ops.h"
 
 namespace npuc {
 
@@ -152,6 +153,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNnOps(r);
     registerDataMovementOps(r);
     registerNpucOps(r);
+    registerAttnOps(r);
     return r;
   }();
   return reg;

@@ -166,10 +166,12 @@ std::string nodeWhere(const Node& n) {
 }
 
 void inferEinsum(InferContext& ctx) {
-  const EinsumSpec spec = parseEinsum(ctx.attrs().s("equation"), inputShapes(ctx), nodeWhere(ctx.node()));
+  // Shape inference's caller prefixes the node and op, so the message starts at the equation.
+  const std::string& eq = ctx.attrs().s("equation");
+  const EinsumSpec spec = parseEinsum(eq, inputShapes(ctx), "equation '" + eq + "'");
   for (size_t i = 1; i < ctx.numInputs(); ++i) {
     if (ctx.inputDType(i) != ctx.inputDType(0))
-      throw ShapeError(nodeWhere(ctx.node()) + ": inputs have different element types");
+      throw ShapeError("Einsum inputs have different element types");
   }
   ctx.setOutput(0, ctx.inputDType(0), einsumOutputShape(spec));
 }

@@ -9,6 +9,7 @@
 //     inputs, not the output); a label in one input only and not the output is summed first.
 //     A is transposed to [batch, m, k] and reshaped to [batch..., M, K], B to [batch..., K, N],
 //     one MatMul, then a Reshape to [batch..., m..., n...] and a Transpose to the output order.
+//     More than two batch labels merge into one batch dim, so the MatMul stays rank <= 4.
 //     Transposes and Reshapes that would change nothing are not created.
 //
 // Refused (the Einsum stays on the CPU, with the reason recorded): a repeated label in one term
@@ -148,7 +149,11 @@ class LowerEinsum : public RewritePattern {
     };
     a = transpose(rw, a, la, concat(concat(batch, m), k), nm + "_a");
     b = transpose(rw, b, lb, concat(concat(batch, k), n), nm + "_b");
-    Shape sa = batch_shape, sb = batch_shape;
+    // More than two batch labels would make a rank-5+ MatMul (NPUs cap MatMul at rank 4): the
+    // batch dims merge into one, which the transposes above made contiguous.
+    Shape mm_batch = batch_shape;
+    if (batch.size() > 2) mm_batch = {sizeOf(batch)};
+    Shape sa = mm_batch, sb = mm_batch;
     sa.insert(sa.end(), {sizeOf(m), sizeOf(k)});
     sb.insert(sb.end(), {sizeOf(k), sizeOf(n)});
     a = reshape(rw, a, sa, nm + "_a");

@@ -403,7 +403,18 @@ INSTANTIATE_TEST_SUITE_P(
                       LowerCase{"bqhd,bkhd->bhqk", {{1, 5, 2, 4}, {1, 6, 2, 4}}},
                       LowerCase{"ijx,jk->ik", {{3, 4, 2}, {4, 5}}}, LowerCase{"i,j->ij", {{4}, {3}}},
                       LowerCase{"bhqd->bhdq", {{1, 2, 5, 4}}}, LowerCase{"bij->bj", {{2, 3, 4}}},
-                      LowerCase{"...ij,...jk->...ik", {{2, 3, 4}, {2, 4, 5}}}));
+                      LowerCase{"...ij,...jk->...ik", {{2, 3, 4}, {2, 4, 5}}},
+                      LowerCase{"abcij,cbajk->abcik", {{2, 3, 2, 4, 3}, {2, 3, 2, 3, 5}}}));
+
+TEST(OpsAttnLowerEinsum, ThreeBatchLabelsMergeIntoOneMatMulBatchDim) {
+  GraphBuilder b;
+  b.output(b.op("Einsum", {b.input("x", {2, 3, 2, 4, 3}), b.input("y", {2, 3, 2, 3, 5})},
+                attrs({{"equation", std::string("abcij,abcjk->abcik")}})));
+  EXPECT_EQ(runPassChecked(b.graph(), "lower_einsum", 1e-5).changes, 1u);
+  for (const Node* n : b.graph().nodes())
+    if (n->opType() == "MatMul") EXPECT_EQ(n->output()->rank(), 3) << b.graph().dump();
+  EXPECT_EQ(passtest::cpuNodeCount(b.graph(), passtest::rk3588Target()), 0u) << b.graph().dump();
+}
 
 TEST(OpsAttnLowerEinsumRefusals, DiagonalBroadcastAndThreeInputsStayOnTheCpu) {
   GraphBuilder b;

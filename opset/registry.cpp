@@ -4,6 +4,7 @@
 
 #include "opset/custom_ops.h"
 #include "opset/ops/detect_ops.h"  // registerDetectOps (declared there: registry.h is shared by every family)
+#include "opset/ops/attn_ops.h"
 
 namespace npuc {
 
@@ -154,6 +155,7 @@ const OpRegistry& OpRegistry::instance() {
     registerDataMovementOps(r);
     registerNpucOps(r);
     registerDetectOps(r);
+    registerAttnOps(r);
     return r;
   }();
   return reg;

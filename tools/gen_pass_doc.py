@@ -295,6 +295,18 @@ def hoist_transposes() -> onnx.ModelProto:
     return _model(n, [_f("x", [1, 3, 4, 5])], [_f("nhwc", [1, 4, 5, 3]), _f("y", [1, 3, 4, 5])])
 
 
+def lower_einsum() -> onnx.ModelProto:
+    # Attention scores as torch.einsum exports them: q [b, h, q, d] times k [b, h, k, d].
+    n = [helper.make_node("Einsum", ["q", "k"], ["y"], name="scores", equation="bhqd,bhkd->bhqk")]
+    return _model(n, [_f("q", [1, 2, 8, 4]), _f("k", [1, 2, 6, 4])], [_f("y", [1, 2, 8, 6])])
+
+
+def lower_trilu() -> onnx.ModelProto:
+    # A lower triangle of run-time scores.
+    n = [helper.make_node("Trilu", ["x", "k"], ["y"], name="tril", upper=0)]
+    return _model(n, [_f("x", [2, 4, 4])], [_f("y", [2, 4, 4])], [_const("k", np.int64(0))])
+
+
 @dataclass
 class Example:
     """A pass, the model it rewrites, and which other passes run with it (clean-up only)."""
@@ -378,6 +390,9 @@ EXAMPLES: Dict[str, Example] = {
                                   also=["merge_reshapes", "canonicalize"]),
     "hoist_transposes": Example(hoist_transposes, "the Transpose back to NCHW moves above the Relu and cancels "
                                 "with the one to NHWC (which stays for its other reader)"),
+    "lower_einsum": Example(lower_einsum, "the batched-matmul Einsum becomes Transpose + MatMul, which the NPU "
+                            "runs (Einsum itself is CPU-only)"),
+    "lower_trilu": Example(lower_trilu, "Trilu with a constant k becomes a Mul by a constant 0/1 mask"),
     "reduce_transpose_rank": Example(reduce_transpose_rank, "a Transpose above the target NPU's rank limit (the "
                                      "rank-5 q/k/v head split of an attention export; rk3588 runs rank 4) becomes "
                                      "Reshape + a Transpose of the smallest equivalent rank + Reshape: size-1 axes "

@@ -30,6 +30,8 @@ std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: read
 std::unique_ptr<Pass> createAttentionCleanupPass();
 std::unique_ptr<Pass> createPropagateReshapesPass();
 std::unique_ptr<Pass> createHoistTransposesPass();
+std::unique_ptr<Pass> createLowerEinsumPass();
+std::unique_ptr<Pass> createLowerTriluPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -59,6 +61,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"attention_cleanup", createAttentionCleanupPass},
       {"propagate_reshapes", createPropagateReshapesPass},
       {"hoist_transposes", createHoistTransposesPass},
+      {"lower_einsum", createLowerEinsumPass},
+      {"lower_trilu", createLowerTriluPass},
   };
   return kPasses;
 }

@@ -8,7 +8,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizatio
       {"fold", {"constant_folding"}},
       {"rewrite",
        {"fold_batchnorm", "fuse_matmul_bias", "attention_cleanup", "propagate_reshapes", "merge_reshapes",
-        "compose_transposes", "hoist_transposes", "merge_slices", "common_subexpression_elimination",
+        "compose_transposes", "hoist_transposes", "scatter_nd_to_concat", "merge_slices", "common_subexpression_elimination",
         "extract_common_factor", "canonicalize"}},
       {"fuse",
        {"fuse_layernorm", "fuse_activations", "fuse_hardsigmoid", "fuse_glu", "transpose_reorder",

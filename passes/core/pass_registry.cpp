@@ -30,6 +30,7 @@ std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: read
 std::unique_ptr<Pass> createAttentionCleanupPass();
 std::unique_ptr<Pass> createPropagateReshapesPass();
 std::unique_ptr<Pass> createHoistTransposesPass();
+std::unique_ptr<Pass> createScatterNdToConcatPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -58,6 +59,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"legalize_pool_window", createLegalizePoolWindowPass},
       {"attention_cleanup", createAttentionCleanupPass},
       {"propagate_reshapes", createPropagateReshapesPass},
+      {"scatter_nd_to_concat", createScatterNdToConcatPass},
       {"hoist_transposes", createHoistTransposesPass},
   };
   return kPasses;

@@ -16,10 +16,20 @@
 // a; then cur = Concat_a(D[.., 0:start_a, ..], cur, D[.., start_a + u_a:, ..]) (empty pieces
 // left out). After axis a, cur covers the box on the axes of P before a and everything from a
 // on, so after the outermost axis it is the whole output. Pure copies: exact at every level.
+//
+// The next statement of such code reads the tensor it just assigned (y[..., 2:4] after
+// y[..., 0:2] = ...): a Slice of the new Concat. When everything that Slice takes lies inside one
+// Concat input, it slices that input instead (slice_through_concat). Besides dropping a
+// dependency, this matters for INT8: the Concat's range covers the written pixel coordinates, so a
+// copy of sigmoid outputs taken from it would sit on a grid of several pixels and round to zero;
+// taken from the sigmoid tensor it keeps that tensor's parameters.
 #include <algorithm>
+#include <limits>
 
 #include "passes/core/ir_helpers.h"
 #include "passes/core/pattern_pass.h"
+#include "passes/fusion_util.h"
+#include "passes/slice_util.h"
 
 namespace npuc {
 namespace {
@@ -135,15 +145,83 @@ class ScatterNdToConcat : public RewritePattern {
   }
 };
 
+class SliceThroughConcat : public RewritePattern {
+ public:
+  SliceThroughConcat() : RewritePattern("slice_through_concat", {"Slice"}) {}
+
+  LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
+    Node* concat = fusion::producerIs(root.input(0), "Concat");
+    if (!concat || !concat->output()->shapeIsStatic()) return failure();
+    const auto maps = slicing::constantSliceMaps(root);
+    if (!maps) return failure();
+    const int64_t rank = concat->output()->rank();
+    int64_t concat_axis = concat->attrs().i("axis", 0);
+    if (concat_axis < 0) concat_axis += rank;
+    if (concat_axis < 0 || concat_axis >= rank) return failure();
+    const size_t axis = static_cast<size_t>(concat_axis);
+    const slicing::AxisMap& m = (*maps)[axis];
+    if (m.count == 0) return failure();
+    const int64_t lo = std::min(m.start, m.start + m.step * (m.count - 1));
+    const int64_t hi = std::max(m.start, m.start + m.step * (m.count - 1));
+    int64_t offset = 0;
+    Value* source = nullptr;
+    for (Value* in : concat->inputs()) {
+      if (!in->shapeIsStatic()) return failure();
+      const int64_t len = in->shape()[axis];
+      if (lo >= offset && hi < offset + len) {
+        source = in;
+        break;
+      }
+      offset += len;
+    }
+    if (!source)
+      return rw.notifyMatchFailure(root, "Slice '" + root.name() + "' takes elements of several Concat inputs");
+    // The same Slice on `source`, its start on the Concat axis moved by the input's offset.
+    std::vector<int64_t> starts, ends, axes, steps;
+    for (size_t a = 0; a < maps->size(); ++a) {
+      slicing::AxisMap am = (*maps)[a];
+      if (a == axis) am.start -= offset;
+      const int64_t dim = source->shape()[a];
+      if (am.start == 0 && am.step == 1 && am.count == dim) continue;
+      int64_t end = am.start + am.step * am.count;
+      if (end < 0) end = std::numeric_limits<int64_t>::min();  // a negative step down to index 0
+      starts.push_back(am.start);
+      ends.push_back(end);
+      axes.push_back(static_cast<int64_t>(a));
+      steps.push_back(am.step);
+    }
+    Value* result = source;
+    if (!axes.empty()) {
+      rw.setInsertionPointBefore(&root);
+      const std::string& n = root.name();
+      result = rw.createLike(*root.output(), "Slice",
+                             {source, rw.constant(int64Vector(starts), n + "_starts"),
+                              rw.constant(int64Vector(ends), n + "_ends"), rw.constant(int64Vector(axes), n + "_axes"),
+                              rw.constant(int64Vector(steps), n + "_steps")},
+                             {}, n)
+                   ->output();
+    } else if (!rw.canReplace(*root.output(), *source)) {
+      return rw.notifyMatchFailure(root, "Slice '" + root.name() + "' is a whole Concat input that cannot take "
+                                         "the output's name");
+    }
+    rw.replaceOp(&root, {result});
+    return success();
+  }
+};
+
 class ScatterNdToConcatPass : public PatternPass {
  public:
   const char* name() const override { return "scatter_nd_to_concat"; }
   const char* description() const override {
-    return "ScatterND writing one box at constant indices (in-place slice assignment) -> Slice + Concat";
+    return "ScatterND writing one box at constant indices (in-place slice assignment) -> Slice + Concat; a "
+           "Slice of a Concat inside one input slices that input";
   }
 
  protected:
-  void populate(PatternSet& p) const override { p.add<ScatterNdToConcat>(); }
+  void populate(PatternSet& p) const override {
+    p.add<ScatterNdToConcat>();
+    p.add<SliceThroughConcat>();
+  }
 };
 
 }  // namespace

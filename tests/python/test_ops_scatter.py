@@ -162,3 +162,101 @@ def test_head_int8(optimized: Dict[bool, "npuc.Model"], rewrite: bool) -> None:
     print(f"\nDetect head INT8 ({'Slice/Concat' if rewrite else 'ScatterND in FP16'}): cosine {cos:.6f} "
           f"(boxes {cosine_similarity(fp32[..., :4], fast[..., :4]):.6f}, confidences {cos_conf:.4f})")
     assert cos >= MIN_INT8_COSINE[rewrite]
+
+
+# ---------------------------------------------------------------------- small models of each op
+
+OPSET = 18  # ScatterND / ScatterElements max and min reductions
+
+
+def _small(op: str, inputs: List[Tuple[str, np.ndarray]], consts: Dict[str, np.ndarray], out_dtype: int,
+           **attrs: object) -> Tuple[onnx.ModelProto, Dict[str, np.ndarray]]:
+    """One `op` node over graph inputs `inputs` and initializers `consts` (in the node's input order)."""
+    names = [n for n, _ in inputs] + list(consts)
+    order = attrs.pop("order", names)
+    node = helper.make_node(op, order, ["y"], name=f"{op.lower()}_node", **attrs)
+    graph = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info(n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype], v.shape)
+                     for n, v in inputs],
+        [helper.make_tensor_value_info("y", out_dtype, None)],
+        initializer=[numpy_helper.from_array(v, n) for n, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    return model, dict(inputs)
+
+
+def _grid_indices(shape: Tuple[int, ...]) -> np.ndarray:
+    return np.stack(np.meshgrid(*[np.arange(d) for d in shape], indexing="ij"), axis=-1).astype(np.int64)
+
+
+def _cases() -> Dict[str, Tuple[onnx.ModelProto, Dict[str, np.ndarray]]]:
+    r = np.random.default_rng(3)
+    x = r.standard_normal((2, 8, 6, 5)).astype(np.float32)
+    f = TensorProto.FLOAT
+    # Detection-style gather: per image, rows picked by (anchor, cell) pairs, one negative.
+    gnd_idx = np.array([[[0, 1], [7, 5], [-1, 0]], [[3, 3], [2, -6], [5, 4]]], dtype=np.int64)
+    # Scatter targets with repeats, so the reductions combine several updates per element.
+    se_idx = r.integers(-6, 6, size=(2, 8, 4, 5)).astype(np.int64)
+    snd_idx = np.array([[[1], [3]], [[-1], [1]]], dtype=np.int64)  # [2, 2, 1] on axis 0 of [4, 6, 5]
+    pooled = r.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    # MaxPool-like indices: one position per 2x2 window of the 8x8 plane (flattened over N, C, H, W).
+    win = r.integers(0, 2, size=(1, 3, 4, 4, 2))
+    ch, hh, ww = np.meshgrid(np.arange(3), np.arange(4), np.arange(4), indexing="ij")
+    unpool_idx = (ch[None] * 64 + (2 * hh[None] + win[..., 0]) * 8 + 2 * ww[None] + win[..., 1]).astype(np.int64)
+    cases = {
+        "gather_nd_batch_dims": _small("GatherND", [("x", x)], {"i": gnd_idx}, f, batch_dims=1),
+        "scatter_nd_box": _small("ScatterND", [("x", x), ("u", r.standard_normal((2, 8, 6, 2)).astype(np.float32))],
+                                 {"i": _grid_indices((2, 8, 6, 2))}, f, order=["x", "i", "u"]),
+        "scatter_elements_axis2": _small("ScatterElements", [("x", x), ("u", r.standard_normal(se_idx.shape)
+                                                                       .astype(np.float32))],
+                                         {"i": se_idx}, f, order=["x", "i", "u"], axis=2),
+        "one_hot_axis1": _small("OneHot", [("i", r.integers(-12, 12, size=(4, 7)).astype(np.int64))],
+                                {"depth": np.array(10, dtype=np.int64),
+                                 "values": np.array([-1.0, 3.0], dtype=np.float32)}, f, axis=1),
+        "eye_like_k1": _small("EyeLike", [("x", r.standard_normal((5, 7)).astype(np.float32))], {}, f, k=1),
+        "reverse_sequence": _small("ReverseSequence", [("x", x[0]), ("lens", np.array([8, 1, 4, 0, 6, 3], dtype=np.int64))],
+                                   {}, f, batch_axis=1, time_axis=0),
+        "max_unpool": _small("MaxUnpool", [("x", pooled)], {"i": unpool_idx}, f, kernel_shape=[2, 2], strides=[2, 2]),
+    }
+    for red in ("add", "mul", "max", "min"):
+        u = r.standard_normal((2, 2, 6, 5)).astype(np.float32)
+        cases[f"scatter_nd_{red}"] = _small("ScatterND", [("x", x[0, :4]), ("u", u)], {"i": snd_idx}, f,
+                                            order=["x", "i", "u"], reduction=red)
+        cases[f"scatter_elements_{red}"] = _small(
+            "ScatterElements", [("x", x), ("u", r.standard_normal(se_idx.shape).astype(np.float32))], {"i": se_idx},
+            f, order=["x", "i", "u"], axis=2, reduction=red)
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_small_model_matches_onnxruntime(name: str, tmp_path: Path) -> None:
+    model, inputs = CASES[name]
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    _, (ref,) = run_ort(str(path), inputs, 1, 0, 1)
+    got = npuc.Runtime(npuc.Model.from_bytes(model.SerializeToString())).run(list(inputs.values()))[0]
+    assert got.shape == ref.shape and got.dtype == ref.dtype
+    # Copies are exact; the reductions combine in index order, as ORT does, so they are exact too.
+    err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
+    print(f"\n{name}: max abs error vs ORT {err:.3g}")
+    assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("name", ["gather_nd_batch_dims", "reverse_sequence", "max_unpool", "scatter_nd_box",
+                                  "scatter_elements_add"])
+def test_small_model_int8_reference_and_fast_agree(name: str) -> None:
+    """Shared-scale ops (GatherND, ReverseSequence, MaxUnpool) copy int8 bytes; scatters run in FP16."""
+    model, inputs = CASES[name]
+    m = npuc.Model.from_bytes(model.SerializeToString())
+    x = list(inputs.values())
+    rng = np.random.default_rng(5)
+    samples = [[(v + 0.1 * rng.standard_normal(v.shape)).astype(np.float32) if v.dtype == np.float32 else v
+                for v in x] for _ in range(3)]
+    fast = quantize(m, samples).run(x)[0]
+    reference = quantize(m, samples, reference=True).run(x)[0]
+    assert np.array_equal(fast, reference)
+    cos = cosine_similarity(npuc.Runtime(m).run(x)[0], fast)
+    print(f"\n{name}: INT8 cosine {cos:.5f}")
+    assert cos >= 0.999  # one int8 rounding of the input (shared scale) or of each FP16 operand

@@ -26,7 +26,8 @@ struct IndexReader {
   }
 };
 
-// "ScatterND node 'name'": how errors of this family start.
+// "ScatterND node 'name'": how run-time errors (a bad index) start. Shape inference and kernel
+// construction errors start with the op alone: inferNode and the executor put the node in front.
 inline std::string nodeLabel(const Node& n) {
   return n.opType() + " node '" + n.name() + "'";
 }
@@ -34,7 +35,7 @@ inline std::string nodeLabel(const Node& n) {
 // Throws ShapeError unless `t` is int32 or int64.
 inline void checkIndexDType(const Node& n, DType t, const char* what) {
   if (t != DType::Int64 && t != DType::Int32) {
-    throw ShapeError(nodeLabel(n) + ": " + what + " must be int32 or int64, got " + dtypeName(t));
+    throw ShapeError(n.opType() + ": " + what + " must be int32 or int64, got " + dtypeName(t));
   }
 }
 
@@ -60,7 +61,7 @@ inline Reduction parseReduction(const Node& n) {
   if (r == "mul") return Reduction::Mul;
   if (r == "max") return Reduction::Max;
   if (r == "min") return Reduction::Min;
-  throw UnsupportedOpError(nodeLabel(n) + ": reduction '" + r + "' is not one of none, add, mul, max, min");
+  throw UnsupportedOpError(n.opType() + ": reduction '" + r + "' is not one of none, add, mul, max, min");
 }
 
 // dst = reduce(dst, src) for one element.

@@ -16,19 +16,19 @@ using scatter::IndexReader;
 using scatter::nodeLabel;
 
 size_t checkScatterElementsShapes(const Node& n, const Shape& data, const Shape& idx, const Shape& upd) {
-  if (data.empty()) throw ShapeError(nodeLabel(n) + ": data must have rank >= 1, got a scalar");
+  if (data.empty()) throw ShapeError(n.opType() + ": data must have rank >= 1, got a scalar");
   if (idx.size() != data.size()) {
-    throw ShapeError(nodeLabel(n) + ": indices " + shapeStr(idx) + " must have the rank of data " + shapeStr(data));
+    throw ShapeError(n.opType() + ": indices " + shapeStr(idx) + " must have the rank of data " + shapeStr(data));
   }
   if (upd != idx) {
-    throw ShapeError(nodeLabel(n) + ": updates " + shapeStr(upd) + " must have the shape of indices " +
+    throw ShapeError(n.opType() + ": updates " + shapeStr(upd) + " must have the shape of indices " +
                      shapeStr(idx));
   }
   const size_t axis = static_cast<size_t>(
       normalizeAxis(n.attrs().i("axis", 0), static_cast<int64_t>(data.size()), "ScatterElements axis"));
   for (size_t d = 0; d < data.size(); ++d) {
     if (d != axis && idx[d] > data[d]) {
-      throw ShapeError(nodeLabel(n) + ": indices " + shapeStr(idx) + " exceed data " + shapeStr(data) +
+      throw ShapeError(n.opType() + ": indices " + shapeStr(idx) + " exceed data " + shapeStr(data) +
                        " on axis " + std::to_string(d));
     }
   }
@@ -40,7 +40,7 @@ void inferScatterElements(InferContext& ctx) {
   scatter::checkIndexDType(n, ctx.inputDType(1), "indices");
   scatter::parseReduction(n);
   if (ctx.inputDType(2) != ctx.inputDType(0)) {
-    throw ShapeError(nodeLabel(n) + ": updates are " + dtypeName(ctx.inputDType(2)) + " but data is " +
+    throw ShapeError(n.opType() + ": updates are " + dtypeName(ctx.inputDType(2)) + " but data is " +
                      dtypeName(ctx.inputDType(0)));
   }
   checkScatterElementsShapes(n, ctx.inputShape(0), ctx.inputShape(1), ctx.inputShape(2));

@@ -11,15 +11,14 @@
 namespace npuc {
 namespace {
 
-using scatter::nodeLabel;
 
 // ---------------------------------------------------------------- OneHot
 
 int64_t oneHotDepth(const Node& n, const Tensor& t) {
-  if (t.numel() != 1) throw ShapeError(nodeLabel(n) + ": depth must hold one value, got shape " + shapeStr(t.shape()));
+  if (t.numel() != 1) throw ShapeError(n.opType() + ": depth must hold one value, got shape " + shapeStr(t.shape()));
   const double d = t.doubleAt(0);
   if (!(d >= 1) || d > static_cast<double>(std::numeric_limits<int32_t>::max())) {
-    throw ShapeError(nodeLabel(n) + ": depth " + std::to_string(d) + " must be a positive count");
+    throw ShapeError(n.opType() + ": depth " + std::to_string(d) + " must be a positive count");
   }
   return static_cast<int64_t>(d);
 }
@@ -30,7 +29,7 @@ void inferOneHot(InferContext& ctx) {
   const int64_t depth = oneHotDepth(n, ctx.requireConstInput(1, "OneHot depth"));
   const Shape& values = ctx.inputShape(2);
   if (scatter::numelOf(values) != 2) {
-    throw ShapeError(nodeLabel(n) + ": values must hold [off_value, on_value], got shape " + shapeStr(values));
+    throw ShapeError(n.opType() + ": values must hold [off_value, on_value], got shape " + shapeStr(values));
   }
   const int64_t out_rank = static_cast<int64_t>(idx.size()) + 1;
   const size_t axis = static_cast<size_t>(normalizeAxis(n.attrs().i("axis", -1), out_rank, "OneHot axis"));
@@ -87,14 +86,14 @@ DType eyeLikeDType(const Node& n, DType input) {
   if (!n.attrs().has("dtype")) return input;
   const DType t = dtypeFromOnnx(static_cast<int32_t>(n.attrs().i("dtype")));
   if (!isStorable(t)) {
-    throw ShapeError(nodeLabel(n) + ": dtype " + std::to_string(n.attrs().i("dtype")) + " is not a storable type");
+    throw ShapeError(n.opType() + ": dtype " + std::to_string(n.attrs().i("dtype")) + " is not a storable type");
   }
   return t;
 }
 
 void inferEyeLike(InferContext& ctx) {
   const Shape& in = ctx.inputShape(0);
-  if (in.size() != 2) throw ShapeError(nodeLabel(ctx.node()) + ": input must be 2-D, got " + shapeStr(in));
+  if (in.size() != 2) throw ShapeError(ctx.node().opType() + ": input must be 2-D, got " + shapeStr(in));
   ctx.setOutput(0, eyeLikeDType(ctx.node(), ctx.inputDType(0)), in);
 }
 

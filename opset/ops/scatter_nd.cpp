@@ -25,23 +25,23 @@ GatherNdGeometry gatherNdGeometry(const Node& n, const Shape& data, const Shape&
   const int64_t b = n.attrs().i("batch_dims", 0);
   const int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(idx.size());
   if (r < 1 || q < 1) {
-    throw ShapeError(nodeLabel(n) + ": data " + shapeStr(data) + " and indices " + shapeStr(idx) +
+    throw ShapeError(n.opType() + ": data " + shapeStr(data) + " and indices " + shapeStr(idx) +
                      " must both have rank >= 1");
   }
   if (b < 0 || b >= std::min(r, q)) {
-    throw ShapeError(nodeLabel(n) + ": batch_dims " + std::to_string(b) + " must be in [0, " +
+    throw ShapeError(n.opType() + ": batch_dims " + std::to_string(b) + " must be in [0, " +
                      std::to_string(std::min(r, q)) + ") for data " + shapeStr(data) + " and indices " +
                      shapeStr(idx));
   }
   const int64_t k = idx.back();
   if (k < 1 || k > r - b) {
-    throw ShapeError(nodeLabel(n) + ": the last dim of indices " + shapeStr(idx) + " is " + std::to_string(k) +
+    throw ShapeError(n.opType() + ": the last dim of indices " + shapeStr(idx) + " is " + std::to_string(k) +
                      ", it must be in [1, " + std::to_string(r - b) + "] for data " + shapeStr(data) +
                      " with batch_dims " + std::to_string(b));
   }
   for (int64_t d = 0; d < b; ++d) {
     if (data[d] != idx[d]) {
-      throw ShapeError(nodeLabel(n) + ": batch dim " + std::to_string(d) + " differs between data " +
+      throw ShapeError(n.opType() + ": batch dim " + std::to_string(d) + " differs between data " +
                        shapeStr(data) + " and indices " + shapeStr(idx));
     }
   }
@@ -106,18 +106,18 @@ class GatherNdKernel : public Kernel {
 // Checks data / indices / updates shapes: updates = indices[:-1] + data[k:]. Returns k.
 int64_t checkScatterNdShapes(const Node& n, const Shape& data, const Shape& idx, const Shape& upd) {
   if (data.empty() || idx.empty()) {
-    throw ShapeError(nodeLabel(n) + ": data " + shapeStr(data) + " and indices " + shapeStr(idx) +
+    throw ShapeError(n.opType() + ": data " + shapeStr(data) + " and indices " + shapeStr(idx) +
                      " must both have rank >= 1");
   }
   const int64_t k = idx.back();
   if (k < 1 || k > static_cast<int64_t>(data.size())) {
-    throw ShapeError(nodeLabel(n) + ": the last dim of indices " + shapeStr(idx) + " is " + std::to_string(k) +
+    throw ShapeError(n.opType() + ": the last dim of indices " + shapeStr(idx) + " is " + std::to_string(k) +
                      ", it must be in [1, " + std::to_string(data.size()) + "] for data " + shapeStr(data));
   }
   Shape want(idx.begin(), idx.end() - 1);
   want.insert(want.end(), data.begin() + k, data.end());
   if (upd != want) {
-    throw ShapeError(nodeLabel(n) + ": updates " + shapeStr(upd) + " must have shape " + shapeStr(want) +
+    throw ShapeError(n.opType() + ": updates " + shapeStr(upd) + " must have shape " + shapeStr(want) +
                      " (indices " + shapeStr(idx) + " without the last dim, then data " + shapeStr(data) +
                      " from dim " + std::to_string(k) + ")");
   }
@@ -129,7 +129,7 @@ void inferScatterNd(InferContext& ctx) {
   scatter::checkIndexDType(n, ctx.inputDType(1), "ScatterND indices");
   scatter::parseReduction(n);
   if (ctx.inputDType(2) != ctx.inputDType(0)) {
-    throw ShapeError(nodeLabel(n) + ": updates are " + dtypeName(ctx.inputDType(2)) + " but data is " +
+    throw ShapeError(n.opType() + ": updates are " + dtypeName(ctx.inputDType(2)) + " but data is " +
                      dtypeName(ctx.inputDType(0)));
   }
   checkScatterNdShapes(n, ctx.inputShape(0), ctx.inputShape(1), ctx.inputShape(2));

@@ -19,12 +19,12 @@ struct ReverseAxes {
 };
 
 ReverseAxes reverseAxes(const Node& n, const Shape& in) {
-  if (in.size() < 2) throw ShapeError(nodeLabel(n) + ": input must have rank >= 2, got " + shapeStr(in));
+  if (in.size() < 2) throw ShapeError(n.opType() + ": input must have rank >= 2, got " + shapeStr(in));
   const int64_t r = static_cast<int64_t>(in.size());
   const ReverseAxes a{static_cast<size_t>(normalizeAxis(n.attrs().i("batch_axis", 1), r, "ReverseSequence batch_axis")),
                       static_cast<size_t>(normalizeAxis(n.attrs().i("time_axis", 0), r, "ReverseSequence time_axis"))};
   if (a.batch == a.time || a.batch > 1 || a.time > 1) {
-    throw ShapeError(nodeLabel(n) + ": batch_axis and time_axis must be 0 and 1 in some order, got " +
+    throw ShapeError(n.opType() + ": batch_axis and time_axis must be 0 and 1 in some order, got " +
                      std::to_string(a.batch) + " and " + std::to_string(a.time));
   }
   return a;
@@ -37,7 +37,7 @@ void inferReverseSequence(InferContext& ctx) {
   scatter::checkIndexDType(n, ctx.inputDType(1), "sequence_lens");
   const Shape& lens = ctx.inputShape(1);
   if (lens.size() != 1 || lens[0] != in[a.batch]) {
-    throw ShapeError(nodeLabel(n) + ": sequence_lens " + shapeStr(lens) + " must be 1-D with one length per batch (" +
+    throw ShapeError(n.opType() + ": sequence_lens " + shapeStr(lens) + " must be 1-D with one length per batch (" +
                      std::to_string(in[a.batch]) + ") of input " + shapeStr(in));
   }
   ctx.setOutput(0, ctx.inputDType(0), in);
@@ -87,32 +87,32 @@ class ReverseSequenceKernel : public Kernel {
 // The output shape: output_shape (a constant input) if given, else MaxPool's input size
 // (in - 1) * stride + kernel - pad_begin - pad_end per spatial dim.
 Shape maxUnpoolShape(const Node& n, const Shape& x, const Tensor* output_shape) {
-  if (x.size() < 3) throw ShapeError(nodeLabel(n) + ": X must be N x C x spatial..., got " + shapeStr(x));
+  if (x.size() < 3) throw ShapeError(n.opType() + ": X must be N x C x spatial..., got " + shapeStr(x));
   const size_t sp = x.size() - 2;
   const auto kernel = n.attrs().ints("kernel_shape", {});
   if (kernel.size() != sp) {
-    throw ShapeError(nodeLabel(n) + ": kernel_shape " + dm::dimsStr(kernel) + " must have one entry per spatial dim of " +
+    throw ShapeError(n.opType() + ": kernel_shape " + dm::dimsStr(kernel) + " must have one entry per spatial dim of " +
                      shapeStr(x));
   }
   const auto strides = n.attrs().ints("strides", std::vector<int64_t>(sp, 1));
   const auto pads = n.attrs().ints("pads", std::vector<int64_t>(2 * sp, 0));
   if (strides.size() != sp || pads.size() != 2 * sp) {
-    throw ShapeError(nodeLabel(n) + ": strides " + dm::dimsStr(strides) + " / pads " + dm::dimsStr(pads) +
+    throw ShapeError(n.opType() + ": strides " + dm::dimsStr(strides) + " / pads " + dm::dimsStr(pads) +
                      " do not match " + std::to_string(sp) + " spatial dims");
   }
   Shape inferred = x;
   for (size_t i = 0; i < sp; ++i) {
     inferred[2 + i] = (x[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[sp + i];
-    if (inferred[2 + i] < 0) throw ShapeError(nodeLabel(n) + ": the pads exceed the unpooled size for " + shapeStr(x));
+    if (inferred[2 + i] < 0) throw ShapeError(n.opType() + ": the pads exceed the unpooled size for " + shapeStr(x));
   }
   if (!output_shape) return inferred;
   const auto want = dm::intValues(*output_shape, "MaxUnpool output_shape");
   if (want.size() != x.size() || want[0] != x[0] || want[1] != x[1]) {
-    throw ShapeError(nodeLabel(n) + ": output_shape " + dm::dimsStr(want) + " must keep N and C of X " + shapeStr(x));
+    throw ShapeError(n.opType() + ": output_shape " + dm::dimsStr(want) + " must keep N and C of X " + shapeStr(x));
   }
   for (size_t i = 2; i < want.size(); ++i) {
     if (want[i] < inferred[i]) {
-      throw ShapeError(nodeLabel(n) + ": output_shape " + dm::dimsStr(want) + " is smaller than the unpooled size " +
+      throw ShapeError(n.opType() + ": output_shape " + dm::dimsStr(want) + " is smaller than the unpooled size " +
                        shapeStr(inferred));
     }
   }
@@ -123,7 +123,7 @@ void inferMaxUnpool(InferContext& ctx) {
   const Node& n = ctx.node();
   scatter::checkIndexDType(n, ctx.inputDType(1), "I");
   if (ctx.inputShape(1) != ctx.inputShape(0)) {
-    throw ShapeError(nodeLabel(n) + ": indices " + shapeStr(ctx.inputShape(1)) + " must have the shape of X " +
+    throw ShapeError(n.opType() + ": indices " + shapeStr(ctx.inputShape(1)) + " must have the shape of X " +
                      shapeStr(ctx.inputShape(0)));
   }
   const Tensor* os = ctx.hasInput(2) ? &ctx.requireConstInput(2, "MaxUnpool output_shape") : nullptr;

@@ -83,9 +83,12 @@ inline std::vector<int64_t> elementStrides(const Shape& shape) {
   return s;
 }
 
+// The product of dims [from, to) of `s` (to is clamped to the rank).
 inline int64_t numelOf(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
+  const auto first = s.begin() + static_cast<std::ptrdiff_t>(std::min(from, s.size()));
+  const auto last = s.begin() + static_cast<std::ptrdiff_t>(std::min(to, s.size()));
   int64_t n = 1;
-  for (size_t d = from; d < std::min(to, s.size()); ++d) n *= s[d];
+  for (auto it = first; it < last; ++it) n *= *it;
   return n;
 }
 

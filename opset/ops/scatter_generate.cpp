@@ -1,7 +1,8 @@
 // Ops that build a tensor from positions rather than move one: OneHot (off_value everywhere,
 // on_value at each index along a new axis) and EyeLike (ones on the k-th diagonal of a 2-D
-// tensor shaped like the input). With constant inputs both fold at compile time; EyeLike's output
-// depends on its input's static shape only, so constant folding removes it whenever it runs.
+// tensor shaped like the input). OneHot folds when its inputs are constants; EyeLike's output
+// depends on its input's static shape only, so constant folding (passes/constant_folding.cpp)
+// makes it a constant whatever its input.
 #include <cmath>
 #include <limits>
 #include <cstring>
@@ -154,7 +155,8 @@ void registerScatterGenerateOps(OpRegistry& reg) {
       .doc("on_value at each index along a new `axis` of size depth, off_value elsewhere");
   reg.add("EyeLike")
       .quantClass(QuantClass::Float)
-      .cpuOnly("its output is a constant of the input's static shape, folded at compile time")
+      .cpuOnly("its output depends only on the input's static shape, so constant folding makes it a constant "
+               "(it runs only when folding is off or over the fold limit)")
       .inputs(1)
       .infer(dm::namedInfer(inferEyeLike))
       .kernel(dm::namedKernel(dm::kernelOf<EyeLikeKernel>()))

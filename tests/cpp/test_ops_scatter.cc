@@ -247,6 +247,15 @@ TEST(ScatterOps, EyeLikeDiagonalsAndDtype) {
   expectThrows<ShapeError>([&] { bad.run("EyeLike"); }, {"EyeLike", "2-D", "[2,2,2]"});
 }
 
+TEST(ScatterOps, EyeLikeOfARuntimeTensorFolds) {
+  GraphBuilder b;
+  Value* x = b.input("x", {3, 3});
+  b.output(b.op("Add", {x, b.op("EyeLike", {b.op("Relu", {x})}, attrs({{"k", int64_t{1}}}))}));
+  auto r = runPassChecked(b.graph(), "constant_folding", 0.0);
+  EXPECT_EQ(r.changes, 1u);
+  EXPECT_EQ(passtest::countOps(b.graph(), "EyeLike"), 0u);
+}
+
 // ---------------------------------------------------------------- ReverseSequence / MaxUnpool
 
 TEST(ScatterOps, ReverseSequenceBatchMajor) {

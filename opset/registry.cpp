@@ -146,6 +146,10 @@ std::vector<const OpSchema*> OpRegistry::schemas() const {
   return order_;
 }
 
+// GatherND, ScatterND, ScatterElements, OneHot, ... (opset/ops/scatter.cpp). Declared here rather
+// than in registry.h so adding the family does not rebuild every file that includes the registry.
+void registerScatterOps(OpRegistry& reg);
+
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
     OpRegistry r;
@@ -153,6 +157,7 @@ const OpRegistry& OpRegistry::instance() {
     registerReductionOps(r);
     registerNnOps(r);
     registerDataMovementOps(r);
+    registerScatterOps(r);
     registerNpucOps(r);
     registerDetectOps(r);
     registerAttnOps(r);

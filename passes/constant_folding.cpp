@@ -21,10 +21,11 @@ bool allInputsConstant(const Node& n) {
   return any;
 }
 
-// Shape and Size only need the input's type, not its data.
+// Shape and Size only need the input's type, not its data; so does EyeLike (ones on a diagonal of
+// the input's shape).
 bool isShapeQueryOfStaticTensor(const Node& n) {
-  return (n.opType() == "Shape" || n.opType() == "Size") && n.domain().empty() && n.input(0) &&
-         n.input(0)->shapeIsStatic();
+  return (n.opType() == "Shape" || n.opType() == "Size" || n.opType() == "EyeLike") && n.domain().empty() &&
+         n.input(0) && n.input(0)->shapeIsStatic();
 }
 
 class ConstantFoldingPass : public Pass {
@@ -66,8 +67,14 @@ class ConstantFoldingPass : public Pass {
       // Shape with start/end (opset 15) is left to the kernel path once its input is constant.
       if (n.opType() == "Shape" && (n.attrs().has("start") || n.attrs().has("end"))) return false;
       const Shape& s = n.input(0)->shape();
-      results.push_back(n.opType() == "Shape" ? Tensor::fromVector(s, {static_cast<int64_t>(s.size())})
-                                              : Tensor::scalar<int64_t>(shapeNumel(s)));
+      if (n.opType() == "EyeLike") {
+        // The kernel never reads the input's elements; a placeholder of its type stands in.
+        const Tensor placeholder(n.input(0)->dtype(), s);
+        results = evalNode(n, {&placeholder});
+      } else {
+        results.push_back(n.opType() == "Shape" ? Tensor::fromVector(s, {static_cast<int64_t>(s.size())})
+                                                : Tensor::scalar<int64_t>(shapeNumel(s)));
+      }
     } else {
       std::vector<const Tensor*> ins;
       for (const Value* in : n.inputs()) ins.push_back(in ? &in->constant() : nullptr);

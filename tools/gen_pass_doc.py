@@ -213,6 +213,14 @@ def fold_focus() -> onnx.ModelProto:
     return _model(nodes, [_f("x", [1, 3, 16, 16])], [_f("y", [1, 8, 8, 8])], inits)
 
 
+def scatter_nd_to_concat() -> onnx.ModelProto:
+    # y[..., 0:2] = u, as torch.onnx.export writes in-place slice assignment (YOLOv5 Detect).
+    idx = np.stack(np.meshgrid(*[np.arange(d) for d in (1, 2, 3, 2)], indexing="ij"), axis=-1)
+    n = [helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], name="assign_xy")]
+    return _model(n, [_f("x", [1, 2, 3, 6]), _f("u", [1, 2, 3, 2])], [_f("y", [1, 2, 3, 6])],
+                  [_i64("idx", idx.astype(np.int64))])
+
+
 def fuse_matmul_bias() -> onnx.ModelProto:
     r = _rng()
     n = [helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
@@ -398,6 +406,9 @@ EXAMPLES: Dict[str, Example] = {
                                      "Reshape + a Transpose of the smallest equivalent rank + Reshape: size-1 axes "
                                      "dropped, axes that move together merged (target stage; shown for rk3588)",
                                      soc="rk3588"),
+    "scatter_nd_to_concat": Example(scatter_nd_to_concat, "a ScatterND writing one box at constant indices "
+                                    "(in-place slice assignment `y[..., 0:2] = u`) becomes Slice + Concat, which "
+                                    "the NPU runs"),
 }
 
 

@@ -32,6 +32,7 @@ std::unique_ptr<Pass> createPropagateReshapesPass();
 std::unique_ptr<Pass> createHoistTransposesPass();
 std::unique_ptr<Pass> createLowerEinsumPass();
 std::unique_ptr<Pass> createLowerTriluPass();
+std::unique_ptr<Pass> createScatterNdToConcatPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -60,6 +61,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"legalize_pool_window", createLegalizePoolWindowPass},
       {"attention_cleanup", createAttentionCleanupPass},
       {"propagate_reshapes", createPropagateReshapesPass},
+      {"scatter_nd_to_concat", createScatterNdToConcatPass},
       {"hoist_transposes", createHoistTransposesPass},
       {"lower_einsum", createLowerEinsumPass},
       {"lower_trilu", createLowerTriluPass},

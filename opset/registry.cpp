@@ -6,6 +6,9 @@
 
 namespace npuc {
 
+// Declared here rather than in registry.h only to spare every includer a rebuild; move on merge.
+void registerQuantizedOps(OpRegistry& reg);  // QuantizeLinear, DequantizeLinear, QLinearConv, ...
+
 // ---------------------------------------------------------------- contexts
 
 const Shape& InferContext::inputShape(size_t i) const {
@@ -152,6 +155,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNnOps(r);
     registerDataMovementOps(r);
     registerNpucOps(r);
+    registerQuantizedOps(r);
     return r;
   }();
   return reg;

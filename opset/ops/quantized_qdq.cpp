@@ -118,9 +118,12 @@ class DynamicQuantizeKernel : public Kernel {
   }
 };
 
+// Q/DQ stay on the host: on the NPU x / scale and the rounding would be computed in float16 and
+// no longer match ONNX Runtime's float32 bit for bit, and a QDQ pair's real job, fixing the int8
+// grid of the tensor between them, belongs to the import (#17), not to a kernel.
 const char* kQdqCpuReason =
-    "it converts between float and integer tensors; an NPU graph keeps its own int8 grid, into which "
-    "load_onnx folds QDQ scales (#17), so a Q/DQ left in the graph is a host conversion";
+    "it converts between float and integer tensors (a QDQ model's fake-quant); the int8 grid it fixes is "
+    "for load_onnx to fold into the NPU's own (#17)";
 
 }  // namespace
 

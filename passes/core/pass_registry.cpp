@@ -30,6 +30,7 @@ std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: read
 std::unique_ptr<Pass> createAttentionCleanupPass();
 std::unique_ptr<Pass> createPropagateReshapesPass();
 std::unique_ptr<Pass> createHoistTransposesPass();
+std::unique_ptr<Pass> createFoldQLinearPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -59,6 +60,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"attention_cleanup", createAttentionCleanupPass},
       {"propagate_reshapes", createPropagateReshapesPass},
       {"hoist_transposes", createHoistTransposesPass},
+      {"fold_qlinear", createFoldQLinearPass},
   };
   return kPasses;
 }

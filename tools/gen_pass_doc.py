@@ -295,6 +295,20 @@ def hoist_transposes() -> onnx.ModelProto:
     return _model(n, [_f("x", [1, 3, 4, 5])], [_f("nhwc", [1, 4, 5, 3]), _f("y", [1, 3, 4, 5])])
 
 
+def fold_qlinear() -> onnx.ModelProto:
+    # An operator-form quantized Conv (uint8 activations, int8 per-channel weights, int32 bias).
+    rng = np.random.default_rng(2)
+    n = [helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], name="qconv",
+                          pads=[1, 1, 1, 1])]
+    return _model(n, [helper.make_tensor_value_info("xq", TensorProto.UINT8, [1, 2, 6, 6])],
+                  [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 4, 6, 6])],
+                  [_const("xs", np.float32(0.02)), _const("xz", np.uint8(128)),
+                   _const("w", rng.integers(-127, 128, (4, 2, 3, 3)).astype(np.int8)),
+                   _const("ws", np.array([0.01, 0.02, 0.01, 0.03], np.float32)), _const("wz", np.zeros(4, np.int8)),
+                   _const("ys", np.float32(0.05)), _const("yz", np.uint8(0)),
+                   _const("b", rng.integers(-500, 500, 4).astype(np.int32))])
+
+
 @dataclass
 class Example:
     """A pass, the model it rewrites, and which other passes run with it (clean-up only)."""
@@ -383,6 +397,11 @@ EXAMPLES: Dict[str, Example] = {
                                      "Reshape + a Transpose of the smallest equivalent rank + Reshape: size-1 axes "
                                      "dropped, axes that move together merged (target stage; shown for rk3588)",
                                      soc="rk3588"),
+    "fold_qlinear": Example(fold_qlinear, "QLinearConv / QLinearMatMul become DequantizeLinear -> float Conv / "
+                            "MatMul -> QuantizeLinear and ConvInteger / MatMulInteger become the same with scale 1 "
+                            "and a Cast to int32, so the NPU runs the Conv; constant folding turns the weights' "
+                            "DequantizeLinear into float weights (the QLinear forms may move an output by 1 LSB "
+                            "at a rounding tie: level 3; the integer forms are exact)", ["constant_folding"]),
 }
 
 

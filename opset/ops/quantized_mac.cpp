@@ -36,6 +36,18 @@ Geom3 toGeom3(const nn::ConvSpec& s) {
 
 }  // namespace
 
+// First output index o with o * stride + off >= 0, and one past the last with o * stride + off < in.
+struct OutRange {
+  int64_t lo = 0, hi = 0;
+};
+OutRange validOutputs(int64_t off, int64_t stride, int64_t in, int64_t out) {
+  OutRange r;
+  r.lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  r.hi = in - 1 - off < 0 ? 0 : std::min(out, (in - 1 - off) / stride + 1);
+  r.hi = std::max(r.hi, r.lo);
+  return r;
+}
+
 void intConv(const nn::ConvSpec& s, const int32_t* x, const int32_t* w, int32_t* acc) {
   if (s.window.rank() < 1 || s.window.rank() > 3) {
     throw ShapeError("integer convolution supports 1 to 3 spatial dims, got X " + shapeStr(s.x));
@@ -46,37 +58,43 @@ void intConv(const nn::ConvSpec& s, const int32_t* x, const int32_t* w, int32_t*
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
   const int64_t k_plane = g.k[0] * g.k[1] * g.k[2];
+  // Scatter form: each weight tap adds weight * (a shifted input row) to an output row, so the
+  // innermost loop runs along the output width and vectorizes. Sums are kept in uint32 so an
+  // overflow wraps (defined) like an int32 accumulator; int32 and uint32 may alias.
+  uint32_t* out = reinterpret_cast<uint32_t*>(acc);
+  std::fill(out, out + batch * m_out * out_plane, 0u);
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t m = 0; m < m_out; ++m) {
       const int64_t grp = m / mg;
-      const int32_t* wm = w + m * cg * k_plane;
-      int32_t* dst = acc + (b * m_out + m) * out_plane;
-      for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
-        for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
-          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-            // Summed in uint32 so an overflow wraps (defined) like an int32 accumulator.
-            uint32_t sum = 0;
-            for (int64_t c = 0; c < cg; ++c) {
-              const int32_t* xc = x + (b * c_in + grp * cg + c) * in_plane;
-              const int32_t* wc = wm + c * k_plane;
-              for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-                const int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
-                if (i0 < 0 || i0 >= g.in[0]) continue;
-                for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-                  const int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dil[1];
-                  if (i1 < 0 || i1 >= g.in[1]) continue;
-                  for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-                    const int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dil[2];
-                    if (i2 < 0 || i2 >= g.in[2]) continue;
-                    const int32_t xv = xc[(i0 * g.in[1] + i1) * g.in[2] + i2];
-                    const int32_t wv = wc[(k0 * g.k[1] + k1) * g.k[2] + k2];
-                    sum += static_cast<uint32_t>(xv) * static_cast<uint32_t>(wv);
+      uint32_t* dst = out + (b * m_out + m) * out_plane;
+      for (int64_t c = 0; c < cg; ++c) {
+        const int32_t* xc = x + (b * c_in + grp * cg + c) * in_plane;
+        const int32_t* wc = w + (m * cg + c) * k_plane;
+        for (int64_t k0 = 0; k0 < g.k[0]; ++k0)
+          for (int64_t k1 = 0; k1 < g.k[1]; ++k1)
+            for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+              const uint32_t wv = static_cast<uint32_t>(wc[(k0 * g.k[1] + k1) * g.k[2] + k2]);
+              if (wv == 0) continue;
+              const OutRange r0 = validOutputs(k0 * g.dil[0] - g.pad[0], g.stride[0], g.in[0], g.out[0]);
+              const OutRange r1 = validOutputs(k1 * g.dil[1] - g.pad[1], g.stride[1], g.in[1], g.out[1]);
+              const int64_t off2 = k2 * g.dil[2] - g.pad[2];
+              const OutRange r2 = validOutputs(off2, g.stride[2], g.in[2], g.out[2]);
+              const int64_t s2 = g.stride[2];
+              for (int64_t o0 = r0.lo; o0 < r0.hi; ++o0) {
+                const int64_t i0 = o0 * g.stride[0] + k0 * g.dil[0] - g.pad[0];
+                for (int64_t o1 = r1.lo; o1 < r1.hi; ++o1) {
+                  const int64_t i1 = o1 * g.stride[1] + k1 * g.dil[1] - g.pad[1];
+                  const int32_t* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
+                  uint32_t* dr = dst + (o0 * g.out[1] + o1) * g.out[2];
+                  if (s2 == 1) {
+                    for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dr[o2] += wv * static_cast<uint32_t>(xr[o2 + off2]);
+                  } else {
+                    for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dr[o2] += wv * static_cast<uint32_t>(xr[o2 * s2 + off2]);
                   }
                 }
               }
             }
-            dst[(o0 * g.out[1] + o1) * g.out[2] + o2] = static_cast<int32_t>(sum);
-          }
+      }
     }
   }
 }
@@ -128,16 +146,20 @@ IntMatMulSpec resolveIntMatMul(const std::string& op, const Shape& a_in, const S
 }
 
 void intMatMul(const IntMatMulSpec& s, const int32_t* a, const int32_t* b, int32_t* acc) {
+  // Row form: y[i, :] += a[i, q] * b[q, :], so the inner loop runs along a row of B and vectorizes.
+  // uint32 sums wrap like an int32 accumulator.
+  uint32_t* out = reinterpret_cast<uint32_t*>(acc);
   for (size_t t = 0; t < s.a_off.size(); ++t) {
     const int32_t* at = a + s.a_off[t];
     const int32_t* bt = b + s.b_off[t];
-    int32_t* yt = acc + static_cast<int64_t>(t) * s.m * s.n;
+    uint32_t* yt = out + static_cast<int64_t>(t) * s.m * s.n;
     for (int64_t i = 0; i < s.m; ++i) {
-      for (int64_t j = 0; j < s.n; ++j) {
-        uint32_t sum = 0;  // wraps like an int32 accumulator
-        for (int64_t q = 0; q < s.k; ++q)
-          sum += static_cast<uint32_t>(at[i * s.k + q]) * static_cast<uint32_t>(bt[q * s.n + j]);
-        yt[i * s.n + j] = static_cast<int32_t>(sum);
+      uint32_t* yr = yt + i * s.n;
+      std::fill(yr, yr + s.n, 0u);
+      for (int64_t q = 0; q < s.k; ++q) {
+        const uint32_t av = static_cast<uint32_t>(at[i * s.k + q]);
+        const int32_t* br = bt + q * s.n;
+        for (int64_t j = 0; j < s.n; ++j) yr[j] += av * static_cast<uint32_t>(br[j]);
       }
     }
   }

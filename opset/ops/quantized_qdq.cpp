@@ -11,14 +11,40 @@
 namespace npuc::qops {
 namespace {
 
+// Opset 21's blocked quantization (block_size) is refused by name rather than read as per-axis.
+void refuseBlocked(const InferContext& ctx) {
+  if (ctx.attrs().i("block_size", 0) != 0) {
+    throw UnsupportedOpError(ctx.node().opType() + " with block_size " + std::to_string(ctx.attrs().i("block_size")) +
+                             " (opset 21 blocked quantization) is not supported; per-tensor and per-axis are");
+  }
+}
+
 // ---------------------------------------------------------------- QuantizeLinear
 
+// The output type: the zero point's, else opset 21's output_dtype attribute, else uint8.
+DType quantizeOutputType(const InferContext& ctx) {
+  const int64_t attr = ctx.attrs().i("output_dtype", 0);
+  const DType from_attr = attr != 0 ? dtypeFromOnnx(static_cast<int32_t>(attr)) : DType::Undefined;
+  if (attr != 0 && from_attr == DType::Undefined) {
+    throw ShapeError("QuantizeLinear output_dtype " + std::to_string(attr) +
+                     " (an ONNX type code: int4, float8, ...) is not supported; uint8, int8, uint16 and int16 are");
+  }
+  if (!ctx.hasInput(2)) return from_attr == DType::Undefined ? DType::UInt8 : from_attr;
+  const DType zp = ctx.inputDType(2);
+  if (from_attr != DType::Undefined && from_attr != zp) {
+    throw ShapeError(std::string("QuantizeLinear output_dtype ") + dtypeName(from_attr) +
+                     " disagrees with y_zero_point's type " + dtypeName(zp));
+  }
+  return zp;
+}
+
 void inferQuantize(InferContext& ctx) {
+  refuseBlocked(ctx);
   const Shape& x = ctx.inputShape(0);
   const Shape* zp = ctx.hasInput(2) ? &ctx.inputShape(2) : nullptr;
   resolveParams("QuantizeLinear", x, ctx.attrs().i("axis", 1), ctx.inputShape(1), zp);
-  const DType out = zp ? ctx.inputDType(2) : DType::UInt8;
-  quantRange(out, "QuantizeLinear y_zero_point");
+  const DType out = quantizeOutputType(ctx);
+  quantRange(out, "QuantizeLinear output (y_zero_point / output_dtype)");
   ctx.setOutput(0, out, x);
 }
 
@@ -51,6 +77,7 @@ class QuantizeKernel : public Kernel {
 // ---------------------------------------------------------------- DequantizeLinear
 
 void inferDequantize(InferContext& ctx) {
+  refuseBlocked(ctx);
   const Shape& x = ctx.inputShape(0);
   const Shape* zp = ctx.hasInput(2) ? &ctx.inputShape(2) : nullptr;
   resolveParams("DequantizeLinear", x, ctx.attrs().i("axis", 1), ctx.inputShape(1), zp);

@@ -44,9 +44,8 @@ DType checkQLinear(const InferContext& ctx, int64_t b_channels) {
 
 // Requantizes acc (channel of element i: ch(i)) into the output tensor.
 template <typename ChannelOf>
-void requantize(const KernelIO& io, const int32_t* acc, int64_t n, ChannelOf ch, bool has_yzp) {
+void requantize(const KernelIO& io, const int32_t* acc, int64_t n, ChannelOf ch, bool has_yzp, QRange r) {
   const TensorView& y = io.outputs[0];
-  const QRange r = quantRange(y.dtype, "output");
   const float a_scale = floatAt(io.inputs[kAScale], 0), y_scale = floatAt(io.inputs[kYScale], 0);
   const int32_t y_zp = has_yzp ? intAt(io.inputs[kYZp], 0) : 0;
   const bool per_channel = io.inputs[kBScale].numel() > 1;
@@ -85,6 +84,7 @@ class QLinearConvKernel : public Kernel {
     y_n_ = shapeNumel(spec_.y);
     if (has_bzp_ && in[kBZp].numel() > 1) w_idx_ = {spec_.w[0], w_n_ / spec_.w[0]};
     plane_ = y_n_ / (spec_.y[0] * spec_.y[1]);
+    range_ = quantRange(ctx.output_types[0].dtype, "QLinearConv output");
   }
   size_t workspaceBytes() const override { return static_cast<size_t>(x_n_ + w_n_ + y_n_) * sizeof(int32_t); }
   void run(const KernelIO& io) const override {
@@ -101,7 +101,7 @@ class QLinearConvKernel : public Kernel {
       for (int64_t i = 0; i < y_n_; ++i)
         acc[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]) + static_cast<uint32_t>(b[channel(i)]));
     }
-    requantize(io, acc, y_n_, channel, has_yzp_);
+    requantize(io, acc, y_n_, channel, has_yzp_, range_);
   }
 
  private:
@@ -109,6 +109,7 @@ class QLinearConvKernel : public Kernel {
   int64_t x_n_ = 0, w_n_ = 0, y_n_ = 0, plane_ = 1;
   bool has_bias_ = false, has_azp_ = false, has_bzp_ = false, has_yzp_ = false;
   ParamIndex w_idx_;
+  QRange range_;
 };
 
 // ---------------------------------------------------------------- QLinearMatMul
@@ -130,6 +131,7 @@ class QLinearMatMulKernel : public Kernel {
     b_n_ = in[kB].numel();
     y_n_ = shapeNumel(spec_.out);
     if (has_bzp_ && in[kBZp].numel() > 1) b_idx_ = {spec_.n, 1};
+    range_ = quantRange(ctx.output_types[0].dtype, "QLinearMatMul output");
   }
   size_t workspaceBytes() const override { return static_cast<size_t>(a_n_ + b_n_ + y_n_) * sizeof(int32_t); }
   void run(const KernelIO& io) const override {
@@ -140,7 +142,7 @@ class QLinearMatMulKernel : public Kernel {
     subtractZeroPoint(io.inputs[kB], has_bzp_ ? &io.inputs[kBZp] : nullptr, b_idx_, b);
     intMatMul(spec_, a, b, acc);
     const int64_t n = spec_.n;
-    requantize(io, acc, y_n_, [n](int64_t i) { return i % n; }, has_yzp_);
+    requantize(io, acc, y_n_, [n](int64_t i) { return i % n; }, has_yzp_, range_);
   }
 
  private:
@@ -148,6 +150,7 @@ class QLinearMatMulKernel : public Kernel {
   int64_t a_n_ = 0, b_n_ = 0, y_n_ = 0;
   bool has_azp_ = false, has_bzp_ = false, has_yzp_ = false;
   ParamIndex b_idx_;
+  QRange range_;
 };
 
 const char* kQLinearCpuReason =

@@ -89,6 +89,26 @@ TEST(OpsQops, QuantizePerAxis) {
   }
 }
 
+TEST(OpsQops, QuantizeOutputDtypeAttributeAndBlockedQuantizationRefused) {
+  const Tensor x = floats({-1.f, 1.f}, {2});
+  const Tensor y = OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(0.5f)})).attr("output_dtype", int64_t{3}).run0();
+  EXPECT_EQ(y.dtype(), DType::Int8);
+  EXPECT_EQ(values<int8_t>(y), (std::vector<int64_t>{-2, 2}));
+  expectThrowWith<ShapeError>(
+      [&] {
+        OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0)}))
+            .attr("output_dtype", int64_t{3})
+            .infer();
+      },
+      "output_dtype int8 disagrees with y_zero_point's type uint8");
+  expectThrowWith<ShapeError>(
+      [&] { OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f)})).attr("output_dtype", int64_t{22}).infer(); },
+      "output_dtype 22 (an ONNX type code");
+  expectThrowWith<UnsupportedOpError>(
+      [&] { OneNode("DequantizeLinear", ins({tensorOf<int8_t>({1, 2}, {2}), floats({1.f}, {1})})).attr("block_size", int64_t{2}).infer(); },
+      "DequantizeLinear with block_size 2 (opset 21 blocked quantization) is not supported");
+}
+
 // ---------------------------------------------------------------- DequantizeLinear
 
 TEST(OpsQops, DequantizeInt32BiasAndPerAxis) {
@@ -267,7 +287,7 @@ TEST(OpsQops, BadInputsNameNodeOpAndShapes) {
       "zero point [2] must have the shape of the scale [3]");
   expectThrowWith<ShapeError>(
       [&] { OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<int32_t>(0)})).infer(); },
-      "QuantizeLinear y_zero_point must be uint8, int8, uint16 or int16, got int32");
+      "QuantizeLinear output (y_zero_point / output_dtype) must be uint8, int8, uint16 or int16, got int32");
   expectThrowWith<ShapeError>(
       [&] {
         OneNode("DequantizeLinear", ins({tensorOf<uint8_t>({1}, {1}), Tensor::scalar<float>(1.f), Tensor::scalar<int8_t>(0)})).infer();

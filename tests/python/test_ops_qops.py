@@ -344,6 +344,29 @@ def test_fold_qlinear_keeps_the_qlinear_cnn_within_one_lsb(models) -> None:
     assert worst <= MAX_QDQ_LSB and differ <= MAX_QDQ_DIFF_FRACTION * total
 
 
+def test_npucs_own_qdq_export_loads_back_and_matches_onnx_runtime(models, tmp_path: Path) -> None:
+    """The QDQ file npuc writes for its INT8 model (int8 activations and zero points, per-channel
+    weights with `axis`, int32 biases, Cast-to-float16 pairs around FP16 nodes) runs on npuc's own
+    FP32 runtime like in ONNX Runtime: every output within 1 step of its DequantizeLinear scale."""
+    qmodel = quantize(npuc.Model.load(str(models["float"])), models["samples"])
+    path = tmp_path / "npuc_qdq.onnx"
+    qmodel.export_onnx(str(path))
+    proto = onnx.load(str(path))
+    inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    producer = {o: n for n in proto.graph.node for o in n.output}
+    x = models["x"]
+    ours, ort = _npuc(path, x), _ort(path, {"x": x})
+    differ = total = 0
+    for out, g, r in zip(proto.graph.output, ours, ort):
+        dq = producer[out.name]
+        assert dq.op_type == "DequantizeLinear", dq.op_type
+        steps = np.abs(g.astype(np.float64) - r.astype(np.float64)) / float(inits[dq.input[1]])
+        print(f"  npuc QDQ export {out.name}: {int((steps > 0.5).sum())}/{steps.size} differ, max {steps.max():.3f} steps")
+        assert steps.max() <= 1.001
+        differ, total = differ + int((steps > 0.5).sum()), total + steps.size
+    assert differ <= MAX_QDQ_DIFF_FRACTION * total
+
+
 def test_dynamic_quantization_matches_onnx_runtime(models) -> None:
     """DynamicQuantizeLinear + ConvInteger / MatMulInteger: the int32 accumulators exactly, the
     rescaled float output to float rounding (ONNX Runtime fuses the Cast/Mul chain into its own

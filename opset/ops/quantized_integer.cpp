@@ -133,7 +133,7 @@ class MatMulIntegerKernel : public Kernel {
 
 const char* kIntegerCpuReason =
     "its int32 result has no scale to requantize with; fold_qlinear rewrites it into a float Conv/MatMul "
-    "the NPU runs when the weights are constant and the sums stay exact in float";
+    "the NPU runs whenever its sums stay below 2^24 (exact in float)";
 
 }  // namespace
 

@@ -155,8 +155,8 @@ class QLinearMatMulKernel : public Kernel {
 
 const char* kQLinearCpuReason =
     "fold_qlinear rewrites it into DequantizeLinear -> Conv/MatMul -> QuantizeLinear so the NPU runs the "
-    "float Conv/MatMul; one left over (weights not constant) computes uint8/int8 zero-point arithmetic "
-    "the NPU has no kernel for";
+    "float Conv/MatMul; one left over (a bias with non-constant scales) computes uint8/int8 zero-point "
+    "arithmetic the NPU has no kernel for";
 
 }  // namespace
 

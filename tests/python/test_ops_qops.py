@@ -398,12 +398,15 @@ def test_int8_simulator_reference_and_fast_paths_agree(models, form: str) -> Non
 
 
 @pytest.mark.parametrize("form", ["qdq", "qlinear", "dynamic"])
-def test_int8_and_fp16_builds_and_rk3588_split(models, form: str, capsys) -> None:
+def test_int8_and_fp16_builds_and_rk3588_split(models, form: str, capsys, tmp_path: Path) -> None:
+    """Each build's output, and the same from its exported blob loaded back (CPU segments hold the
+    family's ops), against the FP32 runtime."""
     path, _ = models[form]
     x = models["x"]
     reference = _npuc(path, x)[0]
     outputs: Dict[bool, np.ndarray] = {}
     for quantized in (True, False):
+        blob = tmp_path / f"{form}_{quantized}.npub"
         with npuc.Toolkit() as tk:
             tk.config(target_platform="rk3588")
             tk.load_onnx(model=str(path))
@@ -411,6 +414,11 @@ def test_int8_and_fp16_builds_and_rk3588_split(models, form: str, capsys) -> Non
             report = tk.partition_report
             tk.init_runtime()
             outputs[quantized] = tk.inference(inputs=[x])[0]
+            assert tk.export_rknn(str(blob)) == 0
+        with npuc.Toolkit() as tk:
+            tk.load_rknn(str(blob))
+            tk.init_runtime()
+            assert np.array_equal(tk.inference(inputs=[x])[0], outputs[quantized]), "the blob runs like the build"
     cos_int8, cos_fp16 = cosine_similarity(reference, outputs[True]), cosine_similarity(reference, outputs[False])
     cpu_ops: Dict[str, int] = {}
     for n in report["cpu_nodes"]:

@@ -3,6 +3,8 @@
 //   y = saturate(round_half_to_even(float(acc) * (a_scale * b_scale[c] / y_scale)) + y_zero_point)
 // with the multiplier computed in float in that order. Weight scales/zero points: one value, or
 // one per output channel (QLinearConv: M) / per column (QLinearMatMul: N).
+#include <algorithm>
+
 #include "opset/ops/quantized_mac.h"
 
 namespace npuc::qops {
@@ -83,7 +85,7 @@ class QLinearConvKernel : public Kernel {
     w_n_ = in[kB].numel();
     y_n_ = shapeNumel(spec_.y);
     if (has_bzp_ && in[kBZp].numel() > 1) w_idx_ = {spec_.w[0], w_n_ / spec_.w[0]};
-    plane_ = y_n_ / (spec_.y[0] * spec_.y[1]);
+    plane_ = std::max<int64_t>(1, y_n_ / std::max<int64_t>(1, spec_.y[0] * spec_.y[1]));  // empty outputs
     range_ = quantRange(ctx.output_types[0].dtype, "QLinearConv output");
   }
   size_t workspaceBytes() const override { return static_cast<size_t>(x_n_ + w_n_ + y_n_) * sizeof(int32_t); }

@@ -3,9 +3,10 @@
 //
 //   QLinearConv(x, sx, zx, w, sw, zw, sy, zy, B)  ->  Q(Conv(DQ(x, sx, zx), DQ(w, sw, zw, axis 0),
 //                                                        DQ(B, sx * sw, axis 0)), sy, zy)
-//   QLinearMatMul(a, sa, za, b, sb, zb, sy, zy)   ->  Q(MatMul(DQ(a, sa, za), DQ(b, sb, zb, last axis)), sy, zy)
-//   ConvInteger(x, w, zx, zw)                     ->  Cast<int32>(Conv(DQ(x, 1, zx), DQ(w, 1, zw, axis 0)))
-//   MatMulInteger(a, b, za, zb)                   ->  Cast<int32>(MatMul(DQ(a, 1, za, row axis), DQ(b, 1, zb, last axis)))
+//   QLinearMatMul(a, sa, za, b, sb, zb, sy, zy)   ->  Q(MatMul(DQ(a, sa, za), DQ(b, sb, zb, last axis)), sy,
+//   zy) ConvInteger(x, w, zx, zw)                     ->  Cast<int32>(Conv(DQ(x, 1, zx), DQ(w, 1, zw, axis
+//   0))) MatMulInteger(a, b, za, zb)                   ->  Cast<int32>(MatMul(DQ(a, 1, za, row axis), DQ(b,
+//   1, zb, last axis)))
 //
 // Constant folding then turns DQ(constant weights) into float weights.
 //
@@ -107,30 +108,34 @@ class FoldQLinearConv : public RewritePattern {
  public:
   FoldQLinearConv() : RewritePattern("fold_qlinear_conv", {"QLinearConv"}, /*changes_numerics=*/true) {}
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
-    Value *x = root.input(0), *sx = root.input(1), *zx = input(root, 2), *w = root.input(3), *sw = root.input(4),
-          *zw = input(root, 5), *sy = root.input(6), *zy = input(root, 7), *bias = input(root, 8);
+    Value *x = root.input(0), *sx = root.input(1), *zx = input(root, 2), *w = root.input(3),
+          *sw = root.input(4), *zw = input(root, 5), *sy = root.input(6), *zy = input(root, 7),
+          *bias = input(root, 8);
     if (bias && !(sx->isConstant() && sw->isConstant())) {
-      return rw.notifyMatchFailure(root, "QLinearConv '" + root.name() +
-                                             "': the bias scale x_scale * w_scale needs constant scales");
+      return rw.notifyMatchFailure(
+          root, "QLinearConv '" + root.name() + "': the bias scale x_scale * w_scale needs constant scales");
     }
     if (!paramShapesMatchable(sx, zx) || !paramShapesMatchable(sw, zw) || !paramShapesMatchable(sy, zy)) {
-      return rw.notifyMatchFailure(root, "QLinearConv '" + root.name() +
-                                             "': a scale and its zero point differ in shape and the single one "
-                                             "is not a constant to broadcast");
+      return rw.notifyMatchFailure(root,
+                                   "QLinearConv '" + root.name() +
+                                       "': a scale and its zero point differ in shape and the single one "
+                                       "is not a constant to broadcast");
     }
     rw.setInsertionPointBefore(&root);
     const std::string& n = root.name();
     matchParamShapes(rw, sx, zx, n + "_x_param");
     matchParamShapes(rw, sw, zw, n + "_w_param");
     matchParamShapes(rw, sy, zy, n + "_y_param");
-    std::vector<Value*> conv_in{dequantize(rw, x, sx, zx, 1, n + "_x"), dequantize(rw, w, sw, zw, 0, n + "_w")};
+    std::vector<Value*> conv_in{dequantize(rw, x, sx, zx, 1, n + "_x"),
+                                dequantize(rw, w, sw, zw, 0, n + "_w")};
     if (bias) {
       // The bias is int32 on the grid x_scale * w_scale[m] (ONNX Runtime's exporters write it so).
       const Tensor& ws = sw->constant();
       Tensor bs = filled(0.f, ws.numel());
       const float xs = static_cast<float>(sx->constant().doubleAt(0));
       for (int64_t i = 0; i < ws.numel(); ++i) bs.data<float>()[i] = xs * static_cast<float>(ws.doubleAt(i));
-      conv_in.push_back(dequantize(rw, bias, rw.constant(std::move(bs), n + "_bias_scale"), nullptr, 0, n + "_b"));
+      conv_in.push_back(
+          dequantize(rw, bias, rw.constant(std::move(bs), n + "_bias_scale"), nullptr, 0, n + "_b"));
     }
     Value* yf = rw.create("Conv", conv_in, root.attrs(), n)->output();
     std::vector<Value*> q_in{yf, sy};
@@ -144,14 +149,16 @@ class FoldQLinearMatMul : public RewritePattern {
  public:
   FoldQLinearMatMul() : RewritePattern("fold_qlinear_matmul", {"QLinearMatMul"}, /*changes_numerics=*/true) {}
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
-    Value *a = root.input(0), *sa = root.input(1), *za = input(root, 2), *b = root.input(3), *sb = root.input(4),
-          *zb = input(root, 5), *sy = root.input(6), *zy = input(root, 7);
+    Value *a = root.input(0), *sa = root.input(1), *za = input(root, 2), *b = root.input(3),
+          *sb = root.input(4), *zb = input(root, 5), *sy = root.input(6), *zy = input(root, 7);
     const bool per_column = shapeNumel(sb->shape()) > 1 || (zb && shapeNumel(zb->shape()) > 1);
-    if (per_column && b->rank() < 2) return rw.notifyMatchFailure(root, "QLinearMatMul per-column B needs rank >= 2");
+    if (per_column && b->rank() < 2)
+      return rw.notifyMatchFailure(root, "QLinearMatMul per-column B needs rank >= 2");
     if (!paramShapesMatchable(sa, za) || !paramShapesMatchable(sb, zb) || !paramShapesMatchable(sy, zy)) {
-      return rw.notifyMatchFailure(root, "QLinearMatMul '" + root.name() +
-                                             "': a scale and its zero point differ in shape and the single one "
-                                             "is not a constant to broadcast");
+      return rw.notifyMatchFailure(root,
+                                   "QLinearMatMul '" + root.name() +
+                                       "': a scale and its zero point differ in shape and the single one "
+                                       "is not a constant to broadcast");
     }
     rw.setInsertionPointBefore(&root);
     const std::string& n = root.name();
@@ -159,7 +166,8 @@ class FoldQLinearMatMul : public RewritePattern {
     matchParamShapes(rw, sb, zb, n + "_b_param");
     matchParamShapes(rw, sy, zy, n + "_y_param");
     Value* mm = rw.create("MatMul",
-                          {dequantize(rw, a, sa, za, 0, n + "_a"), dequantize(rw, b, sb, zb, b->rank() - 1, n + "_b")},
+                          {dequantize(rw, a, sa, za, 0, n + "_a"),
+                           dequantize(rw, b, sb, zb, b->rank() - 1, n + "_b")},
                           {}, n)
                     ->output();
     std::vector<Value*> q_in{mm, sy};
@@ -179,11 +187,13 @@ class FoldIntegerMac : public RewritePattern {
     if (!x->hasShape() || !w->hasShape() || w->rank() < (conv ? 3 : 1)) return failure();
     // Terms per output: Conv W is M x (C/group x kernel); MatMul B is K x N (per column).
     const int64_t outputs = conv ? w->shape()[0] : (w->rank() == 1 ? 1 : w->shape().back());
-    const int64_t k = conv ? shapeNumel(w->shape()) / outputs : w->shape()[w->rank() == 1 ? 0 : w->rank() - 2];
+    const int64_t k =
+        conv ? shapeNumel(w->shape()) / outputs : w->shape()[w->rank() == 1 ? 0 : w->rank() - 2];
     const int64_t bound = maxCentered(x, zx) * maxWeightSum(w, zw, outputs, k, conv);
     if (bound >= kExactFloatSum) {
       return rw.notifyMatchFailure(root, root.opType() + " '" + root.name() + "': a sum may reach " +
-                                             std::to_string(bound) + " >= 2^24, which float would not hold exactly");
+                                             std::to_string(bound) +
+                                             " >= 2^24, which float would not hold exactly");
     }
     if (!conv && zx && shapeNumel(zx->shape()) > 1 && x->rank() < 2) return failure();
     rw.setInsertionPointBefore(&root);

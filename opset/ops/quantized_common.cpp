@@ -9,8 +9,7 @@ QRange quantRange(DType t, const std::string& what) {
     case DType::Int8: return {-128, 127};
     case DType::UInt16: return {0, 65535};
     case DType::Int16: return {-32768, 32767};
-    default:
-      throw ShapeError(what + " must be uint8, int8, uint16 or int16, got " + dtypeName(t));
+    default: throw ShapeError(what + " must be uint8, int8, uint16 or int16, got " + dtypeName(t));
   }
 }
 
@@ -47,8 +46,8 @@ ParamIndex resolveParams(const std::string& op, const Shape& x, int64_t axis, co
   const int64_t a = normalizeAxis(axis, static_cast<int64_t>(x.size()), (op + " axis").c_str());
   if (scale.size() != 1 || scale[0] != x[static_cast<size_t>(a)]) {
     throw ShapeError(op + " scale " + shapeStr(scale) + " must be a scalar or 1-D of size " +
-                     std::to_string(x[static_cast<size_t>(a)]) + " (axis " + std::to_string(a) + " of input " +
-                     shapeStr(x) + ")");
+                     std::to_string(x[static_cast<size_t>(a)]) + " (axis " + std::to_string(a) +
+                     " of input " + shapeStr(x) + ")");
   }
   p.dim = scale[0];
   for (size_t d = static_cast<size_t>(a) + 1; d < x.size(); ++d) p.inner *= x[d];

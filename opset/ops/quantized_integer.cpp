@@ -38,7 +38,8 @@ void inferConvInteger(InferContext& ctx) {
   checkZeroPointType(ctx, 3, 1, "w_zero_point");
   const Shape* xz = ctx.hasInput(2) ? &ctx.inputShape(2) : nullptr;
   const Shape* wz = ctx.hasInput(3) ? &ctx.inputShape(3) : nullptr;
-  ctx.setOutput(0, DType::Int32, convIntegerSpec(ctx.attrs(), ctx.inputShape(0), ctx.inputShape(1), xz, wz).y);
+  ctx.setOutput(0, DType::Int32,
+                convIntegerSpec(ctx.attrs(), ctx.inputShape(0), ctx.inputShape(1), xz, wz).y);
 }
 
 bool present(const KernelContext& ctx, size_t i) {

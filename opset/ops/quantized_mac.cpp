@@ -87,9 +87,11 @@ void intConv(const nn::ConvSpec& s, const int32_t* x, const int32_t* w, int32_t*
                   const int32_t* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
                   uint32_t* dr = dst + (o0 * g.out[1] + o1) * g.out[2];
                   if (s2 == 1) {
-                    for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dr[o2] += wv * static_cast<uint32_t>(xr[o2 + off2]);
+                    for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2)
+                      dr[o2] += wv * static_cast<uint32_t>(xr[o2 + off2]);
                   } else {
-                    for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dr[o2] += wv * static_cast<uint32_t>(xr[o2 * s2 + off2]);
+                    for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2)
+                      dr[o2] += wv * static_cast<uint32_t>(xr[o2 * s2 + off2]);
                   }
                 }
               }
@@ -101,7 +103,8 @@ void intConv(const nn::ConvSpec& s, const int32_t* x, const int32_t* w, int32_t*
 
 IntMatMulSpec resolveIntMatMul(const std::string& op, const Shape& a_in, const Shape& b_in) {
   if (a_in.empty() || b_in.empty()) {
-    throw ShapeError(op + " operands must have rank >= 1, got A " + shapeStr(a_in) + " and B " + shapeStr(b_in));
+    throw ShapeError(op + " operands must have rank >= 1, got A " + shapeStr(a_in) + " and B " +
+                     shapeStr(b_in));
   }
   Shape a = a_in.size() == 1 ? Shape{1, a_in[0]} : a_in;
   Shape b = b_in.size() == 1 ? Shape{b_in[0], 1} : b_in;
@@ -113,14 +116,15 @@ IntMatMulSpec resolveIntMatMul(const std::string& op, const Shape& a_in, const S
   s.k = a[rank - 1];
   s.n = b[rank - 1];
   if (b[rank - 2] != s.k) {
-    throw ShapeError(op + " inner dims differ: A " + shapeStr(a_in) + " has K=" + std::to_string(s.k) + ", B " +
-                     shapeStr(b_in) + " has K=" + std::to_string(b[rank - 2]));
+    throw ShapeError(op + " inner dims differ: A " + shapeStr(a_in) + " has K=" + std::to_string(s.k) +
+                     ", B " + shapeStr(b_in) + " has K=" + std::to_string(b[rank - 2]));
   }
   // Walk the broadcast batch index, tracking each operand's matrix offset.
   Shape batch(rank - 2);
   for (size_t d = 0; d + 2 < rank; ++d) {
     if (a[d] != b[d] && a[d] != 1 && b[d] != 1) {
-      throw ShapeError(op + " batch dims of A " + shapeStr(a_in) + " and B " + shapeStr(b_in) + " do not broadcast");
+      throw ShapeError(op + " batch dims of A " + shapeStr(a_in) + " and B " + shapeStr(b_in) +
+                       " do not broadcast");
     }
     batch[d] = std::max(a[d], b[d]);
   }

@@ -20,7 +20,7 @@ void intConv(const nn::ConvSpec& s, const int32_t* x, const int32_t* w, int32_t*
 
 // numpy matmul geometry of two integer operands (1-D operands promoted, batch dims broadcast).
 struct IntMatMulSpec {
-  Shape out;                  // the ONNX output shape
+  Shape out;  // the ONNX output shape
   int64_t m = 0, k = 0, n = 0;
   std::vector<int64_t> a_off, b_off;  // element offset of A's and B's matrix for each output batch
 };

@@ -37,7 +37,9 @@ int32_t intAt(const TensorView& t, int64_t i);
 // Writes v (already in range) into element i of an integer tensor.
 void storeInt(const TensorView& t, int64_t i, int32_t v);
 // Element i of a float32 tensor view.
-inline float floatAt(const TensorView& t, int64_t i) { return t.as<const float>()[i]; }
+inline float floatAt(const TensorView& t, int64_t i) {
+  return t.as<const float>()[i];
+}
 
 // Which element of a scale / zero-point tensor applies to element i of the data: per tensor
 // (one value) or per slice of `axis`.

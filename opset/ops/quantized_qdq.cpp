@@ -14,8 +14,9 @@ namespace {
 // Opset 21's blocked quantization (block_size) is refused by name rather than read as per-axis.
 void refuseBlocked(const InferContext& ctx) {
   if (ctx.attrs().i("block_size", 0) != 0) {
-    throw UnsupportedOpError(ctx.node().opType() + " with block_size " + std::to_string(ctx.attrs().i("block_size")) +
-                             " (opset 21 blocked quantization) is not supported; per-tensor and per-axis are");
+    throw UnsupportedOpError(
+        ctx.node().opType() + " with block_size " + std::to_string(ctx.attrs().i("block_size")) +
+        " (opset 21 blocked quantization) is not supported; per-tensor and per-axis are");
   }
 }
 
@@ -26,8 +27,9 @@ DType quantizeOutputType(const InferContext& ctx) {
   const int64_t attr = ctx.attrs().i("output_dtype", 0);
   const DType from_attr = attr != 0 ? dtypeFromOnnx(static_cast<int32_t>(attr)) : DType::Undefined;
   if (attr != 0 && from_attr == DType::Undefined) {
-    throw ShapeError("QuantizeLinear output_dtype " + std::to_string(attr) +
-                     " (an ONNX type code: int4, float8, ...) is not supported; uint8, int8, uint16 and int16 are");
+    throw ShapeError(
+        "QuantizeLinear output_dtype " + std::to_string(attr) +
+        " (an ONNX type code: int4, float8, ...) is not supported; uint8, int8, uint16 and int16 are");
   }
   if (!ctx.hasInput(2)) return from_attr == DType::Undefined ? DType::UInt8 : from_attr;
   const DType zp = ctx.inputDType(2);

@@ -28,8 +28,9 @@ DType checkQLinear(const InferContext& ctx, int64_t b_channels) {
   }
   for (auto [zp, operand] : {std::pair<size_t, size_t>{kAZp, kA}, {kBZp, kB}}) {
     if (ctx.hasInput(zp) && ctx.inputDType(zp) != ctx.inputDType(operand)) {
-      throw ShapeError(op + " zero point input " + std::to_string(zp) + " is " + dtypeName(ctx.inputDType(zp)) +
-                       " but its operand is " + dtypeName(ctx.inputDType(operand)));
+      throw ShapeError(op + " zero point input " + std::to_string(zp) + " is " +
+                       dtypeName(ctx.inputDType(zp)) + " but its operand is " +
+                       dtypeName(ctx.inputDType(operand)));
     }
   }
   checkChannelParam(op, "a/x scale", ctx.inputShape(kAScale), 1);
@@ -144,7 +145,8 @@ class QLinearMatMulKernel : public Kernel {
     subtractZeroPoint(io.inputs[kB], has_bzp_ ? &io.inputs[kBZp] : nullptr, b_idx_, b);
     intMatMul(spec_, a, b, acc);
     const int64_t n = spec_.n;
-    requantize(io, acc, y_n_, [n](int64_t i) { return i % n; }, has_yzp_, range_);
+    requantize(
+        io, acc, y_n_, [n](int64_t i) { return i % n; }, has_yzp_, range_);
   }
 
  private:
@@ -171,7 +173,9 @@ void registerQLinearOps(OpRegistry& reg) {
       .infer(inferQLinearConv)
       .kernel([](const KernelContext& c) { return std::make_unique<QLinearConvKernel>(c); })
       .types({DType::UInt8, DType::Int8})
-      .doc("integer conv + int32 bias, requantized with x_scale * w_scale[m] / y_scale (ONNX Runtime's rounding)");
+      .doc(
+          "integer conv + int32 bias, requantized with x_scale * w_scale[m] / y_scale (ONNX Runtime's "
+          "rounding)");
   reg.add("QLinearMatMul")
       .quantClass(QuantClass::Float)
       .cpuOnly(kQLinearCpuReason)

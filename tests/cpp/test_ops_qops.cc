@@ -60,16 +60,20 @@ int64_t requant(int64_t acc, float multiplier, int64_t zp, int64_t lo, int64_t h
 TEST(OpsQops, QuantizeRoundsHalfToEvenAndSaturates) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor x = floats({0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.f, -300.f, nan}, {8});
-  const Tensor u8 = OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(10)})).run0();
+  const Tensor u8 =
+      OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(10)})).run0();
   EXPECT_EQ(u8.dtype(), DType::UInt8);
   EXPECT_EQ(values<uint8_t>(u8), (std::vector<int64_t>{10, 12, 12, 10, 8, 255, 0, 0}));
-  const Tensor i8 = OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<int8_t>(-3)})).run0();
+  const Tensor i8 =
+      OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<int8_t>(-3)})).run0();
   EXPECT_EQ(i8.dtype(), DType::Int8);
   EXPECT_EQ(values<int8_t>(i8), (std::vector<int64_t>{-3, -1, -1, -3, -5, 127, -128, -128}));
 }
 
 TEST(OpsQops, QuantizeWithoutZeroPointIsUint8AndPerTensorScaleMayBeOneElement1D) {
-  const Tensor y = OneNode("QuantizeLinear", ins({floats({-1.f, 0.f, 0.3f, 0.7f, 100.f}, {5}), floats({0.5f}, {1})})).run0();
+  const Tensor y =
+      OneNode("QuantizeLinear", ins({floats({-1.f, 0.f, 0.3f, 0.7f, 100.f}, {5}), floats({0.5f}, {1})}))
+          .run0();
   EXPECT_EQ(y.dtype(), DType::UInt8);
   EXPECT_EQ(values<uint8_t>(y), (std::vector<int64_t>{0, 0, 1, 1, 200}));
 }
@@ -80,7 +84,9 @@ TEST(OpsQops, QuantizePerAxis) {
   const std::vector<float> s{0.05f, 0.1f, 0.5f};
   const std::vector<int8_t> z{-5, 0, 7};
   for (int64_t axis : {1, -2}) {
-    const Tensor y = OneNode("QuantizeLinear", ins({x, floats(s, {3}), tensorOf<int8_t>(z, {3})})).attr("axis", axis).run0();
+    const Tensor y = OneNode("QuantizeLinear", ins({x, floats(s, {3}), tensorOf<int8_t>(z, {3})}))
+                         .attr("axis", axis)
+                         .run0();
     for (int64_t i = 0; i < x.numel(); ++i) {
       const int64_t c = (i / 2) % 3;
       const float q = std::nearbyint(x.data<float>()[i] / s[c]) + z[c];
@@ -91,7 +97,9 @@ TEST(OpsQops, QuantizePerAxis) {
 
 TEST(OpsQops, QuantizeOutputDtypeAttributeAndBlockedQuantizationRefused) {
   const Tensor x = floats({-1.f, 1.f}, {2});
-  const Tensor y = OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(0.5f)})).attr("output_dtype", int64_t{3}).run0();
+  const Tensor y = OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(0.5f)}))
+                       .attr("output_dtype", int64_t{3})
+                       .run0();
   EXPECT_EQ(y.dtype(), DType::Int8);
   EXPECT_EQ(values<int8_t>(y), (std::vector<int64_t>{-2, 2}));
   expectThrowWith<ShapeError>(
@@ -102,22 +110,33 @@ TEST(OpsQops, QuantizeOutputDtypeAttributeAndBlockedQuantizationRefused) {
       },
       "output_dtype int8 disagrees with y_zero_point's type uint8");
   expectThrowWith<ShapeError>(
-      [&] { OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f)})).attr("output_dtype", int64_t{22}).infer(); },
+      [&] {
+        OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f)}))
+            .attr("output_dtype", int64_t{22})
+            .infer();
+      },
       "output_dtype 22 (an ONNX type code");
   expectThrowWith<UnsupportedOpError>(
-      [&] { OneNode("DequantizeLinear", ins({tensorOf<int8_t>({1, 2}, {2}), floats({1.f}, {1})})).attr("block_size", int64_t{2}).infer(); },
+      [&] {
+        OneNode("DequantizeLinear", ins({tensorOf<int8_t>({1, 2}, {2}), floats({1.f}, {1})}))
+            .attr("block_size", int64_t{2})
+            .infer();
+      },
       "DequantizeLinear with block_size 2 (opset 21 blocked quantization) is not supported");
 }
 
 // ---------------------------------------------------------------- DequantizeLinear
 
 TEST(OpsQops, DequantizeInt32BiasAndPerAxis) {
-  const Tensor b = OneNode("DequantizeLinear", ins({tensorOf<int32_t>({-1000000, 0, 7}, {3}), Tensor::scalar<float>(0.5f)})).run0();
+  const Tensor b = OneNode("DequantizeLinear",
+                           ins({tensorOf<int32_t>({-1000000, 0, 7}, {3}), Tensor::scalar<float>(0.5f)}))
+                       .run0();
   EXPECT_EQ(b.dtype(), DType::Float32);
   EXPECT_EQ(b.data<float>()[0], -500000.f);
   EXPECT_EQ(b.data<float>()[2], 3.5f);
-  const Tensor y = OneNode("DequantizeLinear", ins({tensorOf<uint8_t>({0, 255, 128, 1, 2, 3}, {2, 3}), floats({1.f, 0.5f, 0.25f}, {3}),
-                                                tensorOf<uint8_t>({128, 128, 0}, {3})}))
+  const Tensor y = OneNode("DequantizeLinear",
+                           ins({tensorOf<uint8_t>({0, 255, 128, 1, 2, 3}, {2, 3}),
+                                floats({1.f, 0.5f, 0.25f}, {3}), tensorOf<uint8_t>({128, 128, 0}, {3})}))
                        .attr("axis", int64_t{-1})
                        .run0();
   const std::vector<float> want{-128.f, 63.5f, 32.f, -127.f, -63.f, 0.75f};
@@ -165,8 +184,10 @@ std::vector<int64_t> naiveConv(const ConvCase& k, const Tensor& x, int64_t zx, c
                 const int64_t iy = y * k.stride - k.pad + i * k.dil, ix = xo * k.stride - k.pad + j * k.dil;
                 if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
                 const int64_t ci = (m / mg) * cg + c;
-                const int64_t xv = static_cast<int64_t>(x.doubleAt(((b * k.c + ci) * k.h + iy) * k.w + ix)) - zx;
-                const int64_t wv = static_cast<int64_t>(w.doubleAt(((m * cg + c) * k.kh + i) * k.kw + j)) - zw[m];
+                const int64_t xv =
+                    static_cast<int64_t>(x.doubleAt(((b * k.c + ci) * k.h + iy) * k.w + ix)) - zx;
+                const int64_t wv =
+                    static_cast<int64_t>(w.doubleAt(((m * cg + c) * k.kh + i) * k.kw + j)) - zw[m];
                 s += xv * wv;
               }
           acc[static_cast<size_t>(((b * k.m + m) * oh + y) * ow + xo)] = s;
@@ -182,13 +203,14 @@ TEST(OpsQops, QLinearConvPerChannelInt8MatchesNaiveRequantization) {
   const std::vector<int8_t> wz{0, 1, -2, 3, -4, 5};
   const Tensor bias = randomInts<int32_t>({k.m}, -5000, 5000, 3);
   const float xs = 0.02f, ys = 0.15f;
-  const Tensor y = OneNode("QLinearConv", ins({x, Tensor::scalar<float>(xs), Tensor::scalar<int8_t>(-7), w, floats(ws, {6}),
-                                           tensorOf<int8_t>(wz, {6}), Tensor::scalar<float>(ys),
-                                           Tensor::scalar<uint8_t>(100), bias}))
-                       .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
-                       .attr("strides", std::vector<int64_t>{2, 2})
-                       .attr("group", k.group)
-                       .run0();
+  const Tensor y =
+      OneNode("QLinearConv",
+              ins({x, Tensor::scalar<float>(xs), Tensor::scalar<int8_t>(-7), w, floats(ws, {6}),
+                   tensorOf<int8_t>(wz, {6}), Tensor::scalar<float>(ys), Tensor::scalar<uint8_t>(100), bias}))
+          .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+          .attr("strides", std::vector<int64_t>{2, 2})
+          .attr("group", k.group)
+          .run0();
   const int64_t oh = (k.h + 2 - k.kh) / 2 + 1, ow = (k.w + 2 - k.kw) / 2 + 1;
   ASSERT_EQ(y.shape(), (Shape{1, 6, oh, ow}));
   ASSERT_EQ(y.dtype(), DType::UInt8);
@@ -197,7 +219,8 @@ TEST(OpsQops, QLinearConvPerChannelInt8MatchesNaiveRequantization) {
   int saturated = 0;
   for (int64_t i = 0; i < y.numel(); ++i) {
     const int64_t m = (i / (oh * ow)) % 6;
-    const int64_t want = requant(acc[static_cast<size_t>(i)] + bias.data<int32_t>()[m], xs * ws[m] / ys, 100, 0, 255);
+    const int64_t want =
+        requant(acc[static_cast<size_t>(i)] + bias.data<int32_t>()[m], xs * ws[m] / ys, 100, 0, 255);
     saturated += want == 0 || want == 255;
     ASSERT_EQ(y.data<uint8_t>()[i], want) << "element " << i;
   }
@@ -208,9 +231,10 @@ TEST(OpsQops, ConvIntegerPerChannelZeroPoint1dAnd3d) {
   // 1-D: uint8 x with zero point, per-output-channel uint8 weight zero points, dilation 2.
   const Tensor x = randomInts<uint8_t>({1, 2, 9}, 0, 255, 4);
   const Tensor w = randomInts<uint8_t>({3, 2, 3}, 0, 255, 5);
-  const Tensor y = OneNode("ConvInteger", ins({x, w, Tensor::scalar<uint8_t>(128), tensorOf<uint8_t>({120, 130, 0}, {3})}))
-                       .attr("dilations", std::vector<int64_t>{2})
-                       .run0();
+  const Tensor y =
+      OneNode("ConvInteger", ins({x, w, Tensor::scalar<uint8_t>(128), tensorOf<uint8_t>({120, 130, 0}, {3})}))
+          .attr("dilations", std::vector<int64_t>{2})
+          .run0();
   ASSERT_EQ(y.dtype(), DType::Int32);
   ASSERT_EQ(y.shape(), (Shape{1, 3, 5}));
   const int64_t zw[3] = {120, 130, 0};
@@ -219,7 +243,8 @@ TEST(OpsQops, ConvIntegerPerChannelZeroPoint1dAnd3d) {
       int64_t s = 0;
       for (int64_t c = 0; c < 2; ++c)
         for (int64_t j = 0; j < 3; ++j)
-          s += (x.data<uint8_t>()[c * 9 + o + 2 * j] - 128) * (w.data<uint8_t>()[(m * 2 + c) * 3 + j] - zw[m]);
+          s +=
+              (x.data<uint8_t>()[c * 9 + o + 2 * j] - 128) * (w.data<uint8_t>()[(m * 2 + c) * 3 + j] - zw[m]);
       EXPECT_EQ(y.data<int32_t>()[m * 5 + o], s);
     }
   // 3-D, no zero points: every output of a 2x2x2 all-ones kernel sums a 2x2x2 block.
@@ -241,9 +266,9 @@ TEST(OpsQops, QLinearMatMulBroadcastsBatchesWithPerColumnB) {
   const std::vector<float> bs{0.01f, 0.02f, 0.03f, 0.04f};
   const std::vector<int8_t> bz{0, -1, 2, 0};
   const float as = 0.03f, ys = 0.2f;
-  const Tensor y = OneNode("QLinearMatMul", ins({a, Tensor::scalar<float>(as), Tensor::scalar<uint8_t>(120), b,
-                                             floats(bs, {4}), tensorOf<int8_t>(bz, {4}), Tensor::scalar<float>(ys),
-                                             Tensor::scalar<int8_t>(-10)}))
+  const Tensor y = OneNode("QLinearMatMul", ins({a, Tensor::scalar<float>(as), Tensor::scalar<uint8_t>(120),
+                                                 b, floats(bs, {4}), tensorOf<int8_t>(bz, {4}),
+                                                 Tensor::scalar<float>(ys), Tensor::scalar<int8_t>(-10)}))
                        .run0();
   ASSERT_EQ(y.shape(), (Shape{2, 3, 3, 4}));
   ASSERT_EQ(y.dtype(), DType::Int8);
@@ -253,7 +278,8 @@ TEST(OpsQops, QLinearMatMulBroadcastsBatchesWithPerColumnB) {
         for (int64_t j = 0; j < 4; ++j) {
           int64_t s = 0;
           for (int64_t t = 0; t < 5; ++t)
-            s += (a.data<uint8_t>()[(p * 3 + i) * 5 + t] - 120) * (b.data<int8_t>()[(q * 5 + t) * 4 + j] - bz[j]);
+            s += (a.data<uint8_t>()[(p * 3 + i) * 5 + t] - 120) *
+                 (b.data<int8_t>()[(q * 5 + t) * 4 + j] - bz[j]);
           const int64_t want = requant(s, as * bs[j] / ys, -10, -128, 127);
           ASSERT_EQ(y.data<int8_t>()[((p * 3 + q) * 3 + i) * 4 + j], want) << p << q << i << j;
         }
@@ -263,15 +289,20 @@ TEST(OpsQops, MatMulIntegerPerRowAndPerColumnZeroPointsAnd1dA) {
   const Tensor a = randomInts<uint8_t>({3, 4}, 0, 255, 8);
   const Tensor b = randomInts<uint8_t>({4, 2}, 0, 255, 9);
   const std::vector<uint8_t> az{1, 2, 3}, bz{100, 200};
-  const Tensor y = OneNode("MatMulInteger", ins({a, b, tensorOf<uint8_t>(az, {3}), tensorOf<uint8_t>(bz, {2})})).run0();
+  const Tensor y =
+      OneNode("MatMulInteger", ins({a, b, tensorOf<uint8_t>(az, {3}), tensorOf<uint8_t>(bz, {2})})).run0();
   ASSERT_EQ(y.shape(), (Shape{3, 2}));
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 2; ++j) {
       int64_t s = 0;
-      for (int64_t t = 0; t < 4; ++t) s += (a.data<uint8_t>()[i * 4 + t] - az[i]) * (b.data<uint8_t>()[t * 2 + j] - bz[j]);
+      for (int64_t t = 0; t < 4; ++t)
+        s += (a.data<uint8_t>()[i * 4 + t] - az[i]) * (b.data<uint8_t>()[t * 2 + j] - bz[j]);
       EXPECT_EQ(y.data<int32_t>()[i * 2 + j], s);
     }
-  const Tensor v = OneNode("MatMulInteger", ins({tensorOf<int8_t>({1, -2, 3, -4}, {4}), randomInts<int8_t>({4, 2}, -3, 3, 10)})).run0();
+  const Tensor v =
+      OneNode("MatMulInteger",
+              ins({tensorOf<int8_t>({1, -2, 3, -4}, {4}), randomInts<int8_t>({4, 2}, -3, 3, 10)}))
+          .run0();
   EXPECT_EQ(v.shape(), (Shape{2}));
 }
 
@@ -280,45 +311,69 @@ TEST(OpsQops, MatMulIntegerPerRowAndPerColumnZeroPointsAnd1dA) {
 TEST(OpsQops, BadInputsNameNodeOpAndShapes) {
   const Tensor x = randomFloats({1, 3, 2}, -1.f, 1.f, 11);
   expectThrowWith<ShapeError>(
-      [&] { OneNode("QuantizeLinear", ins({x, floats({1.f, 1.f, 1.f, 1.f}, {4})})).infer(); },
-      "node 'node_under_test' (QuantizeLinear): QuantizeLinear scale [4] must be a scalar or 1-D of size 3 (axis 1 of input [1,3,2])");
+      [&] {
+        OneNode("QuantizeLinear", ins({x, floats({1.f, 1.f, 1.f, 1.f}, {4})})).infer();
+      },
+      "node 'node_under_test' (QuantizeLinear): QuantizeLinear scale [4] must be a scalar or 1-D of size 3 "
+      "(axis 1 of input [1,3,2])");
   expectThrowWith<ShapeError>(
-      [&] { OneNode("QuantizeLinear", ins({x, floats({1.f, 1.f, 1.f}, {3}), tensorOf<int8_t>({0, 0}, {2})})).infer(); },
+      [&] {
+        OneNode("QuantizeLinear", ins({x, floats({1.f, 1.f, 1.f}, {3}), tensorOf<int8_t>({0, 0}, {2})}))
+            .infer();
+      },
       "zero point [2] must have the shape of the scale [3]");
   expectThrowWith<ShapeError>(
-      [&] { OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<int32_t>(0)})).infer(); },
+      [&] {
+        OneNode("QuantizeLinear", ins({x, Tensor::scalar<float>(1.f), Tensor::scalar<int32_t>(0)})).infer();
+      },
       "QuantizeLinear output (y_zero_point / output_dtype) must be uint8, int8, uint16 or int16, got int32");
   expectThrowWith<ShapeError>(
       [&] {
-        OneNode("DequantizeLinear", ins({tensorOf<uint8_t>({1}, {1}), Tensor::scalar<float>(1.f), Tensor::scalar<int8_t>(0)})).infer();
+        OneNode("DequantizeLinear",
+                ins({tensorOf<uint8_t>({1}, {1}), Tensor::scalar<float>(1.f), Tensor::scalar<int8_t>(0)}))
+            .infer();
       },
       "DequantizeLinear x_zero_point is int8 but x is uint8");
   const Tensor xq = randomInts<uint8_t>({1, 2, 4, 4}, 0, 255, 12);
   const Tensor wq = randomInts<int8_t>({4, 2, 3, 3}, -5, 5, 13);
-  std::vector<Tensor> qconv{xq, Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0), wq, floats({1.f, 1.f, 1.f, 1.f, 1.f}, {5}),
-                        Tensor::scalar<int8_t>(0), Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0)};
+  std::vector<Tensor> qconv{xq,
+                            Tensor::scalar<float>(1.f),
+                            Tensor::scalar<uint8_t>(0),
+                            wq,
+                            floats({1.f, 1.f, 1.f, 1.f, 1.f}, {5}),
+                            Tensor::scalar<int8_t>(0),
+                            Tensor::scalar<float>(1.f),
+                            Tensor::scalar<uint8_t>(0)};
   expectThrowWith<ShapeError>([&] { OneNode("QLinearConv", ins(qconv)).infer(); },
                               "(QLinearConv): QLinearConv b/w scale [5] must be a scalar or 1-D of size 4");
   qconv[4] = Tensor::scalar<float>(1.f);
   qconv.push_back(floats({0.f, 0.f, 0.f, 0.f}, {4}));
-  expectThrowWith<ShapeError>([&] { OneNode("QLinearConv", ins(qconv)).infer(); }, "QLinearConv bias must be int32, got float32");
+  expectThrowWith<ShapeError>([&] { OneNode("QLinearConv", ins(qconv)).infer(); },
+                              "QLinearConv bias must be int32, got float32");
   expectThrowWith<ShapeError>(
       [&] {
-        OneNode("QLinearMatMul", ins({randomInts<uint8_t>({2, 3}, 0, 9, 1), Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0),
-                                      randomInts<uint8_t>({4, 2}, 0, 9, 2), Tensor::scalar<float>(1.f),
-                                      Tensor::scalar<uint8_t>(0), Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0)}))
+        OneNode("QLinearMatMul", ins({randomInts<uint8_t>({2, 3}, 0, 9, 1), Tensor::scalar<float>(1.f),
+                                      Tensor::scalar<uint8_t>(0), randomInts<uint8_t>({4, 2}, 0, 9, 2),
+                                      Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0),
+                                      Tensor::scalar<float>(1.f), Tensor::scalar<uint8_t>(0)}))
             .infer();
       },
       "QLinearMatMul inner dims differ: A [2,3] has K=3, B [4,2] has K=4");
-  expectThrowWith<ShapeError>([&] { OneNode("ConvInteger", ins({randomFloats({1, 2, 4, 4}, 0.f, 1.f, 1), wq})).infer(); },
-                              "(ConvInteger): ConvInteger x must be uint8 or int8, got float32");
   expectThrowWith<ShapeError>(
-      [&] { OneNode("ConvInteger", ins({xq, randomInts<uint8_t>({4, 3, 3, 3}, 0, 9, 1)})).infer(); },
+      [&] {
+        OneNode("ConvInteger", ins({randomFloats({1, 2, 4, 4}, 0.f, 1.f, 1), wq})).infer();
+      },
+      "(ConvInteger): ConvInteger x must be uint8 or int8, got float32");
+  expectThrowWith<ShapeError>(
+      [&] {
+        OneNode("ConvInteger", ins({xq, randomInts<uint8_t>({4, 3, 3, 3}, 0, 9, 1)})).infer();
+      },
       "has 2 channels but W [4,3,3,3]");
   expectThrowWith<ShapeError>(
       [&] {
-        OneNode("MatMulInteger", ins({randomInts<uint8_t>({2, 3}, 0, 9, 1), randomInts<uint8_t>({3, 2}, 0, 9, 2),
-                                  tensorOf<uint8_t>({1, 2, 3}, {3})}))
+        OneNode("MatMulInteger",
+                ins({randomInts<uint8_t>({2, 3}, 0, 9, 1), randomInts<uint8_t>({3, 2}, 0, 9, 2),
+                     tensorOf<uint8_t>({1, 2, 3}, {3})}))
             .infer();
       },
       "MatMulInteger a_zero_point [3] must be a scalar or 1-D of size 2");

@@ -143,13 +143,16 @@ TEST(PassFoldQLinear, IntegerOpsAreRewrittenBitExactly) {
   Value* x = b.input("x", {1, 4, 6, 6});
   Node* dq = b.node("DynamicQuantizeLinear", {x}, {}, "dql", 3);
   Value* zw = b.constant(Tensor::fromVector<uint8_t>({0, 128, 255}, {3}));
-  Value* acc = b.op("ConvInteger", {dq->output(0), b.constant(randomInts<uint8_t>({3, 4, 3, 3}, 0, 255, 5)), dq->output(2), zw},
-                    attrs({{"strides", std::vector<int64_t>{2, 2}}}), "convint");
+  Value* acc =
+      b.op("ConvInteger",
+           {dq->output(0), b.constant(randomInts<uint8_t>({3, 4, 3, 3}, 0, 255, 5)), dq->output(2), zw},
+           attrs({{"strides", std::vector<int64_t>{2, 2}}}), "convint");
   Value* f = b.op("Cast", {acc}, attrs({{"to", int64_t{1}}}));
   Value* flat = b.op("Reshape", {f, b.int64s({1, -1})});  // [1, 12]
   Node* dq2 = b.node("DynamicQuantizeLinear", {flat}, {}, "dql2", 3);
-  Value* mm = b.op("MatMulInteger", {dq2->output(0), b.constant(randomInts<uint8_t>({12, 5}, 0, 255, 6)), dq2->output(2),
-                                     b.constant(Tensor::fromVector<uint8_t>({1, 2, 3, 4, 250}, {5}))});
+  Value* mm = b.op("MatMulInteger",
+                   {dq2->output(0), b.constant(randomInts<uint8_t>({12, 5}, 0, 255, 6)), dq2->output(2),
+                    b.constant(Tensor::fromVector<uint8_t>({1, 2, 3, 4, 250}, {5}))});
   b.output(b.op("Cast", {mm}, attrs({{"to", int64_t{1}}})));
   auto g = b.release();
   const auto r = runPassChecked(*g, "fold_qlinear", /*rtol=*/0.0, /*level=*/1);
@@ -178,16 +181,19 @@ TEST(PassFoldQLinear, RefusesWhatFloatCannotHoldOrScalesItCannotRead) {
   GraphBuilder c;
   Value* xq = c.input("xq", {1, 2, 4, 4}, DType::UInt8);
   Value* xs = c.input("xs", {}, DType::Float32);
-  c.output(c.op("QLinearConv", {xq, xs, c.constant(Tensor::scalar<uint8_t>(0)), c.constant(randomInts<int8_t>({2, 2, 1, 1}, -3, 3, 1)),
-                                c.scalar(0.1f), c.constant(Tensor::scalar<int8_t>(0)), c.scalar(0.2f),
-                                c.constant(Tensor::scalar<uint8_t>(0)), c.constant(randomInts<int32_t>({2}, -9, 9, 2))},
-                {}, "biased"));
+  c.output(c.op(
+      "QLinearConv",
+      {xq, xs, c.constant(Tensor::scalar<uint8_t>(0)), c.constant(randomInts<int8_t>({2, 2, 1, 1}, -3, 3, 1)),
+       c.scalar(0.1f), c.constant(Tensor::scalar<int8_t>(0)), c.scalar(0.2f),
+       c.constant(Tensor::scalar<uint8_t>(0)), c.constant(randomInts<int32_t>({2}, -9, 9, 2))},
+      {}, "biased"));
   PassContext ctx2;
   ctx2.optimization_level = 3;
   ctx2.current_pass = "fold_qlinear";
   EXPECT_EQ(createPass("fold_qlinear")->run(c.graph(), ctx2), 0u);
   said = false;
-  for (const MatchFailure& f : ctx2.match_failures) said |= f.reason.find("needs constant scales") != std::string::npos;
+  for (const MatchFailure& f : ctx2.match_failures)
+    said |= f.reason.find("needs constant scales") != std::string::npos;
   EXPECT_TRUE(said);
 }
 

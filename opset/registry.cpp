@@ -8,6 +8,9 @@
 
 namespace npuc {
 
+// Declared here rather than in registry.h only to spare every includer a rebuild; move on merge.
+void registerQuantizedOps(OpRegistry& reg);  // QuantizeLinear, DequantizeLinear, QLinearConv, ...
+
 // ---------------------------------------------------------------- contexts
 
 const Shape& InferContext::inputShape(size_t i) const {
@@ -161,6 +164,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNpucOps(r);
     registerDetectOps(r);
     registerAttnOps(r);
+    registerQuantizedOps(r);
     return r;
   }();
   return reg;

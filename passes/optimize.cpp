@@ -5,7 +5,7 @@ namespace npuc {
 const std::vector<std::pair<std::string, std::vector<std::string>>>& optimizationPipeline() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kPipeline = {
       {"canonical", {"canonicalize"}},
-      {"fold", {"constant_folding"}},
+      {"fold", {"fold_qlinear", "constant_folding"}},
       {"rewrite",
        {"lower_einsum", "lower_trilu", "fold_batchnorm", "fuse_matmul_bias", "attention_cleanup",
         "propagate_reshapes", "merge_reshapes", "compose_transposes", "hoist_transposes", "scatter_nd_to_concat",

@@ -1,6 +1,7 @@
 // The graph optimization pipeline Toolkit.build() runs between import and partitioning:
 //   canonical  canonicalize                       (one spelling per computation)
-//   fold       constant_folding                   (everything computable at compile time)
+//   fold       fold_qlinear, constant_folding     (QLinear/Integer ops -> DQ, float Conv/MatMul, Q; then
+//                                                 everything computable at compile time)
 //   rewrite    fold_batchnorm, merge_reshapes, compose_transposes, merge_slices,
 //              common_subexpression_elimination, extract_common_factor, canonicalize
 //   fuse       fuse_layernorm, fuse_activations, fuse_glu, transpose_reorder, channel_shuffle_to_conv,

@@ -313,6 +313,18 @@ def lower_trilu() -> onnx.ModelProto:
     # A lower triangle of run-time scores.
     n = [helper.make_node("Trilu", ["x", "k"], ["y"], name="tril", upper=0)]
     return _model(n, [_f("x", [2, 4, 4])], [_f("y", [2, 4, 4])], [_const("k", np.int64(0))])
+def fold_qlinear() -> onnx.ModelProto:
+    # An operator-form quantized Conv (uint8 activations, int8 per-channel weights, int32 bias).
+    rng = np.random.default_rng(2)
+    n = [helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], name="qconv",
+                          pads=[1, 1, 1, 1])]
+    return _model(n, [helper.make_tensor_value_info("xq", TensorProto.UINT8, [1, 2, 6, 6])],
+                  [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 4, 6, 6])],
+                  [_const("xs", np.float32(0.02)), _const("xz", np.uint8(128)),
+                   _const("w", rng.integers(-127, 128, (4, 2, 3, 3)).astype(np.int8)),
+                   _const("ws", np.array([0.01, 0.02, 0.01, 0.03], np.float32)), _const("wz", np.zeros(4, np.int8)),
+                   _const("ys", np.float32(0.05)), _const("yz", np.uint8(0)),
+                   _const("b", rng.integers(-500, 500, 4).astype(np.int32))])
 
 
 @dataclass
@@ -409,6 +421,11 @@ EXAMPLES: Dict[str, Example] = {
     "scatter_nd_to_concat": Example(scatter_nd_to_concat, "a ScatterND writing one box at constant indices "
                                     "(in-place slice assignment `y[..., 0:2] = u`) becomes Slice + Concat, which "
                                     "the NPU runs"),
+    "fold_qlinear": Example(fold_qlinear, "QLinearConv / QLinearMatMul become DequantizeLinear -> float Conv / "
+                            "MatMul -> QuantizeLinear and ConvInteger / MatMulInteger become the same with scale 1 "
+                            "and a Cast to int32, so the NPU runs the Conv; constant folding turns the weights' "
+                            "DequantizeLinear into float weights (the QLinear forms may move an output by 1 LSB "
+                            "at a rounding tie: level 3; the integer forms are exact)", ["constant_folding"]),
 }
 
 

@@ -33,6 +33,7 @@ std::unique_ptr<Pass> createHoistTransposesPass();
 std::unique_ptr<Pass> createLowerEinsumPass();
 std::unique_ptr<Pass> createLowerTriluPass();
 std::unique_ptr<Pass> createScatterNdToConcatPass();
+std::unique_ptr<Pass> createFoldQLinearPass();
 
 const std::vector<PassInfo>& registeredPasses() {
   // Names must match Pass::name() of what the factory builds (checked by test_pass_manager).
@@ -65,6 +66,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"hoist_transposes", createHoistTransposesPass},
       {"lower_einsum", createLowerEinsumPass},
       {"lower_trilu", createLowerTriluPass},
+      {"fold_qlinear", createFoldQLinearPass},
   };
   return kPasses;
 }

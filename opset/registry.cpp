@@ -144,6 +144,9 @@ std::vector<const OpSchema*> OpRegistry::schemas() const {
   return order_;
 }
 
+// Declared here rather than in registry.h so adding the family does not rebuild every file.
+void registerControlFlowOps(OpRegistry& reg);  // If, Loop, Scan (opset/ops/control.cpp)
+
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
     OpRegistry r;
@@ -152,6 +155,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNnOps(r);
     registerDataMovementOps(r);
     registerNpucOps(r);
+    registerControlFlowOps(r);
     return r;
   }();
   return reg;

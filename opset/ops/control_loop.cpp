@@ -86,14 +86,15 @@ void inferLoop(InferContext& ctx) {
   checkBody(node, *body, s);
   for (size_t i = 0; i < s.n_carried; ++i) ctx.setOutput(i, ctx.inputDType(2 + i), ctx.inputShape(2 + i));
   if (s.n_scan == 0) return;
+  // Scan outputs stack one slice per iteration: their size needs the trip count now.
+  const Tensor& m = ctx.requireConstInput(0, "the trip count M of a Loop with scan outputs");
+  if (ctx.hasInput(1)) ctx.requireConstInput(1, "the condition of a Loop with scan outputs");
   const Value& c = *body->outputs()[0];
-  const bool never_stops = cond_true && c.isConstant() && c.constant().intAt(0) != 0;
-  if (!never_stops) {
-    throw ShapeError(tag(node) + ": its scan outputs grow with the iterations, and the loop condition is not "
-                     "known to stay true, so their size is not static; npuc needs a constant trip count with a "
+  if (!cond_true || !c.isConstant() || c.constant().intAt(0) == 0) {
+    throw ShapeError(tag(node) + ": its scan outputs grow with the iterations and the loop condition is not "
+                     "known to stay true, so their size is not static; npuc needs a constant trip count and a "
                      "condition that folds to true");
   }
-  const Tensor& m = ctx.requireConstInput(0, "the trip count M of a Loop with scan outputs");
   const int64_t trips = m.intAt(0);
   if (trips < 0 || trips > kMaxScanTrips) {
     throw ShapeError(tag(node) + ": trip count " + std::to_string(trips) + " is outside [0, " +

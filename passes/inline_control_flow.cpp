@@ -26,7 +26,15 @@ class Splicer {
       if (!v) return nullptr;
       auto it = map.find(v);
       if (it != map.end()) return it->second;
-      // Constants are created when first read (their tensors share storage with the sub-graph's).
+      // An outer constant bound into the sub-graph maps back to itself (no copy of the weights);
+      // other constants are created when first read (sharing the sub-graph's tensor storage).
+      for (Value* in : root_.inputs()) {
+        if (in && in->isConstant() && in->constant().raw() == v->constant().raw() &&
+            in->shape() == v->shape() && in->dtype() == v->dtype()) {
+          map[v] = in;
+          return in;
+        }
+      }
       Value* c = g_.addConstant(v->constant(), g_.uniqueName(scope + "/" + v->name()));
       map[v] = c;
       return c;

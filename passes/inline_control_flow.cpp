@@ -189,8 +189,15 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
     if (body->outputs().size() != 1 + n_carried + n_scan) {
       return rw.notifyMatchFailure(root, "the body's output count does not match the node");
     }
-    if (!foldsToTrue(*body->outputs()[0])) {
-      return rw.notifyMatchFailure(root, "the body's condition does not fold to true (it depends on the data)");
+    const Value& cond_out = *body->outputs()[0];
+    if (!cond_out.isConstant() || cond_out.constant().numel() != 1) {
+      return rw.notifyMatchFailure(root, "the body's condition does not fold to a constant (it depends on the data)");
+    }
+    // A condition that folds to false ends the loop after this iteration: fine unless scan outputs
+    // were sized for all M iterations.
+    const bool last = cond_out.constant().intAt(0) == 0;
+    if (last && n_scan > 0) {
+      return rw.notifyMatchFailure(root, "the body's condition turns false before M iterations");
     }
     for (size_t i = 0; i < body->outputs().size(); ++i) {
       if (!body->outputs()[i]->shapeIsStatic()) return rw.notifyMatchFailure(root, "a body output is not static");
@@ -208,12 +215,13 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
     }
     bindings.push_back(std::move(formal));
     bodies.push_back(std::move(body));
+    if (last) break;
   }
   Splicer sp(rw.graph(), root);
   std::vector<Value*> cur;
   for (size_t i = 0; i < n_carried; ++i) cur.push_back(root.input(2 + i));
   std::vector<std::vector<Value*>> scans(n_scan);
-  for (int64_t t = 0; t < trips; ++t) {
+  for (size_t t = 0; t < bodies.size(); ++t) {
     std::vector<Value*> formal_values{nullptr, nullptr};
     formal_values.insert(formal_values.end(), cur.begin(), cur.end());
     std::vector<Value*> outs = sp.splice(*bodies[t], liveInputs(bindings[t], formal_values, root),

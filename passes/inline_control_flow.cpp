@@ -237,6 +237,7 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
 
 LogicalResult unrollScan(Node& root, Rewriter& rw) {
   const ScanLayout L = scanLayout(root);
+  if (L.batched) return rw.notifyMatchFailure(root, "Scan-8 (batch form) runs on the CPU");
   const int64_t T = L.length;
   if (T < 1 || T > kMaxUnrollTrips) {
     return rw.notifyMatchFailure(root, "sequence length " + std::to_string(T) + " is outside [1, " +
@@ -271,12 +272,12 @@ LogicalResult unrollScan(Node& root, Rewriter& rw) {
   }
   Splicer sp(rw.graph(), root);
   std::vector<Value*> states;
-  for (size_t i = 0; i < L.n_state; ++i) states.push_back(root.input(i));
+  for (size_t i = 0; i < L.n_state; ++i) states.push_back(root.input(L.stateInput(i)));
   std::vector<std::vector<Value*>> scans(L.n_scan_out, std::vector<Value*>(static_cast<size_t>(T)));
   for (int64_t t = 0; t < T; ++t) {
     std::vector<Value*> formal_values = states;
     for (size_t j = 0; j < L.n_scan_in; ++j) {
-      Value* x = root.input(L.n_state + j);
+      Value* x = root.input(L.scanInput(j));
       const int64_t step = L.in_reverse[j] ? T - 1 - t : t;
       Attributes a;
       a.set("axis", L.in_axes[j]);

@@ -1,6 +1,7 @@
 #include "frontend/onnx_subgraph.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "frontend/error_prefix.h"
@@ -63,7 +64,55 @@ void setValueInfo(onnx::ValueInfoProto* vi, const SubgraphBinding& b) {
   for (int64_t d : b.shape) shape->add_dim()->set_dim_value(d);
 }
 
+// Renames the free reads of `g` (and of its nested sub-graphs) by `renames`. A name the graph
+// defines itself shadows the outer one and is left alone.
+void renameFree(onnx::GraphProto& g, const std::map<std::string, std::string>& renames) {
+  std::unordered_set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) defined.insert(n.output().begin(), n.output().end());
+  std::map<std::string, std::string> live;
+  for (const auto& [from, to] : renames) {
+    if (!defined.count(from)) live.emplace(from, to);
+  }
+  if (live.empty()) return;
+  auto fix = [&](std::string* name) {
+    auto it = live.find(*name);
+    if (it != live.end()) *name = it->second;
+  };
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input()) fix(&in);
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) renameFree(*a.mutable_g(), live);
+    }
+  }
+  for (auto& o : *g.mutable_output()) fix(o.mutable_name());
+}
+
 }  // namespace
+
+bool isSubgraphAttr(const Node& node, const std::string& attr) {
+  if (!node.domain().empty()) return false;
+  const std::string& op = node.opType();
+  return (op == "If" && (attr == "then_branch" || attr == "else_branch")) ||
+         ((op == "Loop" || op == "Scan") && attr == "body");
+}
+
+void subgraphAttrToProto(const Node& node, const std::string& attr, onnx::AttributeProto* a) {
+  onnx::GraphProto g = decode(node, attr);
+  std::map<std::string, std::string> renames;
+  const std::vector<std::string> names = implicitInputNames(node);
+  const size_t first = numExplicitInputs(node);
+  for (size_t k = 0; k < names.size(); ++k) {
+    const Value* v = node.input(first + k);
+    if (v && v->name() != names[k]) renames[names[k]] = v->name();
+  }
+  renameFree(g, renames);
+  a->Clear();
+  a->set_name(attr);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = std::move(g);
+}
 
 std::vector<std::string> subgraphFreeNames(const onnx::GraphProto& g) {
   std::vector<std::string> out;

@@ -53,4 +53,13 @@ std::vector<std::string> implicitInputNames(const Node& node);
 // How many of node's inputs are its ONNX (explicit) inputs.
 size_t numExplicitInputs(const Node& node);
 
+// Whether attribute `attr` of `node` is a control-flow sub-graph (If's then/else_branch, Loop's
+// and Scan's body).
+bool isSubgraphAttr(const Node& node, const std::string& attr);
+
+// Writes sub-graph attribute `attr` of `node` back as an ONNX GRAPH attribute, with the outer names
+// it reads renamed to the current names of the node's implicit inputs (passes may have renamed
+// them since import).
+void subgraphAttrToProto(const Node& node, const std::string& attr, onnx::AttributeProto* a);
+
 }  // namespace npuc

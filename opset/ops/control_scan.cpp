@@ -2,7 +2,7 @@
 // once per step; the body returns the next states and K per-step slices stacked into the scan
 // outputs. The sequence length is a static dimension, so a Scan is always static; a short one is
 // unrolled at import (passes/inline_control_flow.cpp), a long one runs here on the host.
-// Scan-8 (batch axis plus sequence_lens) is not supported.
+// Scan-8 (a batch axis first, optional sequence_lens) runs on the host, full-length sequences only.
 #include <cstring>
 
 #include "opset/ops/control_subgraph.h"
@@ -11,20 +11,39 @@ namespace npuc {
 
 namespace control {
 
-ScanLayout scanLayout(const Node& node) {
-  if (node.graph() && node.graph()->opsetVersion("") < 9) {
-    throw UnsupportedOpError(tag(node) + ": Scan-8 (batch axis and sequence_lens) is not supported; "
-                             "re-export the model at opset 9 or later");
+namespace {
+
+// Scan-8's sequence_lens may only say what the static shape says: every sequence is full length.
+void requireFullSequences(const Node& node, const ScanLayout& L) {
+  if (!node.hasInput(0)) return;
+  const Value* v = node.input(0);
+  if (!v->isConstant()) {
+    throw ShapeError(tag(node) + ": sequence_lens must be a constant (variable-length sequences are not supported)");
   }
+  const Tensor& t = v->constant();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.intAt(i) != L.length) {
+      throw ShapeError(tag(node) + ": sequence_lens[" + std::to_string(i) + "] = " + std::to_string(t.intAt(i)) +
+                       " is shorter than the sequence length " + std::to_string(L.length) +
+                       "; npuc supports full-length sequences only");
+    }
+  }
+}
+
+}  // namespace
+
+ScanLayout scanLayout(const Node& node) {
   ScanLayout L;
+  L.batched = node.graph() && node.graph()->opsetVersion("") < 9;
+  L.first_state = L.batched ? 1 : 0;
   const size_t explicit_inputs = numExplicitInputs(node);
   const int64_t m = node.attrs().i("num_scan_inputs");
-  if (m < 1 || static_cast<size_t>(m) > explicit_inputs) {
+  if (m < 1 || static_cast<size_t>(m) + L.first_state > explicit_inputs) {
     throw ShapeError(tag(node) + ": num_scan_inputs = " + std::to_string(m) + " does not fit its " +
                      std::to_string(explicit_inputs) + " inputs");
   }
   L.n_scan_in = static_cast<size_t>(m);
-  L.n_state = explicit_inputs - L.n_scan_in;
+  L.n_state = explicit_inputs - L.first_state - L.n_scan_in;
   if (node.numOutputs() < L.n_state) {
     throw ShapeError(tag(node) + ": Scan has " + std::to_string(L.n_state) + " states but only " +
                      std::to_string(node.numOutputs()) + " outputs");
@@ -38,13 +57,24 @@ ScanLayout scanLayout(const Node& node) {
     }
     return v;
   };
-  L.in_axes = list("scan_input_axes", L.n_scan_in);
-  L.in_reverse = list("scan_input_directions", L.n_scan_in);
-  L.out_axes = list("scan_output_axes", L.n_scan_out);
-  L.out_reverse = list("scan_output_directions", L.n_scan_out);
+  if (L.batched) {
+    L.in_axes.assign(L.n_scan_in, 1);
+    L.in_reverse = list("directions", L.n_scan_in);
+    L.out_axes.assign(L.n_scan_out, 1);
+    L.out_reverse.assign(L.n_scan_out, 0);
+  } else {
+    L.in_axes = list("scan_input_axes", L.n_scan_in);
+    L.in_reverse = list("scan_input_directions", L.n_scan_in);
+    L.out_axes = list("scan_output_axes", L.n_scan_out);
+    L.out_reverse = list("scan_output_directions", L.n_scan_out);
+  }
   for (size_t j = 0; j < L.n_scan_in; ++j) {
-    const Value* v = node.input(L.n_state + j);
+    const Value* v = node.input(L.scanInput(j));
     if (!v || !v->hasShape()) throw ShapeError(tag(node) + ": scan input " + std::to_string(j) + " has no shape");
+    if (L.batched && v->rank() < 2) {
+      throw ShapeError(tag(node) + ": Scan-8 scan input " + std::to_string(j) + " has shape " + shapeStr(v->shape()) +
+                       "; it needs [batch, sequence, ...]");
+    }
     L.in_axes[j] = normalizeAxis(L.in_axes[j], v->rank(), "Scan scan_input_axes");
     const int64_t len = v->shape()[L.in_axes[j]];
     if (j == 0) L.length = len;
@@ -52,6 +82,20 @@ ScanLayout scanLayout(const Node& node) {
       throw ShapeError(tag(node) + ": scan inputs have different sequence lengths (" + std::to_string(L.length) +
                        " and " + std::to_string(len) + " in " + shapeStr(v->shape()) + ")");
     }
+    if (L.batched) {
+      if (j == 0) L.batch = v->shape()[0];
+      if (v->shape()[0] != L.batch) throw ShapeError(tag(node) + ": scan inputs have different batch sizes");
+    }
+  }
+  if (L.batched) {
+    for (size_t i = 0; i < L.n_state; ++i) {
+      const Value* v = node.input(L.stateInput(i));
+      if (!v || !v->hasShape() || v->rank() < 1 || v->shape()[0] != L.batch) {
+        throw ShapeError(tag(node) + ": Scan-8 state " + std::to_string(i) + " must have the batch size " +
+                         std::to_string(L.batch) + " first");
+      }
+    }
+    requireFullSequences(node, L);
   }
   return L;
 }
@@ -59,13 +103,15 @@ ScanLayout scanLayout(const Node& node) {
 std::vector<SubgraphBinding> scanBodyBindings(const Node& node, const ScanLayout& L) {
   std::vector<SubgraphBinding> b;
   for (size_t i = 0; i < L.n_state; ++i) {
-    b.push_back(bindInput(node, i));
+    b.push_back(bindInput(node, L.stateInput(i)));
     b.back().constant = nullptr;
+    if (L.batched) b.back().shape.erase(b.back().shape.begin());
   }
   for (size_t j = 0; j < L.n_scan_in; ++j) {
-    b.push_back(bindInput(node, L.n_state + j));
+    b.push_back(bindInput(node, L.scanInput(j)));
     b.back().constant = nullptr;
     b.back().shape.erase(b.back().shape.begin() + L.in_axes[j]);
+    if (L.batched) b.back().shape.erase(b.back().shape.begin());
   }
   return b;
 }
@@ -86,16 +132,21 @@ void inferScan(InferContext& ctx) {
                      std::to_string(L.n_scan_out) + " scan outputs");
   }
   for (const Value* v : body->outputs()) requireStatic(node, "body", *v);
+  const std::vector<SubgraphBinding> formal = scanBodyBindings(node, L);
   for (size_t i = 0; i < L.n_state; ++i) {
-    requireSameType(node, "body output of state " + std::to_string(i), *body->outputs()[i], ctx.inputDType(i),
-                    ctx.inputShape(i));
-    ctx.setOutput(i, ctx.inputDType(i), ctx.inputShape(i));
+    requireSameType(node, "body output of state " + std::to_string(i), *body->outputs()[i], formal[i].dtype,
+                    formal[i].shape);
+    ctx.setOutput(i, ctx.inputDType(L.stateInput(i)), ctx.inputShape(L.stateInput(i)));
   }
   for (size_t k = 0; k < L.n_scan_out; ++k) {
     const Value& v = *body->outputs()[L.n_state + k];
     Shape out = v.shape();
-    const int64_t axis = normalizeAxis(L.out_axes[k], v.rank() + 1, "Scan scan_output_axes");
-    out.insert(out.begin() + axis, L.length);
+    if (L.batched) {
+      out.insert(out.begin(), {L.batch, L.length});
+    } else {
+      const int64_t axis = normalizeAxis(L.out_axes[k], v.rank() + 1, "Scan scan_output_axes");
+      out.insert(out.begin() + axis, L.length);
+    }
     ctx.setOutput(L.n_state + k, v.dtype(), out);
   }
 }
@@ -138,13 +189,14 @@ class ScanKernel : public Kernel {
     for (size_t j = 0; j < L_.n_scan_in; ++j) {
       const SubgraphBinding& b = formal[L_.n_state + j];
       ins_.push_back(slot(b.dtype, b.shape));
-      ins_.back().split = splitAt(ctx.input_types[L_.n_state + j].shape, L_.in_axes[j], b.dtype);
+      ins_.back().split = splitAt(ctx.input_types[L_.scanInput(j)].shape, L_.in_axes[j], b.dtype);
     }
     for (size_t k = 0; k < L_.n_scan_out; ++k) {
       const TensorView& o = ctx.output_types[L_.n_state + k];
       const int64_t axis = normalizeAxis(L_.out_axes[k], o.rank(), "Scan scan_output_axes");
       Shape s = o.shape;
       s.erase(s.begin() + axis);
+      if (L_.batched) s.erase(s.begin());
       outs_.push_back(slot(o.dtype, s));
       outs_.back().split = splitAt(o.shape, axis, o.dtype);
     }
@@ -153,11 +205,24 @@ class ScanKernel : public Kernel {
   size_t workspaceBytes() const override { return ws_bytes_; }
 
   void run(const KernelIO& io) const override {
+    // Scan-8 runs the sequence once per batch entry; Scan-9+ once (batch == 1, every outer block).
+    for (int64_t b = 0; b < L_.batch; ++b) runSequence(io, static_cast<size_t>(b));
+  }
+
+ private:
+  void runSequence(const KernelIO& io, size_t b) const {
     char* ws = static_cast<char*>(io.workspace);
-    for (size_t i = 0; i < L_.n_state; ++i) std::memcpy(ws + states_[i].off_a, io.inputs[i].data, io.inputs[i].nbytes());
+    auto stateBytes = [&](size_t i) { return static_cast<size_t>(shapeNumel(states_[i].shape)) * dtypeSize(states_[i].dtype); };
+    for (size_t i = 0; i < L_.n_state; ++i) {
+      std::memcpy(ws + states_[i].off_a, static_cast<const char*>(io.inputs[L_.stateInput(i)].data) + b * stateBytes(i),
+                  stateBytes(i));
+    }
     bool in_a = true;
     std::vector<TensorView> formal(L_.n_state + L_.n_scan_in), outs(L_.n_state + L_.n_scan_out);
     const size_t T = static_cast<size_t>(L_.length);
+    auto blocks = [&](const Strided& s) {
+      return L_.batched ? std::pair<size_t, size_t>{b, b + 1} : std::pair<size_t, size_t>{0, s.outer};
+    };
     for (size_t t = 0; t < T; ++t) {
       for (size_t i = 0; i < L_.n_state; ++i) {
         const Slot& s = states_[i];
@@ -167,9 +232,10 @@ class ScanKernel : public Kernel {
       for (size_t j = 0; j < L_.n_scan_in; ++j) {
         const Slot& s = ins_[j];
         const size_t step = L_.in_reverse[j] ? T - 1 - t : t;
-        const char* src = static_cast<const char*>(io.inputs[L_.n_state + j].data);
-        for (size_t o = 0; o < s.split.outer; ++o) {
-          std::memcpy(ws + s.off_a + o * s.split.inner_bytes,
+        const char* src = static_cast<const char*>(io.inputs[L_.scanInput(j)].data);
+        const auto [o0, o1] = blocks(s.split);
+        for (size_t o = o0; o < o1; ++o) {
+          std::memcpy(ws + s.off_a + (o - o0) * s.split.inner_bytes,
                       src + (o * s.split.len + step) * s.split.inner_bytes, s.split.inner_bytes);
         }
         formal[L_.n_state + j] = TensorView(ws + s.off_a, s.dtype, s.shape);
@@ -182,15 +248,17 @@ class ScanKernel : public Kernel {
         const Slot& s = outs_[k];
         const size_t step = L_.out_reverse[k] ? T - 1 - t : t;
         char* dst = static_cast<char*>(io.outputs[L_.n_state + k].data);
-        for (size_t o = 0; o < s.split.outer; ++o) {
+        const auto [o0, o1] = blocks(s.split);
+        for (size_t o = o0; o < o1; ++o) {
           std::memcpy(dst + (o * s.split.len + step) * s.split.inner_bytes,
-                      ws + s.off_a + o * s.split.inner_bytes, s.split.inner_bytes);
+                      ws + s.off_a + (o - o0) * s.split.inner_bytes, s.split.inner_bytes);
         }
       }
       in_a = !in_a;
     }
     for (size_t i = 0; i < L_.n_state; ++i) {
-      std::memcpy(io.outputs[i].data, ws + (in_a ? states_[i].off_a : states_[i].off_b), io.outputs[i].nbytes());
+      std::memcpy(static_cast<char*>(io.outputs[i].data) + b * stateBytes(i),
+                  ws + (in_a ? states_[i].off_a : states_[i].off_b), stateBytes(i));
     }
   }
 

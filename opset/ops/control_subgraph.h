@@ -49,15 +49,22 @@ class SubgraphRunner {
 // Whether a boolean tensor holding one element is true (ONNX's cond inputs).
 bool readCond(const TensorView& v, const std::string& node_tag, const char* what);
 
-// A Scan node's layout (opset 9+): states, scan inputs and outputs, axes (normalized for the inputs)
-// and directions, and the static sequence length.
+// A Scan node's layout: states, scan inputs and outputs, axes (normalized for the inputs) and
+// directions, and the static sequence length. Scan-8 (`batched`) puts a batch axis first on every
+// state and scan tensor and an optional sequence_lens input before them; its scan axis is 1.
 struct ScanLayout {
   size_t n_state = 0, n_scan_in = 0, n_scan_out = 0;
   std::vector<int64_t> in_axes, in_reverse, out_axes, out_reverse;
   int64_t length = 0;
+  bool batched = false;
+  int64_t batch = 1;
+  size_t first_state = 0;  // node input index of state 0 (1 for Scan-8: after sequence_lens)
+  size_t stateInput(size_t i) const { return first_state + i; }
+  size_t scanInput(size_t j) const { return first_state + n_state + j; }
 };
 ScanLayout scanLayout(const Node& node);
-// The body's formal bindings: the states, then each scan input with its scan axis removed.
+// The body's formal bindings: the states, then each scan input with its scan axis removed (and
+// Scan-8's batch axis).
 std::vector<SubgraphBinding> scanBodyBindings(const Node& node, const ScanLayout& L);
 
 }  // namespace control

@@ -439,16 +439,48 @@ TEST(ControlScan, ScanLengthsMustAgree) {
   expectError<ShapeError>([&] { importOnnxBytes(m.bytes()); }, {"scan_mismatch", "(Scan)", "sequence lengths", "4", "5"});
 }
 
-TEST(ControlScan, Scan8IsRefusedClearly) {
+// Scan-8: batch axis first, scan axis 1; each batch entry runs its own sequence.
+ModelBuilder scan8Model(bool with_lens, int64_t len_value) {
   ModelBuilder m(8);
-  m.input("x", {1, 4, 3}).input("s0", {1, 3}).output("s");
-  auto& n = m.node("Scan", {"", "s0", "x"}, {"s"}, "scan8");
+  m.input("x", {2, 4, 3}).input("s0", {2, 3}).output("s").output("cum");
+  if (with_lens) {
+    onnx::TensorProto* t = m.graph().add_initializer();
+    t->set_name("lens");
+    t->set_data_type(onnx::TensorProto::INT32);
+    t->add_dims(2);
+    t->add_int32_data(4);
+    t->add_int32_data(static_cast<int32_t>(len_value));
+  }
+  auto& n = m.node("Scan", {with_lens ? "lens" : "", "s0", "x"}, {"s", "cum"}, "scan8");
   setAttr(n, "num_scan_inputs", int64_t{1});
   Sub body("body");
   body.input("st", onnx::TensorProto::FLOAT, {3}).input("xt", onnx::TensorProto::FLOAT, {3});
-  body.node("Add", {"st", "xt"}, {"st2"}).output("st2");
+  body.node("Add", {"st", "xt"}, {"st2"}).node("Identity", {"st2"}, {"o"}).output("st2").output("o");
   setGraph(n, "body", body);
-  expectError<UnsupportedOpError>([&] { importOnnxBytes(m.bytes()); }, {"scan8", "Scan-8", "opset 9"});
+  return m;
+}
+
+TEST(ControlScan, Scan8BatchFormRunsPerBatchOnHost) {
+  auto g = importOnnxBytes(scan8Model(true, 4).bytes());
+  ASSERT_EQ(countOps(*g, "Scan"), 1u);
+  EXPECT_EQ(g->outputs()[1]->shape(), (Shape{2, 4, 3}));
+  const Tensor x = randomTensor({2, 4, 3}, 10), s0 = randomTensor({2, 3}, 11);
+  auto out = runBoth(*g, {{"x", x}, {"s0", s0}});
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t c = 0; c < 3; ++c) {
+      float s = s0.data<float>()[b * 3 + c];
+      for (int64_t t = 0; t < 4; ++t) {
+        s += x.data<float>()[(b * 4 + t) * 3 + c];
+        EXPECT_EQ(out[1].data<float>()[(b * 4 + t) * 3 + c], s);
+      }
+      EXPECT_EQ(out[0].data<float>()[b * 3 + c], s);
+    }
+  }
+}
+
+TEST(ControlScan, Scan8ShortSequencesAreRefused) {
+  expectError<ShapeError>([&] { importOnnxBytes(scan8Model(true, 3).bytes()); },
+                          {"scan8", "(Scan)", "sequence_lens[1] = 3", "full-length"});
 }
 
 }  // namespace

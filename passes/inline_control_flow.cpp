@@ -1,110 +1,13 @@
 #include "passes/inline_control_flow.h"
 
-#include <unordered_map>
-#include <unordered_set>
-
 #include "opset/ops/control_subgraph.h"
+#include "passes/control_flow_splice.h"
 
 namespace npuc {
 
 namespace {
 
 using namespace control;
-
-// Copies the nodes of sub-graphs into the outer graph right before one position, keeping the
-// inferred types, and hands graph-output names over when the node it replaces produced them.
-class Splicer {
- public:
-  Splicer(Graph& g, Node& root) : g_(g), root_(root) {}
-
-  // Copies `sub` with its inputs (in sub.inputs() order) mapped to `inputs`; returns the values its
-  // outputs map to. `scope` prefixes the copied node names ("If_3/then").
-  std::vector<Value*> splice(const Graph& sub, const std::vector<Value*>& inputs, const std::string& scope) {
-    std::unordered_map<const Value*, Value*> map;
-    for (size_t i = 0; i < sub.inputs().size(); ++i) map[sub.inputs()[i]] = inputs.at(i);
-    auto lookup = [&](const Value* v) -> Value* {
-      if (!v) return nullptr;
-      auto it = map.find(v);
-      if (it != map.end()) return it->second;
-      // An outer constant bound into the sub-graph maps back to itself (no copy of the weights);
-      // other constants are created when first read (sharing the sub-graph's tensor storage).
-      for (Value* in : root_.inputs()) {
-        if (in && in->isConstant() && in->constant().raw() == v->constant().raw() &&
-            in->shape() == v->shape() && in->dtype() == v->dtype()) {
-          map[v] = in;
-          return in;
-        }
-      }
-      Value* c = g_.addConstant(v->constant(), g_.uniqueName(scope + "/" + v->name()));
-      map[v] = c;
-      return c;
-    };
-    for (const Node* n : sub.nodes()) {
-      std::vector<Value*> ins;
-      for (const Value* v : n->inputs()) ins.push_back(lookup(v));
-      Node* copy = g_.createNode(n->opType(), ins, n->numOutputs(), uniqueNodeName(scope + "/" + n->name()));
-      copy->setDomain(n->domain());
-      copy->attrs() = n->attrs();
-      copy->moveBefore(&root_);
-      for (size_t i = 0; i < n->numOutputs(); ++i) {
-        copy->output(i)->setType(n->output(i)->dtype(), n->output(i)->shape());
-        map[n->output(i)] = copy->output(i);
-        fresh_.insert(copy->output(i));
-      }
-    }
-    std::vector<Value*> outs;
-    for (const Value* v : sub.outputs()) outs.push_back(lookup(v));
-    return outs;
-  }
-
-  // A typed node placed before the root.
-  Node* add(const std::string& op, const std::vector<Value*>& ins, DType t, const Shape& s, Attributes attrs = {}) {
-    Node* n = g_.createNode(op, ins, 1, uniqueNodeName(root_.name() + "/" + op));
-    n->attrs() = std::move(attrs);
-    n->moveBefore(&root_);
-    n->output()->setType(t, s);
-    fresh_.insert(n->output());
-    return n;
-  }
-  Value* constant(Tensor t, const std::string& hint) { return g_.addConstant(std::move(t), g_.uniqueName(hint)); }
-
-  // Replaces the root's outputs with `repl` and erases it. A graph output keeps its name: the
-  // replacement takes it when it is a fresh node output, else an Identity carries it.
-  void finish(const std::vector<Value*>& repl) {
-    std::vector<std::pair<Value*, std::string>> renames;
-    std::unordered_set<Value*> claimed;
-    for (size_t i = 0; i < root_.numOutputs(); ++i) {
-      Value* old = root_.output(i);
-      Value* r = repl.at(i);
-      if (old->isGraphOutput()) {
-        if (!fresh_.count(r) || r->isGraphOutput() || claimed.count(r)) {
-          r = add("Identity", {r}, r->dtype(), r->shape())->output();
-        }
-        claimed.insert(r);
-        renames.emplace_back(r, old->name());
-      }
-      old->replaceAllUsesWith(r);
-    }
-    std::vector<Value*> inputs = root_.inputs();
-    g_.eraseNode(&root_);
-    for (Value* v : inputs) {
-      if (v) g_.eraseIfUnusedConstant(v);
-    }
-    for (auto& [v, name] : renames) v->setName(name);
-  }
-
- private:
-  std::string uniqueNodeName(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; g_.findNode(name) || used_.count(name); ++k) name = base + "_" + std::to_string(k);
-    used_.insert(name);
-    return name;
-  }
-  Graph& g_;
-  Node& root_;
-  std::unordered_set<Value*> fresh_;
-  std::unordered_set<std::string> used_;
-};
 
 // Sub-graph inputs in order: the non-constant bindings.
 std::vector<Value*> liveInputs(const std::vector<SubgraphBinding>& formal, const std::vector<Value*>& formal_values,
@@ -120,23 +23,6 @@ std::vector<Value*> liveInputs(const std::vector<SubgraphBinding>& formal, const
 }
 
 bool foldsToTrue(const Value& v) { return v.isConstant() && v.constant().numel() == 1 && v.constant().intAt(0) != 0; }
-
-// Stacks per-step values along `axis` (Unsqueeze each, then one Concat).
-Value* stack(Splicer& sp, const std::vector<Value*>& steps, int64_t axis, const std::string& hint) {
-  std::vector<Value*> parts;
-  const Tensor axes = Tensor::fromVector(std::vector<int64_t>{axis}, {1});
-  Value* axes_c = sp.constant(axes, hint + "_axes");
-  for (Value* v : steps) {
-    Shape s = v->shape();
-    s.insert(s.begin() + axis, 1);
-    parts.push_back(sp.add("Unsqueeze", {v, axes_c}, v->dtype(), s)->output());
-  }
-  Shape out = parts[0]->shape();
-  out[axis] = static_cast<int64_t>(steps.size());
-  Attributes a;
-  a.set("axis", axis);
-  return sp.add("Concat", parts, steps[0]->dtype(), out, a)->output();
-}
 
 LogicalResult inlineIf(Node& root, Rewriter& rw) {
   const Tensor* c = root.input(0) && root.input(0)->isConstant() ? &root.input(0)->constant() : nullptr;
@@ -230,7 +116,7 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
     for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(outs[1 + n_carried + k]);
   }
   std::vector<Value*> repl = cur;
-  for (size_t k = 0; k < n_scan; ++k) repl.push_back(stack(sp, scans[k], 0, root.name() + "_scan"));
+  for (size_t k = 0; k < n_scan; ++k) repl.push_back(stackSteps(sp, scans[k], 0, root.name() + "_scan"));
   sp.finish(repl);
   return success();
 }
@@ -297,7 +183,7 @@ LogicalResult unrollScan(Node& root, Rewriter& rw) {
   std::vector<Value*> repl = states;
   for (size_t k = 0; k < L.n_scan_out; ++k) {
     const int64_t axis = normalizeAxis(L.out_axes[k], scans[k][0]->rank() + 1, "Scan scan_output_axes");
-    repl.push_back(stack(sp, scans[k], axis, root.name() + "_scan"));
+    repl.push_back(stackSteps(sp, scans[k], axis, root.name() + "_scan"));
   }
   sp.finish(repl);
   return success();

@@ -146,7 +146,19 @@ size_t numExplicitInputs(const Node& node) {
 std::unique_ptr<Graph> buildSubgraph(const Node& node, const std::string& attr,
                                      const std::vector<SubgraphBinding>& formal,
                                      const std::vector<SubgraphBinding>& implicit) {
-  const std::string where = nodeTag(node) + ", sub-graph '" + attr + "'";
+  const std::string where = nodeTag(node) + ": sub-graph '" + attr + "'";
+  // Building a data-dependent If infers both branches, and each nested one does the same, so the
+  // work doubles per level: a nesting cap keeps a hostile model from costing 2^depth builds.
+  thread_local int depth = 0;
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& x) : d(++x) {}
+    ~DepthGuard() { --d; }
+  } guard(depth);
+  if (depth > kMaxSubgraphDepth) {
+    throw ResourceError(where + ": control flow is nested deeper than " + std::to_string(kMaxSubgraphDepth) +
+                         " levels");
+  }
   onnx::ModelProto model;
   *model.mutable_graph() = decode(node, attr);
   onnx::GraphProto& gp = *model.mutable_graph();

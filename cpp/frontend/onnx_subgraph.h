@@ -24,6 +24,9 @@ namespace npuc {
 
 constexpr const char* kImplicitInputsAttr = "implicit_inputs";
 
+// How deep control flow may nest (sub-graphs inside sub-graphs); exported models use 1 to 3.
+constexpr int kMaxSubgraphDepth = 8;
+
 // Names a graph reads but does not define (inputs, initializers, node outputs), its nested
 // sub-graphs included, in order of first use.
 std::vector<std::string> subgraphFreeNames(const onnx::GraphProto& g);

@@ -187,6 +187,29 @@ TEST(ControlIf, UndefinedOuterNameIsAGraphError) {
   expectError<GraphError>([&] { importOnnxBytes(m.bytes()); }, {"if_ghost", "ghost", "never defined"});
 }
 
+TEST(ControlIf, NestingDeeperThanTheCapIsRefused) {
+  // If(c) { If(c) { ... Relu(x) } } else { Neg(x) }, 10 levels deep, on a run-time condition.
+  Sub inner("l0");
+  inner.node("Relu", {"x"}, {"r0"}).output("r0");
+  for (int level = 1; level <= 10; ++level) {
+    Sub outer("l" + std::to_string(level));
+    auto* n = outer.g.add_node();
+    n->set_op_type("If");
+    n->add_input("c");
+    n->add_output("r" + std::to_string(level));
+    setGraph(*n, "then_branch", inner);
+    setGraph(*n, "else_branch", Sub("e").node("Neg", {"x"}, {"e" + std::to_string(level)}).output("e" + std::to_string(level)));
+    outer.output("r" + std::to_string(level));
+    inner = outer;
+  }
+  ModelBuilder m(17);
+  m.input("x", {2, 3}).input("c", {}, onnx::TensorProto::BOOL).output("y");
+  auto& n = m.node("If", {"c"}, {"y"}, "if_deep");
+  setGraph(n, "then_branch", inner);
+  setGraph(n, "else_branch", Sub("e").node("Neg", {"x"}, {"e"}).output("e"));
+  expectError<ResourceError>([&] { importOnnxBytes(m.bytes()); }, {"if_deep", "nested deeper than 8"});
+}
+
 TEST(ControlIf, ConditionWithManyValuesIsRefused) {
   ModelBuilder m(17);
   m.input("x", {2, 3}).input("c", {2}, onnx::TensorProto::BOOL).output("y");

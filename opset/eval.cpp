@@ -10,20 +10,26 @@ std::string nodeErrorPrefix(const Node& node) {
 
 void rethrowWithNodeContext(const Node& node) {
   const std::string tag = nodeErrorPrefix(node);
+  // A message that already starts with the node (control-flow ops name it in errors raised both
+  // here and outside inference) is not prefixed twice.
+  auto with = [&tag](const char* what) {
+    const std::string w = what;
+    return w.compare(0, tag.size(), tag) == 0 ? w : tag + w;
+  };
   try {
     throw;
   } catch (const UnsupportedOpError&) {
     throw;  // already names the node
   } catch (const ShapeError& e) {
-    throw ShapeError(tag + e.what());
+    throw ShapeError(with(e.what()));
   } catch (const ResourceError& e) {
-    throw ResourceError(tag + e.what());
+    throw ResourceError(with(e.what()));
   } catch (const GraphError& e) {
-    throw GraphError(tag + e.what());
+    throw GraphError(with(e.what()));
   } catch (const InputError& e) {
-    throw InputError(tag + e.what());
+    throw InputError(with(e.what()));
   } catch (const Error& e) {
-    throw Error(tag + e.what());
+    throw Error(with(e.what()));
   }
 }
 

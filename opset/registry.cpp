@@ -152,6 +152,8 @@ std::vector<const OpSchema*> OpRegistry::schemas() const {
 // GatherND, ScatterND, ScatterElements, OneHot, ... (opset/ops/scatter.cpp). Declared here rather
 // than in registry.h so adding the family does not rebuild every file that includes the registry.
 void registerScatterOps(OpRegistry& reg);
+// Declared here rather than in registry.h so adding the family does not rebuild every file.
+void registerControlFlowOps(OpRegistry& reg);  // If, Loop, Scan (opset/ops/control.cpp)
 
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
@@ -165,6 +167,7 @@ const OpRegistry& OpRegistry::instance() {
     registerDetectOps(r);
     registerAttnOps(r);
     registerQuantizedOps(r);
+    registerControlFlowOps(r);
     return r;
   }();
   return reg;

@@ -33,10 +33,11 @@ AttrValue attrFromProto(const AP& a, const ExternalDataPolicy& policy, const std
     case AP::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
     case AP::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
     case AP::TENSOR: return tensorFromProto(a.t(), policy);
-    case AP::GRAPH:
+    // A control-flow sub-graph stays serialized (frontend/onnx_subgraph.h says why).
+    case AP::GRAPH: return a.g().SerializeAsString();
     case AP::GRAPHS:
       throw UnsupportedOpError(where + ": attribute '" + a.name() +
-                               "' holds a subgraph; control flow (If/Loop/Scan) is not supported");
+                               "' holds a list of sub-graphs, which no ONNX op npuc supports uses");
     default: break;
   }
   throw ModelLoadError(where + ": attribute '" + a.name() + "' has a kind npuc cannot read (type code " +

@@ -6,6 +6,7 @@
 
 #include "frontend/onnx_attribute.h"
 #include "frontend/onnx_tensor.h"
+#include "frontend/onnx_subgraph.h"
 #include "opset/registry.h"
 
 namespace npuc {
@@ -102,13 +103,29 @@ class Exporter {
     Attributes attrs = n.attrs();
     std::vector<Value*> inputs = n.inputs();
     downgradeNode(n, attrs, inputs);
+    // The outer values a sub-graph reads are node inputs in the IR only (frontend/onnx_subgraph.h);
+    // the constants among them must still be written as initializers.
+    if (n.attrs().has(kImplicitInputsAttr)) {
+      const size_t first = numExplicitInputs(n);
+      for (size_t i = first; i < inputs.size(); ++i) {
+        if (inputs[i] && inputs[i]->isConstant()) used_constants_.insert(inputs[i]);
+      }
+      inputs.resize(first);
+    }
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();
     for (const Value* in : inputs) {
       np->add_input(in ? in->name() : "");
       if (in && in->isConstant()) used_constants_.insert(in);
     }
     for (const Value* out : n.outputs()) np->add_output(out->name());
-    for (const auto& [name, value] : attrs.all()) attrToProto(name, value, np->add_attribute());
+    for (const auto& [name, value] : attrs.all()) {
+      // Control flow: sub-graphs go back to GRAPH attributes; outer reads stay implicit.
+      if (isSubgraphAttr(n, name)) {
+        subgraphAttrToProto(n, name, np->add_attribute());
+      } else if (name != kImplicitInputsAttr) {
+        attrToProto(name, value, np->add_attribute());
+      }
+    }
   }
 
   // Converts npuc's canonical forms back where opset 13/17 differs.

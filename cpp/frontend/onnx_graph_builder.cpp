@@ -1,9 +1,11 @@
 #include "frontend/onnx_graph_builder.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "frontend/onnx_attribute.h"
+#include "frontend/onnx_subgraph.h"
 #include "opset/custom_ops.h"
 #include "opset/registry.h"
 
@@ -164,6 +166,15 @@ class GraphBuilder {
       }
       node->attrs().set(a.name(), std::move(v));
     }
+    // Outer values the sub-graphs read become extra inputs (frontend/onnx_subgraph.h).
+    std::vector<std::string> implicit;
+    for (const auto& a : n.attribute()) {
+      if (!a.has_g()) continue;
+      for (const std::string& name : subgraphFreeNames(a.g())) {
+        if (std::find(implicit.begin(), implicit.end(), name) == implicit.end()) implicit.push_back(name);
+      }
+    }
+    if (!implicit.empty()) node->attrs().set(kImplicitInputsAttr, implicit);
   }
 
   void addNodes() {
@@ -219,6 +230,15 @@ class GraphBuilder {
                            "' is never defined (not a graph input, initializer or node output)");
         }
         node->setInput(static_cast<size_t>(k), it->second);
+      }
+      size_t k = static_cast<size_t>(n.input_size());
+      for (const std::string& name : implicitInputNames(*node)) {
+        auto it = by_name_.find(name);
+        if (it == by_name_.end()) {
+          throw GraphError(nodeTag(n, node->name()) + ": a sub-graph reads '" + name +
+                           "', which is never defined (not a graph input, initializer or node output)");
+        }
+        node->setInput(k++, it->second);
       }
     }
   }

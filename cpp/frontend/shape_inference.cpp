@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "opset/eval.h"
+#include "passes/inline_control_flow.h"
 
 namespace npuc {
 
@@ -92,9 +93,20 @@ void removeDeadNodes(Graph& g) {
 
 FoldStats inferShapesAndFold(Graph& graph, int64_t fold_limit_bytes) {
   FoldStats stats;
-  for (Node* n : graph.nodes()) {
+  Node* n = graph.firstNode();
+  while (n) {
+    // Control flow known now (a constant condition or trip count) is inlined before it is
+    // inferred; the sweep goes on with the first inlined node.
+    bool inlined = false;
+    Node* resume = inlineControlFlowAt(graph, n, &inlined);
+    if (inlined) {
+      n = resume;
+      continue;
+    }
     inferNode(*n);
+    Node* next = n->next();
     tryFold(graph, n, fold_limit_bytes, stats);
+    n = next;
   }
   removeDeadNodes(graph);
   graph.removeUnusedValues();

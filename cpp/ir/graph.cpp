@@ -439,7 +439,15 @@ std::string attrStr(const AttrValue& a) {
     std::string operator()(int64_t v) const { return fmt::format("{}", v); }
     // Floats print as std::to_string did ("%f": fixed, 6 decimals), not fmt's shortest form.
     std::string operator()(float v) const { return fmt::format("{:f}", v); }
-    std::string operator()(const std::string& v) const { return fmt::format("\"{}\"", v); }
+    // Bytes rather than text (a control-flow sub-graph is held serialized): shown by size, so the
+    // dump stays printable (and valid UTF-8 for Python).
+    std::string operator()(const std::string& v) const {
+      const bool binary = std::any_of(v.begin(), v.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+      });
+      return binary ? fmt::format("<{} bytes>", v.size()) : fmt::format("\"{}\"", v);
+    }
     std::string operator()(const std::vector<int64_t>& v) const { return shapeStr(v); }
     std::string operator()(const std::vector<float>& v) const {
       return fmt::format("[{:f}]", fmt::join(v, ","));

@@ -320,11 +320,15 @@ def _sequence_input() -> bytes:
     return model_bytes([helper.make_node("Identity", ["x"], ["y"], name="id")], [seq], [float_info("y", [1, 4])])
 
 
-def _subgraph_attribute() -> bytes:
-    branch = helper.make_graph([helper.make_node("Relu", ["x"], ["z"])], "branch", [], [float_info("z", [1, 4])])
-    cond = numpy_helper.from_array(np.array(True), "cond")
-    node = helper.make_node("If", ["cond"], ["y"], name="if_node", then_branch=branch, else_branch=branch)
-    return model_bytes([node], [float_info("x", [1, 4])], [float_info("y", [1, 4])], [cond])
+def _if_branch_shapes_differ() -> bytes:
+    """An If on a run-time condition whose branches give different shapes (npuc compiles static
+    shapes, so a data-dependent If must give one shape)."""
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["z"])], "then", [], [float_info("z", [1, 4])])
+    shape = numpy_helper.from_array(np.array([4, 1], np.int64), "shape")
+    else_g = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["w"])], "else", [], [float_info("w", [4, 1])])
+    node = helper.make_node("If", ["cond"], ["y"], name="if_node", then_branch=then_g, else_branch=else_g)
+    cond = helper.make_tensor_value_info("cond", TensorProto.BOOL, [])
+    return model_bytes([node], [float_info("x", [1, 4]), cond], [float_info("y", [1, 4])], [shape])
 
 
 def _conv_with_weight_value(value: float, index: int = 5) -> bytes:
@@ -428,8 +432,9 @@ CASES: List[BadInput] = [
              "ModelLoadError", r"graph input 'x' is not a tensor"),
     BadInput("constant_without_value", "a Constant node with no value attribute", _constant_without_value,
              "ModelLoadError", r"empty_const.*Constant needs exactly one value attribute"),
-    BadInput("subgraph_attribute", "an If node with graph attributes", _subgraph_attribute,
-             "UnsupportedOpError", r"node 'if_node' \(If\): attribute '\w+_branch' holds a subgraph; control flow"),
+    BadInput("if_branch_shapes_differ", "a data-dependent If whose branches give different shapes",
+             _if_branch_shapes_differ, "ShapeError",
+             r"node 'if_node' \(If\): output 0 of else_branch is float32 \[4,1\] but must be float32 \[1,4\]"),
     # --- opsets and ops
     BadInput("opset_too_new", "default-domain opset 99", lambda: relu_model(opset=99),
              "ModelLoadError", r"opset 99 is not supported; npuc imports ai.onnx opsets 1 to 21"),

@@ -3,20 +3,18 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "opset/registry.h"
 
 namespace npuc {
 
-namespace {
-bool isConst(const Node& n, size_t i) {
+bool inputIsConstant(const Node& n, size_t i) {
   return i < n.numInputs() && n.input(i) && n.input(i)->isConstant();
 }
-}  // namespace
 
 int boundedOutputAxis(const Node& node, size_t o) {
-  if (!node.domain().empty() || o != 0) return -1;
-  if (node.opType() == "NonMaxSuppression") return isConst(node, 0) && isConst(node, 1) ? -1 : 0;
-  if (node.opType() == "NonZero") return isConst(node, 0) ? -1 : 1;
-  return -1;
+  if (o != 0) return -1;
+  const OpSchema* schema = OpRegistry::instance().find(node);
+  return schema && schema->bounded_axis ? schema->bounded_axis(node) : -1;
 }
 
 int64_t boundedExtent(const TensorView& padded, int axis) {

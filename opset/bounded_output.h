@@ -16,9 +16,11 @@
 
 namespace npuc {
 
-// The axis of output `o` of `node` whose extent is only known at run time, or -1. Nodes whose
-// inputs are all constant have exact shapes (they fold) and return -1.
+// The axis of output `o` of `node` whose extent is only known at run time, or -1: what the op's
+// registration says (OpSchema::bounded_axis). Nodes whose inputs are constant have exact shapes.
 int boundedOutputAxis(const Node& node, size_t o);
+// For the registrations' bounded_axis functions: input i is present and constant.
+bool inputIsConstant(const Node& n, size_t i);
 
 // The actual extent of a padded bounded output along `axis` (0 or 1 of a 2-D int64 tensor): the
 // number of leading slices whose first element is not -1.

@@ -3,13 +3,8 @@
 #include <algorithm>
 
 #include "opset/custom_ops.h"
-#include "opset/ops/detect_ops.h"  // registerDetectOps (declared there: registry.h is shared by every family)
-#include "opset/ops/attn_ops.h"
 
 namespace npuc {
-
-// Declared here rather than in registry.h only to spare every includer a rebuild; move on merge.
-void registerQuantizedOps(OpRegistry& reg);  // QuantizeLinear, DequantizeLinear, QLinearConv, ...
 
 // ---------------------------------------------------------------- contexts
 
@@ -86,6 +81,10 @@ SchemaBuilder& SchemaBuilder::traits(OpTrait t) {
   s_.traits.flags = s_.traits.flags | t;
   return *this;
 }
+SchemaBuilder& SchemaBuilder::boundedOutput(std::function<int(const Node&)> axis_of) {
+  s_.bounded_axis = std::move(axis_of);
+  return *this;
+}
 SchemaBuilder& SchemaBuilder::cpuOnly(std::string reason) {
   s_.traits.cpu_reason = std::move(reason);
   return *this;
@@ -148,12 +147,6 @@ std::vector<std::string> OpRegistry::opTypes() const {
 std::vector<const OpSchema*> OpRegistry::schemas() const {
   return order_;
 }
-
-// GatherND, ScatterND, ScatterElements, OneHot, ... (opset/ops/scatter.cpp). Declared here rather
-// than in registry.h so adding the family does not rebuild every file that includes the registry.
-void registerScatterOps(OpRegistry& reg);
-// Declared here rather than in registry.h so adding the family does not rebuild every file.
-void registerControlFlowOps(OpRegistry& reg);  // If, Loop, Scan (opset/ops/control.cpp)
 
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {

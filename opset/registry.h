@@ -95,6 +95,11 @@ struct OpSchema {
   // The first ONNX opset that defines the op in the form npuc holds (1: any). ONNX export writes
   // at least this opset when the graph has the op.
   int since_opset = 1;
+  // For an op whose output size depends on the data (NonMaxSuppression, NonZero): the axis of
+  // output 0 that shape inference gives its upper bound and the runtimes trim to the actual extent
+  // (opset/bounded_output.h), or -1 when the node's inputs make the size exact (constants fold).
+  // Null for every op whose output shapes are exact.
+  std::function<int(const Node&)> bounded_axis;
   std::string doc;  // one line, used by generated docs
   // Facts the rest of the compiler asks about (opset/op_traits.h).
   OpTraits traits;
@@ -126,6 +131,8 @@ class SchemaBuilder {
   // The op never runs on an NPU, for `reason` (a sentence fragment: "its output size depends on
   // the data"): OpTraits::cpu_reason.
   SchemaBuilder& cpuOnly(std::string reason);
+  // OpSchema::bounded_axis.
+  SchemaBuilder& boundedOutput(std::function<int(const Node&)> axis_of);
 
  private:
   OpRegistry& reg_;
@@ -161,6 +168,11 @@ void registerReductionOps(OpRegistry& reg);     // Reduce*, ArgMax, Softmax, Log
 void registerNnOps(OpRegistry& reg);            // Conv, ConvTranspose, Gemm, MatMul, pooling, norms
 void registerDataMovementOps(OpRegistry& reg);  // Reshape, Transpose, Concat, Slice, Gather, ...
 void registerNpucOps(OpRegistry& reg);          // ai.npuc ops produced by passes (Gelu, ...)
+void registerScatterOps(OpRegistry& reg);       // GatherND, ScatterND, ScatterElements, OneHot, ...
+void registerDetectOps(OpRegistry& reg);        // NonMaxSuppression, RoiAlign, GridSample, NonZero, ...
+void registerAttnOps(OpRegistry& reg);          // Einsum, Trilu, Det, MVN, LRN, DFT/STFT, windows, random
+void registerQuantizedOps(OpRegistry& reg);     // QuantizeLinear, DequantizeLinear, QLinearConv, ...
+void registerControlFlowOps(OpRegistry& reg);   // If, Loop, Scan
 
 // ---- Shared shape helpers for inference functions.
 // Numpy-style multidirectional broadcast; throws ShapeError naming both shapes.

@@ -6,8 +6,6 @@
 
 namespace npuc {
 
-void registerAttnOps(OpRegistry& reg);  // Einsum, Trilu, Det, MVN, LRN, DFT/STFT, windows, random
-
 namespace attn {
 void registerEinsumOp(OpRegistry& reg);
 void registerTriluOp(OpRegistry& reg);

@@ -217,6 +217,8 @@ void registerNmsOp(OpRegistry& reg) {
       .types({DType::Float32})
       .since(11)
       .cpuOnly("its output size depends on the data and greedy suppression is sequential")
+      // Rows depend on the scores unless boxes and scores are constants (then it folds).
+      .boundedOutput([](const Node& n) { return inputIsConstant(n, 0) && inputIsConstant(n, 1) ? -1 : 0; })
       .doc(
           "int64 [num_selected, 3] (batch, class, box) rows of greedy per-class suppression; "
           "max_output_boxes_per_class / iou_threshold / score_threshold must be constants; with computed "

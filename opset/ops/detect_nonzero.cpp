@@ -91,6 +91,8 @@ void registerNonZeroOp(OpRegistry& reg) {
       .kernel([](const KernelContext& c) { return std::make_unique<NonZeroKernel>(c); })
       .since(9)
       .cpuOnly("its output size depends on the data")
+      // Columns (one per non-zero element) depend on the input unless it is a constant.
+      .boundedOutput([](const Node& n) { return inputIsConstant(n, 0) ? -1 : 1; })
       .doc(
           "int64 [rank, nnz] indices of the non-zero elements; with a computed input the output is bounded "
           "(numel columns, trimmed by the runtimes) and must be a graph output");

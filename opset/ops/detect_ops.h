@@ -8,8 +8,6 @@
 namespace npuc {
 
 // Registers every op of the family (called once from registerAllOps).
-void registerDetectOps(OpRegistry& reg);
-
 namespace detect {
 void registerNmsOp(OpRegistry& reg);
 void registerRoiAlignOp(OpRegistry& reg);

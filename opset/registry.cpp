@@ -144,6 +144,10 @@ std::vector<const OpSchema*> OpRegistry::schemas() const {
   return order_;
 }
 
+// Declared here rather than in registry.h so adding the family does not rebuild every file that
+// includes the registry; move it next to the others in registry.h when convenient.
+void registerRnnOps(OpRegistry& reg);  // LSTM, GRU, RNN (opset/ops/rnn.cpp)
+
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
     OpRegistry r;
@@ -152,6 +156,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNnOps(r);
     registerDataMovementOps(r);
     registerNpucOps(r);
+    registerRnnOps(r);
     return r;
   }();
   return reg;

@@ -94,9 +94,9 @@ class Builder {
     a.set("perm", perm);
     return op("Transpose", {x}, a);
   }
-  Value* gemm(Value* a, Tensor b, std::optional<Tensor> c) {
-    std::vector<Value*> in{a, rw_.constant(std::move(b), base_ + "_w")};
-    if (c) in.push_back(rw_.constant(std::move(*c), base_ + "_b"));
+  Value* gemm(Value* a, Value* b, Value* c = nullptr) {
+    std::vector<Value*> in{a, b};
+    if (c) in.push_back(c);
     return op("Gemm", in);
   }
   Value* constant(Tensor t) { return rw_.constant(std::move(t), base_ + "_c"); }
@@ -164,7 +164,21 @@ DirectionResult unrollDirection(Builder& bld, const rnn::RnnSpec& s, const Weigh
     const float* b = wt.b->data<float>() + d * 2 * G * H;
     for (int64_t k = 0; k < G * H; ++k) xb[k] = b[k] + (gru && k >= 2 * H ? 0.f : b[G * H + k]);
   }
-  Value* xw = bld.gemm(x2d, transposedBlock(*wt.w, d, 0, G * H), xbias);
+  Value* xw = bld.gemm(x2d, bld.constant(transposedBlock(*wt.w, d, 0, G * H)),
+                       xbias ? bld.constant(std::move(*xbias)) : nullptr);
+  // The recurrent weights, made once and read by every step: R^T ([H, G*H]); GRU splits it into
+  // the z,r part and the h part, whose bias Rbh stays inside the reset gate's product.
+  Value* rt = nullptr;
+  Value* rt_zr = nullptr;
+  Value* rt_h = nullptr;
+  Value* rbh = nullptr;
+  if (gru) {
+    rt_zr = bld.constant(transposedBlock(*wt.r, d, 0, 2 * H));
+    rt_h = bld.constant(transposedBlock(*wt.r, d, 2 * H, H));
+    if (wt.b) rbh = bld.constant(rowPart(*wt.b, d, G * H + 2 * H, H));
+  } else {
+    rt = bld.constant(transposedBlock(*wt.r, d, 0, G * H));
+  }
   const std::vector<Value*> xs = bld.split(xw, 0, static_cast<size_t>(T));
 
   DirectionResult res;
@@ -185,27 +199,25 @@ DirectionResult unrollDirection(Builder& bld, const rnn::RnnSpec& s, const Weigh
       Value* zp = xg[0];
       Value* rp = xg[1];
       if (h) {
-        const std::vector<Value*> rg = bld.split(bld.gemm(h, transposedBlock(*wt.r, d, 0, 2 * H), std::nullopt), 1, 2);
+        const std::vector<Value*> rg = bld.split(bld.gemm(h, rt_zr), 1, 2);
         zp = bld.op("Add", {zp, rg[0]});
         rp = bld.op("Add", {rp, rg[1]});
       }
       Value* z = bld.activate(act[0], zp);
       Value* r = bld.activate(act[0], rp);
-      std::optional<Tensor> rbh;
-      if (wt.b) rbh = rowPart(*wt.b, d, G * H + 2 * H, H);
       Value* hh = nullptr;  // the recurrent part of the h gate
       if (h && !s.linear_before_reset) {
-        hh = bld.gemm(bld.op("Mul", {r, h}), transposedBlock(*wt.r, d, 2 * H, H), rbh);
+        hh = bld.gemm(bld.op("Mul", {r, h}), rt_h, rbh);
       } else if (h) {
-        hh = bld.op("Mul", {r, bld.gemm(h, transposedBlock(*wt.r, d, 2 * H, H), rbh)});
+        hh = bld.op("Mul", {r, bld.gemm(h, rt_h, rbh)});
       } else if (rbh) {  // h = 0: only the recurrent bias is left
-        hh = s.linear_before_reset ? bld.op("Mul", {r, bld.constant(std::move(*rbh))}) : bld.constant(std::move(*rbh));
+        hh = s.linear_before_reset ? bld.op("Mul", {r, rbh}) : rbh;
       }
       Value* ht = bld.activate(act[1], hh ? bld.op("Add", {xg[2], hh}) : xg[2]);
       Value* keep = bld.op("Mul", {bld.op("Sub", {bld.one(), z}), ht});
       h = h ? bld.op("Add", {keep, bld.op("Mul", {z, h})}) : keep;
     } else {
-      Value* pre = h ? bld.op("Add", {xt, bld.gemm(h, transposedBlock(*wt.r, d, 0, G * H), std::nullopt)}) : xt;
+      Value* pre = h ? bld.op("Add", {xt, bld.gemm(h, rt)}) : xt;
       if (s.cell == rnn::Cell::Rnn) {
         h = bld.activate(act[0], pre);
       } else {

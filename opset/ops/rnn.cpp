@@ -11,10 +11,10 @@ namespace {
 // the ones it can into MatMul/Add/Sigmoid/Tanh/Mul steps the NPU runs, and records why it left
 // the others (OptimizationReport match failures).
 constexpr const char* kCpuReason =
-    "the NPU has no recurrent op: on an NPU target unroll_recurrent rewrites it into MatMul and "
-    "activation steps when it can (static sequence length <= 64, constant weights, no sequence_lens "
-    "shorter than the sequence, Sigmoid/Tanh/Relu activations); this one was left as a whole, so it "
-    "runs step by step on the CPU";
+    "the NPU has no recurrent op; on NPU targets unroll_recurrent rewrites it into per-step Gemm and "
+    "activation nodes when it can (at most 64 static steps, constant weights, sequence_lens absent or "
+    "full length, activations the NPU has, optimization level 3: the build report says why not), and "
+    "what it leaves runs step by step on the CPU";
 
 void add(OpRegistry& reg, const char* op, int max_inputs, int max_outputs, const char* doc) {
   reg.add(op)

@@ -29,6 +29,9 @@ struct Case {
   size_t outputs = 2;  // how many outputs the graph reads (Y, Y_h[, Y_c])
 };
 
+// gtest names a failing case by its label instead of dumping the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+
 int64_t gates(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
 
 // The recurrent node with constant weights; X and the initial states are graph inputs.

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "opset/eval.h"
+#include "opset/macs.h"
 #include "pass_test_util.h"
 
 namespace npuc {
@@ -248,6 +249,16 @@ TEST(OpsRnn, SequenceLengthBeyondTheSequenceIsAnInputErrorAtRunTime) {
   b.output(n->output(0));
   std::map<std::string, Tensor> feeds{{"x", randomTensor({3, 2, 1}, 3)}, {"sl", int32s({3, 7})}};
   expectThrowWith<InputError>([&] { run(b, feeds); }, {"RNN node 'short_rnn'", "sequence_lens[1] = 7", "[0, 3]"});
+}
+
+// The partitioner's MAC share counts a recurrent op's work: T*B rows through W and R of every gate
+// and direction (a CPU-resident LSTM must not look like 0 MACs).
+TEST(OpsRnn, MacsCountEveryStepGateAndDirection) {
+  GraphBuilder b;
+  Node* n = b.node("LSTM",
+                   {b.input("x", {7, 2, 5}), b.constant(randomTensor({2, 12, 5}, 1)), b.constant(randomTensor({2, 12, 3}, 2))},
+                   attrs({{"direction", std::string("bidirectional")}}), "lstm", 3);
+  EXPECT_EQ(nodeMacs(*n), 7 * 2 * (2 * 12 * 5 + 2 * 12 * 3));
 }
 
 }  // namespace

@@ -34,13 +34,17 @@ using unroll::Builder;
 using unroll::DirectionResult;
 using unroll::Weights;
 
-// The largest sequence unrolled. A step is 10-16 nodes per direction (LSTM with peepholes and clip
-// the most), so 64 steps of a bidirectional LSTM are ~1550-2000 nodes (measured: 1551 for
-// torch's hidden-64 BiLSTM, against 615 at the CRNN's 25 steps): a graph-size and compile-time
-// budget (every node is shape-inferred, partitioned, calibrated and simulated on its own), and
-// beyond it the NPU's per-op task overhead (rk3588: 3200 cycles per task) for T*16 tiny ops
-// outweighs what the MAC array saves on a hidden size of 64-256. Text recognizers (CRNN: 25-40
-// steps) and keyword spotters (~50 frames) fit; long audio/text sequences stay on the CPU.
+// The largest sequence unrolled: a graph-size and compile-time budget. A step is 10-16 nodes per
+// direction (LSTM with peepholes and clip the most), so 64 steps of a bidirectional LSTM are
+// ~1550-2000 nodes (measured: 1551 for torch's hidden-64 BiLSTM, 615 at the CRNN's 25 steps), each
+// shape-inferred, partitioned, calibrated and simulated on its own; the graph grows linearly past
+// that with nothing new to gain. Text recognizers (CRNN: 25-40 steps) and keyword spotters (~50
+// frames) fit; long audio/text sequences stay on the CPU.
+// Latency is not what the bound protects: npuc's own cost model (rk3588) prices every unrolled op
+// as an NPU task with 3200 cycles of overhead, which makes the unrolled form slower than the CPU
+// kernel at any length for hidden sizes of 64 (CRNN: 4.2 ms unrolled vs 0.28 ms with the LSTMs on
+// the CPU; docs/ops_rnn.md). What unrolling buys is the ask (the layer in the NPU program,
+// INT8, no hand-overs); disable_passes=["unroll_recurrent"] keeps the layer on the CPU.
 constexpr int64_t kMaxUnrollSteps = 64;
 
 // A constant input's tensor, or null when absent; sets `why` when present but not constant.

@@ -57,8 +57,8 @@ int64_t recurrentMacs(const Node& n) {
   const Value* x = n.input(0);
   const Value* w = n.input(1);
   const Value* r = n.input(2);
-  if (!staticShape(x) || !staticShape(w) || !staticShape(r) || w->rank() != 3 || r->rank() != 3 || x->rank() != 3)
-    return 0;
+  if (!staticShape(x) || !staticShape(w) || !staticShape(r)) return 0;
+  if (x->rank() != 3 || w->rank() != 3 || r->rank() != 3) return 0;
   const int64_t steps_rows = shapeNumel(x->shape()) / std::max<int64_t>(1, x->shape()[2]);
   return steps_rows * (shapeNumel(w->shape()) + shapeNumel(r->shape()));
 }

@@ -64,13 +64,15 @@ class UnrollRecurrent : public RewritePattern {
 
   LogicalResult matchAndRewrite(Node& root, Rewriter& rw) const override {
     const PassContext& ctx = rw.context();
-    if (!ctx.target || !ctx.target->soc) return rw.notifyMatchFailure(root, "no NPU target: it runs on the CPU kernel");
+    if (!ctx.target || !ctx.target->soc)
+      return rw.notifyMatchFailure(root, "no NPU target: it runs on the CPU kernel");
     if (const auto* e = userOpTargetEntry(root, ctx.target->op_target); e && e->second == "cpu")
       return rw.notifyMatchFailure(root, "op_target keeps it on the CPU");
     std::vector<const Shape*> shapes;
     for (size_t i = 0; i < root.numInputs(); ++i) {
       const Value* v = root.input(i);
-      if (v && !v->shapeIsStatic()) return rw.notifyMatchFailure(root, "input " + std::to_string(i) + " has no static shape");
+      if (v && !v->shapeIsStatic())
+        return rw.notifyMatchFailure(root, "input " + std::to_string(i) + " has no static shape");
       shapes.push_back(v ? &v->shape() : nullptr);
     }
     const rnn::RnnSpec s = rnn::resolveRnn(root, shapes);
@@ -87,17 +89,20 @@ class UnrollRecurrent : public RewritePattern {
     if (root.input(4)) {
       const Value* sl = root.input(4);
       if (!sl->isConstant())
-        return rw.notifyMatchFailure(root, "sequence_lens is not a constant: rows may stop early, which needs the CPU kernel");
+        return rw.notifyMatchFailure(
+            root, "sequence_lens is not a constant: rows may stop early, which needs the CPU kernel");
       const Tensor& t = sl->constant();
       for (int64_t b = 0; b < t.numel(); ++b)
         if (t.intAt(b) != s.seq)
-          return rw.notifyMatchFailure(root, "sequence_lens[" + std::to_string(b) + "] = " + std::to_string(t.intAt(b)) +
+          return rw.notifyMatchFailure(root, "sequence_lens[" + std::to_string(b) +
+                                                 "] = " + std::to_string(t.intAt(b)) +
                                                  " is shorter than the sequence (" + std::to_string(s.seq) +
                                                  "): rows stopping early need the CPU kernel");
     }
     for (const auto& dir : s.acts)
       for (const auto& a : dir)
-        if (!unroll::npuActivation(a)) return rw.notifyMatchFailure(root, "activation " + a.name + " has no NPU op");
+        if (!unroll::npuActivation(a))
+          return rw.notifyMatchFailure(root, "activation " + a.name + " has no NPU op");
     // The ops the program uses must all be NPU ops on this SoC, or unrolling only adds hand-overs.
     std::set<std::string> used = {"Gemm", "Add", "Mul", "Split", "Concat", "Reshape"};
     for (const auto& dir : s.acts)
@@ -108,7 +113,8 @@ class UnrollRecurrent : public RewritePattern {
     if (root.input(5) || root.input(6)) used.insert("Gather");
     for (const std::string& op : used)
       if (!ctx.target->soc->opSupport(op))
-        return rw.notifyMatchFailure(root, ctx.target->soc->name + "'s NPU does not run " + op + ", which the unrolled steps need");
+        return rw.notifyMatchFailure(
+            root, ctx.target->soc->name + "'s NPU does not run " + op + ", which the unrolled steps need");
 
     // ---- build (nothing can fail from here on)
     rw.setInsertionPointBefore(&root);
@@ -126,13 +132,16 @@ class UnrollRecurrent : public RewritePattern {
     std::vector<DirectionResult> dirs;
     for (int64_t d = 0; d < D; ++d)
       dirs.push_back(unroll::unrollDirection(bld, s, wt, d, x2d, initial(5, d),
-                                     s.cell == rnn::Cell::Lstm ? initial(6, d) : nullptr));
+                                             s.cell == rnn::Cell::Lstm ? initial(6, d) : nullptr));
 
-    auto wanted = [&](size_t i) { return i < root.numOutputs() && (root.output(i)->hasUses() || root.output(i)->isGraphOutput()); };
+    auto wanted = [&](size_t i) {
+      return i < root.numOutputs() && (root.output(i)->hasUses() || root.output(i)->isGraphOutput());
+    };
     std::vector<Value*> repl(root.numOutputs(), nullptr);
     if (wanted(0)) {
       std::vector<Value*> per_dir;
-      for (const DirectionResult& r : dirs) per_dir.push_back(bld.reshape(bld.concat(r.h_at, 0), {T, 1, B, H}));
+      for (const DirectionResult& r : dirs)
+        per_dir.push_back(bld.reshape(bld.concat(r.h_at, 0), {T, 1, B, H}));
       Value* y = bld.concat(per_dir, 1);
       repl[0] = s.layout == 0 ? y : bld.transpose(y, {2, 0, 1, 3});
     }
@@ -163,6 +172,8 @@ class UnrollRecurrentPass : public PatternPass {
 
 }  // namespace
 
-std::unique_ptr<Pass> createUnrollRecurrentPass() { return std::make_unique<UnrollRecurrentPass>(); }
+std::unique_ptr<Pass> createUnrollRecurrentPass() {
+  return std::make_unique<UnrollRecurrentPass>();
+}
 
 }  // namespace npuc

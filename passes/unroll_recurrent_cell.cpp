@@ -7,7 +7,9 @@
 namespace npuc::unroll {
 namespace {
 
-Tensor floats(const Shape& shape) { return Tensor(DType::Float32, shape); }
+Tensor floats(const Shape& shape) {
+  return Tensor(DType::Float32, shape);
+}
 
 // Direction d's [rows, cols] block of a [D, rows, cols] weight, transposed to [cols, rows]; only
 // rows [row0, row0 + nrows).

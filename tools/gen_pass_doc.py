@@ -471,7 +471,7 @@ first line lists the graph inputs and the last `return` its outputs.
 `Toolkit.build()` runs them (all but `align_channels`, see its section) at
 `config(optimization_level=3)`, the default; levels 1-2 run only the bit-exact ones, 0 runs none;
 `config(disable_passes=[...])` skips passes by name. With `config(target_platform=...)` set, `build()` also runs
-the target stage (`legalize_conv_stride`, `legalize_pool_window`, `reduce_transpose_rank`). What the target
+the target stage (`unroll_recurrent`, `legalize_conv_stride`, `legalize_pool_window`, `reduce_transpose_rank`). What the target
 stage and the attention / Reshape / Transpose clean-ups (`attention_cleanup`, `propagate_reshapes`,
 `hoist_transposes`) change on the shared models and the YOLO exports (CPU ops, hand-overs, Reshape +
 Transpose count, predicted FPS, before and after) is measured in

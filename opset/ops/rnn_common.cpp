@@ -22,11 +22,11 @@ struct ActInfo {
   float alpha, beta;
 };
 constexpr ActInfo kActs[] = {
-    {"Sigmoid", false, false, 0.f, 0.f},      {"Tanh", false, false, 0.f, 0.f},
-    {"Relu", false, false, 0.f, 0.f},         {"Affine", true, true, 1.f, 0.f},
-    {"LeakyRelu", true, false, 0.01f, 0.f},   {"ThresholdedRelu", true, false, 1.f, 0.f},
-    {"ScaledTanh", true, true, 1.f, 1.f},     {"HardSigmoid", true, true, 0.2f, 0.5f},
-    {"Elu", true, false, 1.f, 0.f},           {"Softsign", false, false, 0.f, 0.f},
+    {"Sigmoid", false, false, 0.f, 0.f},    {"Tanh", false, false, 0.f, 0.f},
+    {"Relu", false, false, 0.f, 0.f},       {"Affine", true, true, 1.f, 0.f},
+    {"LeakyRelu", true, false, 0.01f, 0.f}, {"ThresholdedRelu", true, false, 1.f, 0.f},
+    {"ScaledTanh", true, true, 1.f, 1.f},   {"HardSigmoid", true, true, 0.2f, 0.5f},
+    {"Elu", true, false, 1.f, 0.f},         {"Softsign", false, false, 0.f, 0.f},
     {"Softplus", false, false, 0.f, 0.f},
 };
 
@@ -39,13 +39,16 @@ const ActInfo* findAct(const std::string& name) {
 
 void requireShape(const Node& node, const Shape* s, const Shape& want, const char* what) {
   if (*s != want) {
-    throw ShapeError(where(node) + ": " + what + " has shape " + shapeStr(*s) + ", expected " + shapeStr(want));
+    throw ShapeError(where(node) + ": " + what + " has shape " + shapeStr(*s) + ", expected " +
+                     shapeStr(want));
   }
 }
 
 }  // namespace
 
-std::string where(const Node& node) { return node.opType() + " node '" + node.name() + "'"; }
+std::string where(const Node& node) {
+  return node.opType() + " node '" + node.name() + "'";
+}
 
 float Activation::apply(float x) const {
   // Names are canonical (resolveRnn), so the first letters decide.
@@ -58,14 +61,10 @@ float Activation::apply(float x) const {
     case 'T':
       if (name == "Tanh") return std::tanh(x);
       return x > alpha ? x : 0.f;  // ThresholdedRelu
-    case 'R':
-      return x > 0.f ? x : 0.f;
-    case 'A':
-      return alpha * x + beta;
-    case 'L':
-      return x >= 0.f ? x : alpha * x;
-    case 'H':
-      return std::max(0.f, std::min(1.f, alpha * x + beta));
+    case 'R': return x > 0.f ? x : 0.f;
+    case 'A': return alpha * x + beta;
+    case 'L': return x >= 0.f ? x : alpha * x;
+    case 'H': return std::max(0.f, std::min(1.f, alpha * x + beta));
     default:  // Elu
       return x >= 0.f ? x : alpha * (std::exp(x) - 1.f);
   }
@@ -92,7 +91,8 @@ RnnSpec resolveRnn(const Node& node, const std::vector<const Shape*>& in) {
   if (a.has("clip")) {
     s.has_clip = true;
     s.clip = a.f("clip");
-    if (!(s.clip > 0.f)) throw UnsupportedOpError(where(node) + ": clip " + std::to_string(s.clip) + " must be > 0");
+    if (!(s.clip > 0.f))
+      throw UnsupportedOpError(where(node) + ": clip " + std::to_string(s.clip) + " must be > 0");
   }
   s.linear_before_reset = a.i("linear_before_reset", 0) != 0;
   s.input_forget = a.i("input_forget", 0) != 0;
@@ -108,7 +108,8 @@ RnnSpec resolveRnn(const Node& node, const std::vector<const Shape*>& in) {
                                std::to_string(per) + " per direction)");
     }
   } else {
-    const std::vector<std::string> def = s.cell == Cell::Lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+    const std::vector<std::string> def = s.cell == Cell::Lstm
+                                             ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
                                          : s.cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                                : std::vector<std::string>{"Tanh"};
     for (int64_t d = 0; d < s.dirs; ++d) names.insert(names.end(), def.begin(), def.end());
@@ -119,7 +120,8 @@ RnnSpec resolveRnn(const Node& node, const std::vector<const Shape*>& in) {
   s.acts.assign(s.dirs, {});
   for (size_t k = 0; k < names.size(); ++k) {
     const ActInfo* info = findAct(names[k]);
-    if (!info) throw UnsupportedOpError(where(node) + ": activation '" + names[k] + "' is not an ONNX RNN activation");
+    if (!info)
+      throw UnsupportedOpError(where(node) + ": activation '" + names[k] + "' is not an ONNX RNN activation");
     Activation act{info->name, info->alpha, info->beta};
     if (info->takes_alpha && ai < alphas.size()) act.alpha = alphas[ai++];
     if (info->takes_beta && bi < betas.size()) act.beta = betas[bi++];
@@ -154,7 +156,8 @@ RnnSpec resolveRnn(const Node& node, const std::vector<const Shape*>& in) {
 
 void inferRnn(InferContext& ctx) {
   std::vector<const Shape*> shapes;
-  for (size_t i = 0; i < ctx.numInputs(); ++i) shapes.push_back(ctx.hasInput(i) ? &ctx.inputShape(i) : nullptr);
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    shapes.push_back(ctx.hasInput(i) ? &ctx.inputShape(i) : nullptr);
   const RnnSpec s = resolveRnn(ctx.node(), shapes);
   const DType t = ctx.inputDType(0);
   if (t != DType::Float32) throw UnsupportedOpError(where(ctx.node()) + ": X must be float32");

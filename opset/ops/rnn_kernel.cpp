@@ -70,7 +70,8 @@ class RnnKernel : public Kernel {
         if (sl) len = sl->dtype == DType::Int32 ? sl->as<const int32_t>()[b] : sl->as<const int64_t>()[b];
         if (len < 0 || len > T) {
           throw InputError(name_ + ": sequence_lens[" + std::to_string(b) + "] = " + std::to_string(len) +
-                           " is outside [0, " + std::to_string(T) + "] (X has " + std::to_string(T) + " steps)");
+                           " is outside [0, " + std::to_string(T) + "] (X has " + std::to_string(T) +
+                           " steps)");
         }
         const int64_t so = stateOffset(d, b);
         loadState(in(5), so, h);
@@ -136,7 +137,8 @@ class RnnKernel : public Kernel {
       }
       const float* rbh = wb ? wb + G * H + 2 * H : nullptr;
       if (s_.linear_before_reset) {
-        for (int64_t j = 0; j < H; ++j) hg[j] += rg[j] * (dot(r + (2 * H + j) * H, h, H) + (rbh ? rbh[j] : 0.f));
+        for (int64_t j = 0; j < H; ++j)
+          hg[j] += rg[j] * (dot(r + (2 * H + j) * H, h, H) + (rbh ? rbh[j] : 0.f));
       } else {
         for (int64_t j = 0; j < H; ++j) rh[j] = rg[j] * h[j];
         for (int64_t j = 0; j < H; ++j) hg[j] += dot(r + (2 * H + j) * H, rh, H) + (rbh ? rbh[j] : 0.f);
@@ -152,7 +154,8 @@ class RnnKernel : public Kernel {
       const float* gc = gates + 3 * H;
       for (int64_t j = 0; j < H; ++j) {
         const float i = act[0].apply(clip(gi[j] + (p ? p[j] * c[j] : 0.f)));
-        const float f = s_.input_forget ? 1.f - i : act[0].apply(clip(gf[j] + (p ? p[2 * H + j] * c[j] : 0.f)));
+        const float f =
+            s_.input_forget ? 1.f - i : act[0].apply(clip(gf[j] + (p ? p[2 * H + j] * c[j] : 0.f)));
         const float cand = act[1].apply(clip(gc[j]));
         c[j] = f * c[j] + i * cand;
         const float o = act[0].apply(clip(go[j] + (p ? p[H + j] * c[j] : 0.f)));
@@ -167,6 +170,8 @@ class RnnKernel : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> makeRnnKernel(const KernelContext& ctx) { return std::make_unique<RnnKernel>(ctx); }
+std::unique_ptr<Kernel> makeRnnKernel(const KernelContext& ctx) {
+  return std::make_unique<RnnKernel>(ctx);
+}
 
 }  // namespace npuc::rnn

@@ -44,7 +44,9 @@ std::vector<Tensor> run(GraphBuilder& b, const std::map<std::string, Tensor>& fe
   return evalGraph(b.graph(), feeds);
 }
 
-float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+float sigmoid(float x) {
+  return 1.f / (1.f + std::exp(-x));
+}
 
 // A one-unit RNN over x = [1, 2, 3] (T=3, B=1, I=1): h_t = tanh(w x_t + r h_{t-1} + wb + rb).
 TEST(OpsRnn, OneUnitRnnByHand) {
@@ -67,7 +69,8 @@ TEST(OpsRnn, OneUnitRnnByHand) {
       h = std::tanh(0.5f * static_cast<float>(t + 1) - 0.7f * h + 0.15f);
       want[t] = h;
     }
-    for (int t = 0; t < 3; ++t) EXPECT_NEAR(out[0].data<float>()[t], want[t], 1e-6) << direction << " t=" << t;
+    for (int t = 0; t < 3; ++t)
+      EXPECT_NEAR(out[0].data<float>()[t], want[t], 1e-6) << direction << " t=" << t;
     EXPECT_NEAR(out[1].data<float>()[0], h, 1e-6) << direction;
   }
 }
@@ -76,14 +79,16 @@ TEST(OpsRnn, OneUnitRnnByHand) {
 TEST(OpsRnn, OneUnitLstmStepWithPeepholesAndInputForget) {
   for (int64_t input_forget : {0, 1}) {
     GraphBuilder b;
-    const float w[4] = {0.3f, -0.2f, 0.5f, 0.8f}, r[4] = {0.1f, 0.4f, -0.3f, 0.2f}, p[3] = {0.2f, -0.1f, 0.3f};
+    const float w[4] = {0.3f, -0.2f, 0.5f, 0.8f}, r[4] = {0.1f, 0.4f, -0.3f, 0.2f},
+                p[3] = {0.2f, -0.1f, 0.3f};
     const float x = 1.5f, h0 = 0.25f, c0 = -0.5f;
-    Node* n = b.node("LSTM",
-                     {b.constant(floats({1, 1, 1}, {x})), b.constant(floats({1, 4, 1}, {w[0], w[1], w[2], w[3]})),
-                      b.constant(floats({1, 4, 1}, {r[0], r[1], r[2], r[3]})), nullptr, nullptr,
-                      b.constant(floats({1, 1, 1}, {h0})), b.constant(floats({1, 1, 1}, {c0})),
-                      b.constant(floats({1, 3}, {p[0], p[1], p[2]}))},
-                     attrs({{"hidden_size", int64_t{1}}, {"input_forget", input_forget}}), "lstm", 3);
+    Node* n =
+        b.node("LSTM",
+               {b.constant(floats({1, 1, 1}, {x})), b.constant(floats({1, 4, 1}, {w[0], w[1], w[2], w[3]})),
+                b.constant(floats({1, 4, 1}, {r[0], r[1], r[2], r[3]})), nullptr, nullptr,
+                b.constant(floats({1, 1, 1}, {h0})), b.constant(floats({1, 1, 1}, {c0})),
+                b.constant(floats({1, 3}, {p[0], p[1], p[2]}))},
+               attrs({{"hidden_size", int64_t{1}}, {"input_forget", input_forget}}), "lstm", 3);
     for (int k = 0; k < 3; ++k) b.output(n->output(k));
     const auto out = run(b);
     const float i = sigmoid(w[0] * x + r[0] * h0 + p[0] * c0);
@@ -100,13 +105,14 @@ TEST(OpsRnn, OneUnitLstmStepWithPeepholesAndInputForget) {
 TEST(OpsRnn, OneUnitGruStepBothResetFormsClipAndActivationParameters) {
   for (int64_t lbr : {0, 1}) {
     GraphBuilder b;
-    const float w[3] = {2.0f, -1.0f, 3.0f}, r[3] = {0.5f, 0.7f, -0.9f}, bias[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    const float w[3] = {2.0f, -1.0f, 3.0f}, r[3] = {0.5f, 0.7f, -0.9f},
+                bias[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
     const float x = 1.2f, h0 = 0.6f, clip = 1.5f;
     Node* n = b.node("GRU",
                      {b.constant(floats({1, 1, 1}, {x})), b.constant(floats({1, 3, 1}, {w[0], w[1], w[2]})),
                       b.constant(floats({1, 3, 1}, {r[0], r[1], r[2]})),
-                      b.constant(floats({1, 6}, {bias[0], bias[1], bias[2], bias[3], bias[4], bias[5]})), nullptr,
-                      b.constant(floats({1, 1, 1}, {h0}))},
+                      b.constant(floats({1, 6}, {bias[0], bias[1], bias[2], bias[3], bias[4], bias[5]})),
+                      nullptr, b.constant(floats({1, 1, 1}, {h0}))},
                      attrs({{"hidden_size", int64_t{1}},
                             {"linear_before_reset", lbr},
                             {"clip", clip},
@@ -120,7 +126,8 @@ TEST(OpsRnn, OneUnitGruStepBothResetFormsClipAndActivationParameters) {
     auto hs = [](float v) { return std::max(0.f, std::min(1.f, 0.3f * v + 0.4f)); };
     const float z = hs(cl(w[0] * x + bias[0] + r[0] * h0 + bias[3]));
     const float rg = hs(cl(w[1] * x + bias[1] + r[1] * h0 + bias[4]));
-    const float pre = lbr ? w[2] * x + bias[2] + rg * (r[2] * h0 + bias[5]) : w[2] * x + bias[2] + r[2] * (rg * h0) + bias[5];
+    const float pre = lbr ? w[2] * x + bias[2] + rg * (r[2] * h0 + bias[5])
+                          : w[2] * x + bias[2] + r[2] * (rg * h0) + bias[5];
     const float ht = std::tanh(cl(pre));
     EXPECT_NEAR(out[0].data<float>()[0], (1.f - z) * ht + z * h0, 1e-6) << "linear_before_reset=" << lbr;
   }
@@ -131,10 +138,11 @@ TEST(OpsRnn, OneUnitGruStepBothResetFormsClipAndActivationParameters) {
 TEST(OpsRnn, SequenceLensPadsWithZerosAndReverseStartsAtTheRowsEnd) {
   const int64_t T = 4, B = 2, I = 3, H = 2;
   auto build = [&](GraphBuilder& b, Value* x, Value* sl, int64_t batch) {
-    Node* n = b.node("GRU",
-                     {x, b.constant(randomTensor({2, 3 * H, I}, 1)), b.constant(randomTensor({2, 3 * H, H}, 2)),
-                      b.constant(randomTensor({2, 6 * H}, 3)), sl},
-                     attrs({{"hidden_size", H}, {"direction", std::string("bidirectional")}}), "gru", 2);
+    Node* n =
+        b.node("GRU",
+               {x, b.constant(randomTensor({2, 3 * H, I}, 1)), b.constant(randomTensor({2, 3 * H, H}, 2)),
+                b.constant(randomTensor({2, 6 * H}, 3)), sl},
+               attrs({{"hidden_size", H}, {"direction", std::string("bidirectional")}}), "gru", 2);
     (void)batch;
     b.output(n->output(0));
     b.output(n->output(1));
@@ -165,22 +173,26 @@ TEST(OpsRnn, SequenceLensPadsWithZerosAndReverseStartsAtTheRowsEnd) {
 // layout=1 is layout=0 with batch and time (and, for the states, batch and direction) swapped.
 TEST(OpsRnn, LayoutOneIsLayoutZeroTransposed) {
   const int64_t T = 3, B = 2, I = 4, H = 3;
-  const Tensor x0 = randomTensor({T, B, I}, 5), h0 = randomTensor({2, B, H}, 6), c0 = randomTensor({2, B, H}, 7);
+  const Tensor x0 = randomTensor({T, B, I}, 5), h0 = randomTensor({2, B, H}, 6),
+               c0 = randomTensor({2, B, H}, 7);
   auto swap01 = [](const Tensor& t) {
     Tensor o(DType::Float32, {t.dim(1), t.dim(0), t.dim(2)});
     for (int64_t a = 0; a < t.dim(0); ++a)
       for (int64_t c = 0; c < t.dim(1); ++c)
         for (int64_t k = 0; k < t.dim(2); ++k)
-          o.data<float>()[(c * t.dim(0) + a) * t.dim(2) + k] = t.data<float>()[(a * t.dim(1) + c) * t.dim(2) + k];
+          o.data<float>()[(c * t.dim(0) + a) * t.dim(2) + k] =
+              t.data<float>()[(a * t.dim(1) + c) * t.dim(2) + k];
     return o;
   };
   auto build = [&](int64_t layout, const Tensor& x, const Tensor& h, const Tensor& c) {
     GraphBuilder b;
-    Node* n = b.node("LSTM",
-                     {b.constant(x), b.constant(randomTensor({2, 4 * H, I}, 8)), b.constant(randomTensor({2, 4 * H, H}, 9)),
-                      b.constant(randomTensor({2, 8 * H}, 10)), nullptr, b.constant(h), b.constant(c)},
-                     attrs({{"hidden_size", H}, {"direction", std::string("bidirectional")}, {"layout", layout}}),
-                     "lstm", 3);
+    Node* n =
+        b.node("LSTM",
+               {b.constant(x), b.constant(randomTensor({2, 4 * H, I}, 8)),
+                b.constant(randomTensor({2, 4 * H, H}, 9)), b.constant(randomTensor({2, 8 * H}, 10)), nullptr,
+                b.constant(h), b.constant(c)},
+               attrs({{"hidden_size", H}, {"direction", std::string("bidirectional")}, {"layout", layout}}),
+               "lstm", 3);
     for (int k = 0; k < 3; ++k) b.output(n->output(k));
     return run(b);
   };
@@ -192,7 +204,8 @@ TEST(OpsRnn, LayoutOneIsLayoutZeroTransposed) {
     for (int64_t d = 0; d < 2; ++d)
       for (int64_t bb = 0; bb < B; ++bb)
         for (int64_t j = 0; j < H; ++j)
-          EXPECT_EQ(l1[0].data<float>()[((bb * T + t) * 2 + d) * H + j], l0[0].data<float>()[((t * 2 + d) * B + bb) * H + j]);
+          EXPECT_EQ(l1[0].data<float>()[((bb * T + t) * 2 + d) * H + j],
+                    l0[0].data<float>()[((t * 2 + d) * B + bb) * H + j]);
   for (int k = 1; k < 3; ++k) {
     const Tensor s = swap01(l0[k]);
     for (int64_t i = 0; i < s.numel(); ++i) EXPECT_EQ(l1[k].data<float>()[i], s.data<float>()[i]);
@@ -211,8 +224,8 @@ TEST(OpsRnn, BadShapesAndAttributesNameTheNodeOpAndShape) {
   expectThrowWith<ShapeError>(
       [&] {
         b.node("GRU",
-               {x, b.constant(randomTensor({2, 12, 3}, 1)), b.constant(randomTensor({2, 12, 4}, 2)), nullptr, nullptr,
-                b.constant(randomTensor({1, 2, 4}, 3))},
+               {x, b.constant(randomTensor({2, 12, 3}, 1)), b.constant(randomTensor({2, 12, 4}, 2)), nullptr,
+                nullptr, b.constant(randomTensor({1, 2, 4}, 3))},
                attrs({{"direction", std::string("bidirectional")}}), "dec_gru", 2);
       },
       {"GRU node 'dec_gru'", "initial_h has shape [1,2,4]", "expected [2,2,4]"});
@@ -235,7 +248,12 @@ TEST(OpsRnn, BadShapesAndAttributesNameTheNodeOpAndShape) {
       },
       {"RNN node 'rnn_dir'", "direction 'sideways'"});
   expectThrowWith<ShapeError>(
-      [&] { b.node("RNN", {b.input("x2", {5, 3}), b.constant(randomTensor({1, 4, 3}, 1)), b.constant(randomTensor({1, 4, 4}, 2))}, {}, "rnn_rank", 2); },
+      [&] {
+        b.node("RNN",
+               {b.input("x2", {5, 3}), b.constant(randomTensor({1, 4, 3}, 1)),
+                b.constant(randomTensor({1, 4, 4}, 2))},
+               {}, "rnn_rank", 2);
+      },
       {"RNN node 'rnn_rank'", "X has shape [5,3]", "rank 3"});
 }
 
@@ -243,12 +261,13 @@ TEST(OpsRnn, SequenceLengthBeyondTheSequenceIsAnInputErrorAtRunTime) {
   GraphBuilder b;
   Value* sl = b.input("sl", {2}, DType::Int32);
   Node* n = b.node("RNN",
-                   {b.input("x", {3, 2, 1}), b.constant(randomTensor({1, 1, 1}, 1)), b.constant(randomTensor({1, 1, 1}, 2)),
-                    nullptr, sl},
+                   {b.input("x", {3, 2, 1}), b.constant(randomTensor({1, 1, 1}, 1)),
+                    b.constant(randomTensor({1, 1, 1}, 2)), nullptr, sl},
                    {}, "short_rnn", 2);
   b.output(n->output(0));
   std::map<std::string, Tensor> feeds{{"x", randomTensor({3, 2, 1}, 3)}, {"sl", int32s({3, 7})}};
-  expectThrowWith<InputError>([&] { run(b, feeds); }, {"RNN node 'short_rnn'", "sequence_lens[1] = 7", "[0, 3]"});
+  expectThrowWith<InputError>([&] { run(b, feeds); },
+                              {"RNN node 'short_rnn'", "sequence_lens[1] = 7", "[0, 3]"});
 }
 
 // The partitioner's MAC share counts a recurrent op's work: T*B rows through W and R of every gate
@@ -256,7 +275,8 @@ TEST(OpsRnn, SequenceLengthBeyondTheSequenceIsAnInputErrorAtRunTime) {
 TEST(OpsRnn, MacsCountEveryStepGateAndDirection) {
   GraphBuilder b;
   Node* n = b.node("LSTM",
-                   {b.input("x", {7, 2, 5}), b.constant(randomTensor({2, 12, 5}, 1)), b.constant(randomTensor({2, 12, 3}, 2))},
+                   {b.input("x", {7, 2, 5}), b.constant(randomTensor({2, 12, 5}, 1)),
+                    b.constant(randomTensor({2, 12, 3}, 2))},
                    attrs({{"direction", std::string("bidirectional")}}), "lstm", 3);
   EXPECT_EQ(nodeMacs(*n), 7 * 2 * (2 * 12 * 5 + 2 * 12 * 3));
 }

@@ -30,18 +30,24 @@ struct Case {
 };
 
 // gtest names a failing case by its label instead of dumping the struct's bytes.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.label;
+}
 
-int64_t gates(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
+int64_t gates(const std::string& op) {
+  return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+}
 
 // The recurrent node with constant weights; X and the initial states are graph inputs.
 Node* build(GraphBuilder& b, const Case& c, Value* seq_lens = nullptr) {
   const int64_t d = c.direction == "bidirectional" ? 2 : 1, g = gates(c.op), h = c.hidden;
   const Shape x = c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input};
   const Shape state = c.layout == 0 ? Shape{d, c.batch, h} : Shape{c.batch, d, h};
-  std::vector<Value*> in{b.input("x", x), b.randomConstant({d, g * h, c.input}, 11),
+  std::vector<Value*> in{b.input("x", x),
+                         b.randomConstant({d, g * h, c.input}, 11),
                          b.randomConstant({d, g * h, h}, 12),
-                         c.bias ? b.randomConstant({d, 2 * g * h}, 13) : nullptr, seq_lens,
+                         c.bias ? b.randomConstant({d, 2 * g * h}, 13) : nullptr,
+                         seq_lens,
                          c.initial_h ? b.input("h0", state) : nullptr};
   if (c.op == "LSTM") {
     in.push_back(c.initial_c ? b.input("c0", state) : nullptr);
@@ -71,23 +77,49 @@ TEST_P(PassUnrollRecurrent, MatchesTheHostKernelAndRunsOnTheNpu) {
   EXPECT_EQ(cpuNodeCount(b.graph(), t), 0u);
 }
 
-Attributes clip(float v) { return attrs({{"clip", v}}); }
+Attributes clip(float v) {
+  return attrs({{"clip", v}});
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, PassUnrollRecurrent,
     ::testing::Values(
         Case{"lstm_forward", "LSTM", 5, 2, 3, 4, "forward", 0, true, false, false, false, {}, 3},
-        Case{"lstm_bidirectional_states_peepholes", "LSTM", 6, 2, 3, 4, "bidirectional", 0, true, true, true, true,
-             {}, 3},
+        Case{"lstm_bidirectional_states_peepholes",
+             "LSTM",
+             6,
+             2,
+             3,
+             4,
+             "bidirectional",
+             0,
+             true,
+             true,
+             true,
+             true,
+             {},
+             3},
         Case{"lstm_reverse_layout1_clip_nobias", "LSTM", 4, 3, 5, 3, "reverse", 1, false, true, false, false,
              clip(0.8f), 3},
-        Case{"lstm_bidirectional_layout1_c_only", "LSTM", 3, 2, 2, 5, "bidirectional", 1, true, false, true, true,
-             {}, 3},
+        Case{"lstm_bidirectional_layout1_c_only",
+             "LSTM",
+             3,
+             2,
+             2,
+             5,
+             "bidirectional",
+             1,
+             true,
+             false,
+             true,
+             true,
+             {},
+             3},
         Case{"lstm_input_forget_y_only", "LSTM", 5, 1, 3, 4, "forward", 0, true, true, true, false,
              attrs({{"input_forget", int64_t{1}}}), 1},
         Case{"gru_forward", "GRU", 5, 2, 3, 4, "forward", 0, true, false, false, false, {}, 2},
-        Case{"gru_bidirectional_linear_before_reset", "GRU", 7, 2, 3, 4, "bidirectional", 0, true, true, false,
-             false, attrs({{"linear_before_reset", int64_t{1}}}), 2},
+        Case{"gru_bidirectional_linear_before_reset", "GRU", 7, 2, 3, 4, "bidirectional", 0, true, true,
+             false, false, attrs({{"linear_before_reset", int64_t{1}}}), 2},
         Case{"gru_lbr_no_initial_h", "GRU", 4, 2, 3, 4, "forward", 0, true, false, false, false,
              attrs({{"linear_before_reset", int64_t{1}}}), 2},
         Case{"gru_reverse_layout1_hardsigmoid", "GRU", 4, 2, 3, 4, "reverse", 1, true, true, false, false,
@@ -115,7 +147,8 @@ TEST(PassUnrollRecurrentSeqLens, FullLengthConstantIsUnrolled) {
 // Each refusal keeps the op, records why, and leaves results unchanged (rtol 0).
 TEST(PassUnrollRecurrentRefusals, KeepTheOpAndSayWhy) {
   const PassTarget t = rk3588Target();
-  auto refused = [&](GraphBuilder& b, const std::string& why, std::optional<PassTarget> target, int level = 3) {
+  auto refused = [&](GraphBuilder& b, const std::string& why, std::optional<PassTarget> target,
+                     int level = 3) {
     auto r = runPassChecked(b.graph(), "unroll_recurrent", 0.0, level, std::move(target));
     EXPECT_EQ(r.changes, 0u) << why;
     if (!why.empty()) EXPECT_TRUE(r.failedWith(why)) << "expected a failure mentioning: " << why;
@@ -162,13 +195,15 @@ TEST(PassUnrollRecurrentRefusals, KeepTheOpAndSayWhy) {
     // Random int32 feeds would be out-of-range lengths, so this one is checked without evaluation.
     EXPECT_EQ(createPass("unroll_recurrent")->run(b.graph(), ctx), 0u);
     bool found = false;
-    for (const MatchFailure& f : ctx.match_failures) found |= f.reason.find("sequence_lens is not a constant") != std::string::npos;
+    for (const MatchFailure& f : ctx.match_failures)
+      found |= f.reason.find("sequence_lens is not a constant") != std::string::npos;
     EXPECT_TRUE(found);
   }
   {
     GraphBuilder b;
     Value* w = b.input("w", {1, 4, 3});
-    b.output(b.node("RNN", {b.input("x", {5, 2, 3}), w, b.randomConstant({1, 4, 4}, 1)}, {}, "rec", 2)->output(0));
+    b.output(
+        b.node("RNN", {b.input("x", {5, 2, 3}), w, b.randomConstant({1, 4, 4}, 1)}, {}, "rec", 2)->output(0));
     refused(b, "W is not a constant", t);
   }
   {

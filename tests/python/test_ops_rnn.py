@@ -33,8 +33,8 @@ BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 SOC = "rk3588"
 NUM_CALIBRATION_SAMPLES = 8
 
-# FP32 tolerance. Measured vs ONNX Runtime: CRNN log-probabilities max abs 2.3e-5 on values down
-# to ~-40 (max rel 1.9e-5), same on the CPU kernel and unrolled; GRU logits max abs 1.9e-6 (CPU
+# FP32 tolerance. Measured vs ONNX Runtime: CRNN log-probabilities max abs 2.6e-5 (CPU kernel) and
+# 2.4e-5 (unrolled) on values down to ~-40, max rel 1.9e-5 both; GRU logits max abs 2.4e-6 (CPU
 # kernel) and 1.7e-6 (unrolled). rtol 1e-4 / atol 1e-5 leave ~5x margin for another CPU's
 # summation order without hiding a wrong gate (which errs by >1e-2).
 FP32_ATOL = 1e-5

@@ -1,5 +1,7 @@
 #include "opset/macs.h"
 
+#include <algorithm>
+
 #include "opset/registry.h"
 
 namespace npuc {
@@ -48,6 +50,19 @@ int64_t matMulMacs(const Node& n) {
   return shapeNumel(n.output(0)->shape()) * a->shape().back();
 }
 
+// LSTM / GRU / RNN: every step of every direction multiplies X_t [B, I] by W^T and h [B, H] by
+// R^T for each of the G gates (4, 3, 1). W is [D, G*H, I] and R is [D, G*H, H]; X's time and batch
+// dims are W-independent, so T * B = numel(X) / I.
+int64_t recurrentMacs(const Node& n) {
+  const Value* x = n.input(0);
+  const Value* w = n.input(1);
+  const Value* r = n.input(2);
+  if (!staticShape(x) || !staticShape(w) || !staticShape(r)) return 0;
+  if (x->rank() != 3 || w->rank() != 3 || r->rank() != 3) return 0;
+  const int64_t steps_rows = shapeNumel(x->shape()) / std::max<int64_t>(1, x->shape()[2]);
+  return steps_rows * (shapeNumel(w->shape()) + shapeNumel(r->shape()));
+}
+
 }  // namespace
 
 int64_t nodeMacs(const Node& node) {
@@ -57,6 +72,7 @@ int64_t nodeMacs(const Node& node) {
     if (op == "ConvTranspose") return convTransposeMacs(node);
     if (op == "Gemm") return gemmMacs(node);
     if (op == "MatMul") return matMulMacs(node);
+    if (op == "LSTM" || op == "GRU" || op == "RNN") return recurrentMacs(node);
     return 0;
   }
   if (node.domain() == kNpucDomain && op == "ConvAct") return convMacs(node);

@@ -8,8 +8,8 @@
 
 namespace npuc {
 
-// MACs of one run of the node for Conv, ConvTranspose, Gemm, MatMul and ai.npuc ConvAct; 0 for
-// every other op (their cost is not MAC-bound) and when the needed shapes are unknown.
+// MACs of one run of the node for Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, RNN and ai.npuc
+// ConvAct; 0 for every other op (their cost is not MAC-bound) and when the needed shapes are unknown.
 int64_t nodeMacs(const Node& node);
 
 }  // namespace npuc

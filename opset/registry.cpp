@@ -148,6 +148,7 @@ std::vector<const OpSchema*> OpRegistry::schemas() const {
   return order_;
 }
 
+
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
     OpRegistry r;
@@ -161,6 +162,7 @@ const OpRegistry& OpRegistry::instance() {
     registerAttnOps(r);
     registerQuantizedOps(r);
     registerControlFlowOps(r);
+    registerRnnOps(r);
     return r;
   }();
   return reg;

@@ -173,6 +173,7 @@ void registerDetectOps(OpRegistry& reg);        // NonMaxSuppression, RoiAlign, 
 void registerAttnOps(OpRegistry& reg);          // Einsum, Trilu, Det, MVN, LRN, DFT/STFT, windows, random
 void registerQuantizedOps(OpRegistry& reg);     // QuantizeLinear, DequantizeLinear, QLinearConv, ...
 void registerControlFlowOps(OpRegistry& reg);   // If, Loop, Scan
+void registerRnnOps(OpRegistry& reg);           // LSTM, GRU, RNN
 
 // ---- Shared shape helpers for inference functions.
 // Numpy-style multidirectional broadcast; throws ShapeError naming both shapes.

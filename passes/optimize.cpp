@@ -29,7 +29,7 @@ OptimizationReport optimize(Graph& graph, const OptimizeOptions& options) {
   PassManager pm(std::move(pm_options));
   for (const auto& [stage, passes] : optimizationPipeline()) pm.addStage(stage, passes);
   if (options.target) {
-    std::vector<std::string> target_passes{"legalize_conv_stride", "legalize_pool_window",
+    std::vector<std::string> target_passes{"unroll_recurrent", "legalize_conv_stride", "legalize_pool_window",
                                            "reduce_transpose_rank"};
     if (options.align_channels) target_passes.emplace_back("align_channels");
     pm.addStage("target", target_passes);

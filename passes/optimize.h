@@ -7,8 +7,9 @@
 //   fuse       fuse_layernorm, fuse_activations, fuse_glu, transpose_reorder, channel_shuffle_to_conv,
 //              fold_focus (NPU-oriented fusions; numerics-changing ones run at level 3 only)
 //   cleanup    dead_code_elimination
-//   target     legalize_conv_stride, legalize_pool_window, reduce_transpose_rank, align_channels
-//              (only with OptimizeOptions::target; rewrites that keep ops on the NPU, then padding)
+//   target     unroll_recurrent, legalize_conv_stride, legalize_pool_window, reduce_transpose_rank,
+//              align_channels (only with OptimizeOptions::target; rewrites that keep ops on the NPU,
+//              then padding)
 // each stage to its own fixed point, and the whole list again until nothing changes.
 #pragma once
 

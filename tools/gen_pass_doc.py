@@ -344,6 +344,15 @@ class Example:
     detail: str = ""
 
 
+def unroll_recurrent() -> onnx.ModelProto:
+    r = _rng()
+    n = [helper.make_node("RNN", ["x", "w", "r", "b"], ["y", "y_h"], name="rnn", hidden_size=2)]
+    return _model(n, [_f("x", [3, 1, 2])], [_f("y", [3, 1, 1, 2])],
+                  [_const("w", r.standard_normal((1, 2, 2)).astype(np.float32)),
+                   _const("r", r.standard_normal((1, 2, 2)).astype(np.float32)),
+                   _const("b", r.standard_normal((1, 4)).astype(np.float32))])
+
+
 EXAMPLES: Dict[str, Example] = {
     "canonicalize": Example(canonicalize, "constant moved to the right of Add, `Pow(x, 2)` -> `Mul(x, x)`, "
                             "Identity removed"),
@@ -401,6 +410,11 @@ EXAMPLES: Dict[str, Example] = {
                                     "target NPU does not run (rk3588: kernel 1-7) becomes a global pool when its "
                                     "window is the whole input, or two pools within the limits when the windows do "
                                     "not overlap (9 = 3 x 3; target stage; shown for rk3588)", soc="rk3588"),
+    "unroll_recurrent": Example(unroll_recurrent, "an LSTM / GRU / RNN with at most 64 static steps and "
+                                "constant weights becomes its per-step program: one Gemm for every step's input "
+                                "projection, then per step a Gemm of the state, the gate activations and Mul/Add, "
+                                "so the layer runs on the NPU (here a 3-step RNN; target stage; shown for rk3588)",
+                                soc="rk3588"),
     "attention_cleanup": Example(attention_cleanup, "the q/k/v head split of an attention export (a Slice, a "
                                  "Reshape and a Transpose per part, q scaled) becomes one Reshape, a Transpose q "
                                  "and v share and k's own; the scale is folded into the q columns of the "
@@ -500,7 +514,7 @@ first line lists the graph inputs and the last `return` its outputs.
 `Toolkit.build()` runs them (all but `align_channels`, see its section) at
 `config(optimization_level=3)`, the default; levels 1-2 run only the bit-exact ones, 0 runs none;
 `config(disable_passes=[...])` skips passes by name. With `config(target_platform=...)` set, `build()` also runs
-the target stage (`legalize_conv_stride`, `legalize_pool_window`, `reduce_transpose_rank`). What the target
+the target stage (`unroll_recurrent`, `legalize_conv_stride`, `legalize_pool_window`, `reduce_transpose_rank`). What the target
 stage and the attention / Reshape / Transpose clean-ups (`attention_cleanup`, `propagate_reshapes`,
 `hoist_transposes`) change on the shared models and the YOLO exports (CPU ops, hand-overs, Reshape +
 Transpose count, predicted FPS, before and after) is measured in

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "opset/macs.h"
 #include "opset/op_traits.h"
 #include "target/op_geometry.h"
 
@@ -87,6 +88,8 @@ MacOpShape macOpShape(const Node& node) {
 
 int64_t usefulMacs(const Node& node) {
   if (isMacOp(node)) return macOpShape(node).usefulMacs();
+  // Recurrent layers run on the CPU (or unrolled into Gemms); their MACs are what costs there.
+  if (node.opType() == "LSTM" || node.opType() == "GRU" || node.opType() == "RNN") return nodeMacs(node);
   if (node.opType() != "ConvTranspose") return 0;
   const Shape& x = staticShape(node, node.input(0), "input");
   const Shape& w = staticShape(node, node.input(1), "weight");

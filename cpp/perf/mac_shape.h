@@ -28,7 +28,7 @@ struct MacOpShape {
 };
 
 // Useful MACs of any node: Conv/Gemm/MatMul via macOpShape(), ConvTranspose (every input pixel
-// scatters its kernel into Cout/group channels), 0 for the rest.
+// scatters its kernel into Cout/group channels), LSTM/GRU/RNN (opset/macs.h), 0 for the rest.
 int64_t usefulMacs(const Node& node);
 
 // True for the ops macOpShape() understands (OpTrait::MacGeometry: Conv, Gemm, MatMul).

@@ -197,7 +197,7 @@ class Evaluator {
   PerfRow costCpu(const Task& t) const {
     const Node& n = *t.nodes.front();
     double out_elements = static_cast<double>(numel(*n.output(0)));
-    double flops = isMacOp(n) || n.opType() == "ConvTranspose"
+    double flops = isMacOp(n) || usefulMacs(n) > 0
                        ? 2.0 * static_cast<double>(usefulMacs(n))
                        : out_elements * (isTranscendental(n.opType()) ? kTranscendentalFlops : 1.0);
     if (const double own = cpuOpFlops(n); own >= 0) flops = own;  // detection ops: their assumed count

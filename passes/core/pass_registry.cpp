@@ -27,6 +27,7 @@ std::unique_ptr<Pass> createFuseHardSigmoidPass();
 std::unique_ptr<Pass> createLegalizeConvStridePass();   // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createReduceTransposeRankPass();  // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createLegalizePoolWindowPass();   // target-specific: reads PassContext::target
+std::unique_ptr<Pass> createUnrollRecurrentPass();      // target-specific: reads PassContext::target
 std::unique_ptr<Pass> createAttentionCleanupPass();
 std::unique_ptr<Pass> createPropagateReshapesPass();
 std::unique_ptr<Pass> createHoistTransposesPass();
@@ -60,6 +61,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"legalize_conv_stride", createLegalizeConvStridePass},
       {"reduce_transpose_rank", createReduceTransposeRankPass},
       {"legalize_pool_window", createLegalizePoolWindowPass},
+      {"unroll_recurrent", createUnrollRecurrentPass},
       {"attention_cleanup", createAttentionCleanupPass},
       {"propagate_reshapes", createPropagateReshapesPass},
       {"scatter_nd_to_concat", createScatterNdToConcatPass},

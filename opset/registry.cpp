@@ -148,7 +148,6 @@ std::vector<const OpSchema*> OpRegistry::schemas() const {
   return order_;
 }
 
-
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry reg = [] {
     OpRegistry r;

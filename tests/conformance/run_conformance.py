@@ -15,7 +15,8 @@ deleted.
 Cases run in worker processes (one per core), so a crash in a kernel is reported against its case
 instead of ending the run. Output: one line per failure, then one line per set
 ``<set>: N passed, N failed, N skipped, N not run``. Exit status 1 when a case fails that is not a
-known failure.
+known failure, or when a case is not run for an op outside the out-of-scope categories
+(training, string, sequence, optional): every case made of inference ops must run.
 """
 
 from __future__ import annotations
@@ -384,11 +385,15 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         print("not run, by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(by_reason.items())))
         missing = sorted({op for r in unsupported if not_run_reason(r["ops"]) == "missing op" for op in r["ops"]})
         if missing:
-            print("in-scope ops still missing: " + ", ".join(missing))
+            # #22's bar: every case made of inference ops runs. A missing op fails the run, as a
+            # failing case does, so a new ONNX test set or a dropped op cannot pass unnoticed.
+            print("FAIL: in-scope ops missing (only training, string, sequence and optional cases may stay "
+                  "not run): " + ", ".join(missing))
     for s in sets:
         c = counts[s]
         print(f"{s}: {c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped, {c['not run']} not run")
-    return 1 if any(c["failed"] for c in counts.values()) else 0
+    missing_op = any(not_run_reason(r["ops"]) == "missing op" for r in unsupported)
+    return 1 if missing_op or any(c["failed"] for c in counts.values()) else 0
 
 
 if __name__ == "__main__":

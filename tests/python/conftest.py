@@ -106,3 +106,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if os.environ.get("NPUC_STRICT_DEPS") == "1" and reporter and reporter.stats.get("skipped"):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# ---------------------------------------------------------------------- ONNX Runtime reference
+
+BENCH_DIR = REPO_ROOT / "bench"
+
+
+def require_ort() -> None:
+    """Skips the test when ONNX Runtime (node + npm onnxruntime-node in bench/) is missing; under
+    NPUC_STRICT_DEPS (make test) such a skip fails the run."""
+    import shutil
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (tools/install_deps.sh test)")
+    if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
+        pytest.skip("onnxruntime-node is not installed in bench/ (tools/install_deps.sh test)")
+
+
+def ort_outputs(model, feeds):
+    """ONNX Runtime's outputs for `feeds` ({name: ndarray}, dtypes kept) on the model file `model`:
+    onnxruntime-node through bench/common.py, CPU, one thread, all graph optimizations."""
+    require_ort()
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    from common import run_ort  # bench/common.py
+
+    return run_ort(Path(model), feeds, threads=1, warmup=0, iters=1)[1]

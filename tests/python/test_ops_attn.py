@@ -23,24 +23,17 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import ort_outputs as run_ort
 
 import npuc
 from npuc.quantize import cosine_similarity, quantize
 
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-from common import run_ort as _run_ort  # noqa: E402
 
-
-def run_ort(path: Path, feeds: dict) -> list:
-    """ONNX Runtime's outputs, one thread, one run."""
-    return _run_ort(path, feeds, threads=1, warmup=0, iters=1)[1]
 
 torch = pytest.importorskip("torch")
 

@@ -20,7 +20,6 @@ plain 5-Conv CNN, and model 2's If stays FP16.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,14 +27,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import REPO_ROOT
+from conftest import ort_outputs
 
 import npuc
 from npuc._npuc import partition
 from npuc.quantize import cosine_similarity, quantize
 
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-from common import run_ort  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -94,7 +91,7 @@ def data_if_model(path: Path) -> Path:
 
 def compare_with_ort(model: npuc.Model, path: Path, x: np.ndarray, label: str) -> float:
     ours = npuc.Runtime(model).run([x])[0]
-    _, outs = run_ort(str(path), {"x": x}, 1, 0, 1)
+    outs = ort_outputs(path, {"x": x})
     ref = np.asarray(outs[0])
     abs_err = float(np.abs(ours - ref).max())
     rel_err = abs_err / float(np.abs(ref).max())
@@ -223,7 +220,7 @@ def test_host_loop_and_scan_match_ort(tmp_path: Path) -> None:
         feeds = {"x": rng.standard_normal((4, 8)).astype(np.float32), "M": np.array(trips, np.int64),
                  "seq": rng.standard_normal((steps, 8)).astype(np.float32)}
         ours = rt.run([feeds["x"], feeds["M"], feeds["seq"]])
-        _, ref = run_ort(str(path), feeds, 1, 0, 1)
+        ref = ort_outputs(path, feeds)
         errs = [float(np.abs(a - np.asarray(b)).max()) for a, b in zip(ours, ref)]
         print(f"\nhost Loop (M={trips}) + Scan ({steps} steps, reversed): max abs errors {errs}")
         assert max(errs) <= 1e-5

@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
-import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from conftest import ort_outputs as _run_ort
+
 import npuc
 from npuc.quantize import quantize
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 ATOL = 1e-4
 RTOL = 1e-4
 MIN_INT8_COSINE = 0.99
@@ -45,23 +44,6 @@ ROIS = np.array(
     [[2, 3, 12, 14], [0, 0, 31, 31], [10.5, 4.2, 20.7, 30], [5, 5, 6, 6], [20, 20, 31.5, 31.5], [1, 17, 9, 29]],
     np.float32,
 )
-
-
-def _require_ort() -> None:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (tools/install_deps.sh test)")
-    if not (BENCH_DIR / "node_modules" / "onnxruntime-node").exists():
-        pytest.skip("onnxruntime-node is not installed in bench/ (tools/install_deps.sh test)")
-
-
-def _run_ort(path: Path, feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
-    _require_ort()
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    from common import run_ort  # bench/common.py
-
-    _, outputs = run_ort(path, feeds, threads=1, warmup=0, iters=1)
-    return outputs
 
 
 def _detector_head(seed: int = 0) -> onnx.ModelProto:

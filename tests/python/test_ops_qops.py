@@ -20,8 +20,6 @@ of each form prints its cosine to the FP32 output and the rk3588 NPU/CPU split.
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -30,12 +28,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import REPO_ROOT
+from conftest import ort_outputs as _ort
 
 import npuc
 from npuc.quantize import cosine_similarity, quantize
 
-BENCH_DIR = REPO_ROOT / "bench"
 SHAPE = (1, 3, 32, 32)
 NUM_CLASSES = 10
 NUM_CALIBRATION = 8
@@ -55,23 +52,6 @@ MIN_FP16_COSINE = 0.999
 MAX_DYNAMIC_REL_ERROR = 1e-6
 
 rng = np.random.default_rng(22)
-
-
-def _require_ort() -> None:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (tools/install_deps.sh test)")
-    if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
-        pytest.skip("onnxruntime-node is not installed in bench/ (tools/install_deps.sh test)")
-
-
-def _ort(path: Path, feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
-    _require_ort()
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    from common import run_ort  # bench/common.py
-
-    _, outputs = run_ort(path, feeds, threads=1, warmup=0, iters=1)
-    return outputs
 
 
 def _npuc(path: Path, x: np.ndarray, optimize: bool = False) -> List[np.ndarray]:

@@ -13,14 +13,13 @@ unroll_recurrent builds for rk3588, both compared with ONNX Runtime; then INT8 t
 
 from __future__ import annotations
 
-import shutil
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List
 
 import numpy as np
 import pytest
+
+from conftest import ort_outputs as _run_ort
 
 import npuc
 from npuc._npuc import partition
@@ -29,7 +28,6 @@ from npuc.quantize import cosine_similarity, quantize
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 SOC = "rk3588"
 NUM_CALIBRATION_SAMPLES = 8
 
@@ -43,19 +41,6 @@ FP32_RTOL = 1e-4
 # unrolled recurrence requantizes its state at every step, so error compounds along the sequence;
 # 0.99 is the CNN floor of test_quantize.py and leaves about twice the CRNN's measured loss.
 MIN_INT8_COSINE = 0.99
-
-
-def _run_ort(path: Path, feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (tools/install_deps.sh test)")
-    if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
-        pytest.skip("onnxruntime-node is not installed in bench/ (tools/install_deps.sh test)")
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    from common import run_ort  # bench/common.py
-
-    _, outputs = run_ort(path, feeds, threads=1, warmup=0, iters=1)
-    return outputs
 
 
 # ---------------------------------------------------------------------- models

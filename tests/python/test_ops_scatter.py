@@ -15,7 +15,6 @@ Tolerances are measured (see the constants); each test prints its figures.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -24,12 +23,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from conftest import ort_outputs
+
 import npuc
 from npuc import _npuc
 from npuc.quantize import cosine_similarity, quantize
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from common import run_ort  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -128,7 +127,7 @@ def test_head_fp32_matches_onnxruntime(head: Path, optimized: Dict[bool, "npuc.M
     model = optimized[rewrite]
     assert ("ScatterND" in _ops(model)) != rewrite
     inputs = _head_inputs(1)
-    _, (ref,) = run_ort(str(head), inputs, 1, 0, 1)
+    (ref,) = ort_outputs(head, inputs)
     got = npuc.Runtime(model).run(list(inputs.values()))[0]
     assert got.shape == ref.shape == (1, 3 * sum((IMG // s) ** 2 for s in STRIDES), NUM_CLASSES + 5)
     abs_err, rel_err = _errors(got, ref)
@@ -235,7 +234,7 @@ def test_small_model_matches_onnxruntime(name: str, tmp_path: Path) -> None:
     model, inputs = CASES[name]
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, str(path))
-    _, (ref,) = run_ort(str(path), inputs, 1, 0, 1)
+    (ref,) = ort_outputs(path, inputs)
     got = npuc.Runtime(npuc.Model.from_bytes(model.SerializeToString())).run(list(inputs.values()))[0]
     assert got.shape == ref.shape and got.dtype == ref.dtype
     # Copies are exact; the reductions combine in index order, as ORT does, so they are exact too.

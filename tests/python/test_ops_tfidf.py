@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -19,12 +18,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import REPO_ROOT
+from conftest import ort_outputs
 
 import npuc
 
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-from common import run_ort  # noqa: E402  (bench/common.py: ONNX Runtime through onnxruntime-node)
 
 # A pool of 4 unigrams, 3 bigrams and 2 trigrams over token ids 0..9.
 POOL = [2, 3, 5, 7,  2, 3,  3, 5,  7, 2,  2, 3, 5,  5, 7, 2]
@@ -75,7 +72,7 @@ def test_matches_onnx_runtime(tmp_path: Path, shape, onnx_dtype, np_dtype, mode,
     onnx.save(_model(shape, onnx_dtype, mode, min_n, max_n, skip, weights), str(path))
     x = _tokens(shape, np_dtype)
     got = npuc.Runtime(npuc.Model.load(str(path))).run([x])[0]
-    _, (want,) = run_ort(path, {"x": x}, threads=1, warmup=0, iters=1)
+    (want,) = ort_outputs(path, {"x": x})
     assert got.dtype == np.float32 and got.shape == want.shape
     # Counts and products of a count with a weight are exact in float32.
     np.testing.assert_array_equal(got, want)

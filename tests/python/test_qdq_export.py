@@ -29,22 +29,19 @@ Skipped (with the reason) only when node or onnxruntime-node is absent
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import REPO_ROOT, shared_models_dir
+from conftest import ort_outputs as _run_ort, require_ort as _require_ort, shared_models_dir
 
 import npuc
 from npuc.quantize import cosine_similarity, fp16, quantize
 
-BENCH_DIR = REPO_ROOT / "bench"
 #: Fraction of output elements that must be within 1 LSB of the simulator.
 MIN_WITHIN_ONE_LSB = 0.99
 #: Largest difference (in output LSB) allowed on any element.
@@ -58,24 +55,6 @@ MAX_HALF_ULPS = 2
 #: The last value of mobilenet_v2's first residual block (the model is cut there).
 MOBILENET_FIRST_BLOCK = "/features/features.3/Add_output_0"
 NUM_CALIBRATION_SAMPLES = 4
-
-
-def _require_ort() -> None:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (tools/install_deps.sh test)")
-    if not (BENCH_DIR / "node_modules" / "onnxruntime-node").is_dir():
-        pytest.skip("onnxruntime-node is not installed in bench/ (tools/install_deps.sh test)")
-
-
-def _run_ort(path: Path, feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
-    """Outputs of ONNX Runtime (node, CPU, all graph optimizations) on `feeds`."""
-    _require_ort()
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    from common import run_ort  # bench/common.py
-
-    _, outputs = run_ort(path, feeds, threads=1, warmup=0, iters=1)
-    return outputs
 
 
 def _small_cnn() -> onnx.ModelProto:

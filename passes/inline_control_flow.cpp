@@ -10,8 +10,8 @@ namespace {
 using namespace control;
 
 // Sub-graph inputs in order: the non-constant bindings.
-std::vector<Value*> liveInputs(const std::vector<SubgraphBinding>& formal, const std::vector<Value*>& formal_values,
-                               const Node& node) {
+std::vector<Value*> liveInputs(const std::vector<SubgraphBinding>& formal,
+                               const std::vector<Value*>& formal_values, const Node& node) {
   std::vector<Value*> out;
   for (size_t i = 0; i < formal.size(); ++i) {
     if (!formal[i].constant) out.push_back(formal_values.at(i));
@@ -22,7 +22,9 @@ std::vector<Value*> liveInputs(const std::vector<SubgraphBinding>& formal, const
   return out;
 }
 
-bool foldsToTrue(const Value& v) { return v.isConstant() && v.constant().numel() == 1 && v.constant().intAt(0) != 0; }
+bool foldsToTrue(const Value& v) {
+  return v.isConstant() && v.constant().numel() == 1 && v.constant().intAt(0) != 0;
+}
 
 LogicalResult inlineIf(Node& root, Rewriter& rw) {
   const Tensor* c = root.input(0) && root.input(0)->isConstant() ? &root.input(0)->constant() : nullptr;
@@ -31,7 +33,8 @@ LogicalResult inlineIf(Node& root, Rewriter& rw) {
   const char* branch = c->intAt(0) != 0 ? "then_branch" : "else_branch";
   std::unique_ptr<Graph> sub = buildSubgraph(root, branch, {}, implicitBindings(root));
   if (sub->outputs().size() != root.numOutputs()) {
-    return rw.notifyMatchFailure(root, std::string(branch) + " has a different number of outputs than the node");
+    return rw.notifyMatchFailure(root,
+                                 std::string(branch) + " has a different number of outputs than the node");
   }
   Splicer sp(rw.graph(), root);
   sp.finish(sp.splice(*sub, liveInputs({}, {}, root), root.name() + "/" + (c->intAt(0) ? "then" : "else")));
@@ -77,7 +80,8 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
     }
     const Value& cond_out = *body->outputs()[0];
     if (!cond_out.isConstant() || cond_out.constant().numel() != 1) {
-      return rw.notifyMatchFailure(root, "the body's condition does not fold to a constant (it depends on the data)");
+      return rw.notifyMatchFailure(
+          root, "the body's condition does not fold to a constant (it depends on the data)");
     }
     // A condition that folds to false ends the loop after this iteration: fine unless scan outputs
     // were sized for all M iterations.
@@ -86,7 +90,8 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
       return rw.notifyMatchFailure(root, "the body's condition turns false before M iterations");
     }
     for (size_t i = 0; i < body->outputs().size(); ++i) {
-      if (!body->outputs()[i]->shapeIsStatic()) return rw.notifyMatchFailure(root, "a body output is not static");
+      if (!body->outputs()[i]->shapeIsStatic())
+        return rw.notifyMatchFailure(root, "a body output is not static");
     }
     for (size_t i = 0; i < n_carried; ++i) {
       const Value& out = *body->outputs()[1 + i];
@@ -97,7 +102,13 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
     }
     total_nodes += static_cast<int64_t>(body->numNodes());
     if (total_nodes > kMaxUnrolledNodes) {
-      return rw.notifyMatchFailure(root, "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes");
+      return rw.notifyMatchFailure(root,
+                                   "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes");
+    }
+    if (total_nodes + static_cast<int64_t>(rw.graph().numNodes()) > kMaxGraphNodesAfterUnroll) {
+      return rw.notifyMatchFailure(root, "the graph would exceed " +
+                                             std::to_string(kMaxGraphNodesAfterUnroll) +
+                                             " nodes (nested loops multiply)");
     }
     bindings.push_back(std::move(formal));
     bodies.push_back(std::move(body));
@@ -147,7 +158,13 @@ LogicalResult unrollScan(Node& root, Rewriter& rw) {
     }
     total_nodes += static_cast<int64_t>(body->numNodes()) + static_cast<int64_t>(L.n_scan_in);
     if (total_nodes > kMaxUnrolledNodes) {
-      return rw.notifyMatchFailure(root, "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes");
+      return rw.notifyMatchFailure(root,
+                                   "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes");
+    }
+    if (total_nodes + static_cast<int64_t>(rw.graph().numNodes()) > kMaxGraphNodesAfterUnroll) {
+      return rw.notifyMatchFailure(root, "the graph would exceed " +
+                                             std::to_string(kMaxGraphNodesAfterUnroll) +
+                                             " nodes (nested loops multiply)");
     }
     bindings.push_back(formal);
     bodies.push_back(std::move(body));
@@ -168,12 +185,13 @@ LogicalResult unrollScan(Node& root, Rewriter& rw) {
       Attributes a;
       a.set("axis", L.in_axes[j]);
       const SubgraphBinding& b = bindings[t][L.n_state + j];
-      formal_values.push_back(
-          sp.add("Gather", {x, sp.constant(Tensor::scalar<int64_t>(step), root.name() + "_step")}, b.dtype, b.shape, a)
-              ->output());
+      formal_values.push_back(sp.add("Gather",
+                                     {x, sp.constant(Tensor::scalar<int64_t>(step), root.name() + "_step")},
+                                     b.dtype, b.shape, a)
+                                  ->output());
     }
-    std::vector<Value*> outs =
-        sp.splice(*bodies[t], liveInputs(bindings[t], formal_values, root), root.name() + "/step" + std::to_string(t));
+    std::vector<Value*> outs = sp.splice(*bodies[t], liveInputs(bindings[t], formal_values, root),
+                                         root.name() + "/step" + std::to_string(t));
     for (size_t i = 0; i < L.n_state; ++i) states[i] = outs[i];
     for (size_t k = 0; k < L.n_scan_out; ++k) {
       const size_t pos = static_cast<size_t>(L.out_reverse[k] ? T - 1 - t : t);

@@ -19,6 +19,11 @@ namespace npuc {
 // thousands of nodes for a loop whose body the CPU runs just as well, so it stays a Loop.
 constexpr int64_t kMaxUnrollTrips = 64;
 constexpr int64_t kMaxUnrolledNodes = 2048;
+// And the whole graph may hold at most kMaxGraphNodesAfterUnroll nodes after an unrolling: the
+// per-loop bound alone lets nested loops multiply (three levels of 64 trips would make millions
+// of nodes from a small file). 65536 is ten times the largest exported model npuc has met
+// (densenet201's 505 nodes, a 1232-node unrolled CRNN); loops past it stay loops, on the CPU.
+constexpr int64_t kMaxGraphNodesAfterUnroll = 65536;
 
 // The pattern (roots If, Loop, Scan). Its nodes are placed before the root and typed from the
 // inferred sub-graph; failure reasons say what kept the node from inlining.

@@ -25,7 +25,8 @@ void expectError(Fn&& fn, const std::vector<std::string>& fragments) {
     ADD_FAILURE() << "no exception thrown";
   } catch (const E& e) {
     const std::string msg = e.what();
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
   }
 }
 
@@ -69,8 +70,10 @@ void addScalar(ModelBuilder& m, const std::string& name, int32_t elem, int64_t v
   onnx::TensorProto* t = m.graph().add_initializer();
   t->set_name(name);
   t->set_data_type(elem);
-  if (elem == onnx::TensorProto::BOOL || elem == onnx::TensorProto::INT32) t->add_int32_data(static_cast<int32_t>(v));
-  else t->add_int64_data(v);
+  if (elem == onnx::TensorProto::BOOL || elem == onnx::TensorProto::INT32)
+    t->add_int32_data(static_cast<int32_t>(v));
+  else
+    t->add_int64_data(v);
 }
 
 Tensor randomTensor(const Shape& s, uint32_t seed) {
@@ -107,13 +110,17 @@ std::vector<Tensor> runBoth(const Graph& g, const std::map<std::string, Tensor>&
 ModelBuilder ifModel(bool cond_is_input, bool cond_value = true) {
   ModelBuilder m(17);
   m.input("x", {2, 3});
-  if (cond_is_input) m.input("c", {}, onnx::TensorProto::BOOL);
-  else addScalar(m, "c", onnx::TensorProto::BOOL, cond_value);
+  if (cond_is_input)
+    m.input("c", {}, onnx::TensorProto::BOOL);
+  else
+    addScalar(m, "c", onnx::TensorProto::BOOL, cond_value);
   m.initializer("w", {3}, {0.5f, -1.0f, 2.0f});
   m.output("y");
   auto& n = m.node("If", {"c"}, {"y"}, "if1");
-  setGraph(n, "then_branch", Sub("then").node("Relu", {"x"}, {"r"}).node("Mul", {"r", "w"}, {"t"}).output("t"));
-  setGraph(n, "else_branch", Sub("else").node("Neg", {"x"}, {"e0"}).node("Add", {"e0", "x"}, {"e"}).output("e"));
+  setGraph(n, "then_branch",
+           Sub("then").node("Relu", {"x"}, {"r"}).node("Mul", {"r", "w"}, {"t"}).output("t"));
+  setGraph(n, "else_branch",
+           Sub("else").node("Neg", {"x"}, {"e0"}).node("Add", {"e0", "x"}, {"e"}).output("e"));
   return m;
 }
 
@@ -202,7 +209,8 @@ TEST(ControlIf, NestingDeeperThanTheCapIsRefused) {
     n->add_input("c");
     n->add_output("r" + std::to_string(level));
     setGraph(*n, "then_branch", inner);
-    setGraph(*n, "else_branch", Sub("e").node("Neg", {"x"}, {"e" + std::to_string(level)}).output("e" + std::to_string(level)));
+    setGraph(*n, "else_branch",
+             Sub("e").node("Neg", {"x"}, {"e" + std::to_string(level)}).output("e" + std::to_string(level)));
     outer.output("r" + std::to_string(level));
     inner = outer;
   }
@@ -246,8 +254,10 @@ TEST(ControlIf, BranchOutputMayBeAnOuterValue) {
 ModelBuilder loopModel(bool m_is_input, int64_t m_value, bool scan_output, bool early_stop = false) {
   ModelBuilder m(17);
   m.input("x", {2, 3});
-  if (m_is_input) m.input("M", {}, onnx::TensorProto::INT64);
-  else addScalar(m, "M", onnx::TensorProto::INT64, m_value);
+  if (m_is_input)
+    m.input("M", {}, onnx::TensorProto::INT64);
+  else
+    addScalar(m, "M", onnx::TensorProto::INT64, m_value);
   addScalar(m, "cond", onnx::TensorProto::BOOL, 1);
   addScalar(m, "two", onnx::TensorProto::INT64, 2);
   m.initializer("a", {3}, {0.5f, 1.0f, -0.25f});
@@ -262,8 +272,10 @@ ModelBuilder loopModel(bool m_is_input, int64_t m_value, bool scan_output, bool 
   body.node("Cast", {"i"}, {"fi"}, {{"to", onnx::TensorProto::FLOAT}})
       .node("Mul", {"v", "a"}, {"va"})
       .node("Add", {"va", "fi"}, {"v_next"});
-  if (early_stop) body.node("Less", {"i", "two"}, {"c_out"});
-  else body.node("Identity", {"c_in"}, {"c_out"});
+  if (early_stop)
+    body.node("Less", {"i", "two"}, {"c_out"});
+  else
+    body.node("Identity", {"c_in"}, {"c_out"});
   body.output("c_out").output("v_next");
   if (scan_output) body.node("Identity", {"v_next"}, {"slice"}).output("slice");
   setGraph(n, "body", body);
@@ -353,7 +365,10 @@ TEST(ControlLoop, CarriedValueMayNotChangeShape) {
   Sub body("body");
   body.input("i", onnx::TensorProto::INT64, {}).input("c_in", onnx::TensorProto::BOOL, {});
   body.input("v", onnx::TensorProto::FLOAT, {2, 3});
-  body.node("Reshape", {"v", "shape"}, {"v2"}).node("Identity", {"c_in"}, {"c_out"}).output("c_out").output("v2");
+  body.node("Reshape", {"v", "shape"}, {"v2"})
+      .node("Identity", {"c_in"}, {"c_out"})
+      .output("c_out")
+      .output("v2");
   setGraph(n, "body", body);
   expectError<ShapeError>([&] { importOnnxBytes(m.bytes()); },
                           {"loop_grow", "(Loop)", "loop-carried value 0", "[3,2]", "[2,3]"});
@@ -400,6 +415,48 @@ TEST(ControlLoop, NestedIfOnTheIterationFoldsPerIteration) {
   const Tensor x = randomTensor({2, 3}, 7);
   const Tensor y = runBoth(*g, {{"x", x}})[0];
   for (int64_t k = 0; k < 6; ++k) EXPECT_EQ(y.data<float>()[k], ((x.data<float>()[k] + 1.0f) * 2.0f) + 1.0f);
+}
+
+// Three nested Loops of 64 trips around 20 Adds would unroll to 64^3 * 20 = 5.2 million nodes from
+// a file of a few hundred bytes: the whole-graph cap stops the unrolling and the rest stay Loops.
+TEST(ControlLoop, NestedLoopsCannotMultiplyPastTheGraphCap) {
+  ModelBuilder m(17);
+  m.input("x", {2, 3}).output("v_final");
+  addScalar(m, "M", onnx::TensorProto::INT64, kMaxUnrollTrips);
+  m.initializer("a", {3}, {0.5f, 1.0f, -0.25f});
+  auto level = [](const std::string& name) {
+    Sub body(name);
+    body.input("i", onnx::TensorProto::INT64, {}).input("c_in", onnx::TensorProto::BOOL, {});
+    body.input("v", onnx::TensorProto::FLOAT, {2, 3});
+    body.node("Identity", {"c_in"}, {"c_out"});
+    return body;
+  };
+  Sub inner = level("inner");
+  std::string v = "v";
+  for (int k = 0; k < 20; ++k) {
+    inner.node("Add", {v, "a"}, {"s" + std::to_string(k)});
+    v = "s" + std::to_string(k);
+  }
+  inner.output("c_out").output(v);
+  Sub middle = level("middle");
+  auto* mid_loop = middle.g.add_node();
+  mid_loop->set_op_type("Loop");
+  for (const char* i : {"M", "", "v"}) mid_loop->add_input(i);
+  mid_loop->add_output("mv");
+  setGraph(*mid_loop, "body", inner);
+  middle.output("c_out").output("mv");
+  Sub outer = level("outer");
+  auto* out_loop = outer.g.add_node();
+  out_loop->set_op_type("Loop");
+  for (const char* i : {"M", "", "v"}) out_loop->add_input(i);
+  out_loop->add_output("ov");
+  setGraph(*out_loop, "body", middle);
+  outer.output("c_out").output("ov");
+  setGraph(m.node("Loop", {"M", "", "x"}, {"v_final"}, "outer_loop"), "body", outer);
+
+  auto g = importOnnxBytes(m.bytes());
+  EXPECT_LE(static_cast<int64_t>(g->numNodes()), kMaxGraphNodesAfterUnroll + kMaxUnrolledNodes);
+  EXPECT_GT(countOps(*g, "Loop"), 0u);  // what did not fit stays a Loop (on the CPU)
 }
 
 // ---------------------------------------------------------------- Scan
@@ -463,7 +520,8 @@ TEST(ControlScan, ScanLengthsMustAgree) {
   body.input("zt", onnx::TensorProto::FLOAT, {3});
   body.node("Add", {"st", "xt"}, {"st2"}).output("st2");
   setGraph(n, "body", body);
-  expectError<ShapeError>([&] { importOnnxBytes(m.bytes()); }, {"scan_mismatch", "(Scan)", "sequence lengths", "4", "5"});
+  expectError<ShapeError>([&] { importOnnxBytes(m.bytes()); },
+                          {"scan_mismatch", "(Scan)", "sequence lengths", "4", "5"});
 }
 
 // Scan-8: batch axis first, scan axis 1; each batch entry runs its own sequence.

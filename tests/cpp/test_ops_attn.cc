@@ -411,8 +411,11 @@ TEST(OpsAttnLowerEinsum, ThreeBatchLabelsMergeIntoOneMatMulBatchDim) {
   b.output(b.op("Einsum", {b.input("x", {2, 3, 2, 4, 3}), b.input("y", {2, 3, 2, 3, 5})},
                 attrs({{"equation", std::string("abcij,abcjk->abcik")}})));
   EXPECT_EQ(runPassChecked(b.graph(), "lower_einsum", 1e-5).changes, 1u);
-  for (const Node* n : b.graph().nodes())
-    if (n->opType() == "MatMul") EXPECT_EQ(n->output()->rank(), 3) << b.graph().dump();
+  for (const Node* n : b.graph().nodes()) {
+    if (n->opType() == "MatMul") {
+      EXPECT_EQ(n->output()->rank(), 3) << b.graph().dump();
+    }
+  }
   EXPECT_EQ(passtest::cpuNodeCount(b.graph(), passtest::rk3588Target()), 0u) << b.graph().dump();
 }
 

@@ -25,7 +25,7 @@ struct Case {
   std::string direction = "forward";
   int64_t layout = 0;
   bool bias = true, initial_h = false, initial_c = false, peepholes = false;
-  Attributes extra;
+  Attributes extra{};
   size_t outputs = 2;  // how many outputs the graph reads (Y, Y_h[, Y_c])
 };
 
@@ -151,7 +151,9 @@ TEST(PassUnrollRecurrentRefusals, KeepTheOpAndSayWhy) {
                      int level = 3) {
     auto r = runPassChecked(b.graph(), "unroll_recurrent", 0.0, level, std::move(target));
     EXPECT_EQ(r.changes, 0u) << why;
-    if (!why.empty()) EXPECT_TRUE(r.failedWith(why)) << "expected a failure mentioning: " << why;
+    if (!why.empty()) {
+      EXPECT_TRUE(r.failedWith(why)) << "expected a failure mentioning: " << why;
+    }
   };
   {
     GraphBuilder b;

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import glob
 import json
 import os
 import subprocess

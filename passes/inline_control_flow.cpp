@@ -1,5 +1,8 @@
 #include "passes/inline_control_flow.h"
 
+#include <optional>
+#include <string>
+
 #include "opset/ops/control_subgraph.h"
 #include "passes/control_flow_splice.h"
 
@@ -20,6 +23,17 @@ std::vector<Value*> liveInputs(const std::vector<SubgraphBinding>& formal,
     if (!node.input(i)->isConstant()) out.push_back(node.input(i));
   }
   return out;
+}
+
+// Why unrolling `unrolled` more nodes into `graph` would break a bound, or nullopt when it fits.
+std::optional<std::string> overUnrollBudget(int64_t unrolled, const Graph& graph) {
+  if (unrolled > kMaxUnrolledNodes)
+    return "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes";
+  if (unrolled + static_cast<int64_t>(graph.numNodes()) > kMaxGraphNodesAfterUnroll) {
+    return "the graph would exceed " + std::to_string(kMaxGraphNodesAfterUnroll) +
+           " nodes (nested loops multiply)";
+  }
+  return std::nullopt;
 }
 
 bool foldsToTrue(const Value& v) {
@@ -101,14 +115,8 @@ LogicalResult unrollLoop(Node& root, Rewriter& rw) {
       carried[i].constant = out.isConstant() ? &out.constant() : nullptr;
     }
     total_nodes += static_cast<int64_t>(body->numNodes());
-    if (total_nodes > kMaxUnrolledNodes) {
-      return rw.notifyMatchFailure(root,
-                                   "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes");
-    }
-    if (total_nodes + static_cast<int64_t>(rw.graph().numNodes()) > kMaxGraphNodesAfterUnroll) {
-      return rw.notifyMatchFailure(root, "the graph would exceed " +
-                                             std::to_string(kMaxGraphNodesAfterUnroll) +
-                                             " nodes (nested loops multiply)");
+    if (std::optional<std::string> why = overUnrollBudget(total_nodes, rw.graph())) {
+      return rw.notifyMatchFailure(root, *why);
     }
     bindings.push_back(std::move(formal));
     bodies.push_back(std::move(body));
@@ -157,14 +165,8 @@ LogicalResult unrollScan(Node& root, Rewriter& rw) {
       }
     }
     total_nodes += static_cast<int64_t>(body->numNodes()) + static_cast<int64_t>(L.n_scan_in);
-    if (total_nodes > kMaxUnrolledNodes) {
-      return rw.notifyMatchFailure(root,
-                                   "unrolling would exceed " + std::to_string(kMaxUnrolledNodes) + " nodes");
-    }
-    if (total_nodes + static_cast<int64_t>(rw.graph().numNodes()) > kMaxGraphNodesAfterUnroll) {
-      return rw.notifyMatchFailure(root, "the graph would exceed " +
-                                             std::to_string(kMaxGraphNodesAfterUnroll) +
-                                             " nodes (nested loops multiply)");
+    if (std::optional<std::string> why = overUnrollBudget(total_nodes, rw.graph())) {
+      return rw.notifyMatchFailure(root, *why);
     }
     bindings.push_back(formal);
     bodies.push_back(std::move(body));

@@ -22,6 +22,7 @@ std::string opTraitNames(OpTrait traits) {
       {OpTrait::ShapeOnly, "ShapeOnly"},
       {OpTrait::AxesReduction, "AxesReduction"},
       {OpTrait::UserDefined, "UserDefined"},
+      {OpTrait::ReadsShapeOnly, "ReadsShapeOnly"},
   };
   std::string out;
   for (const auto& [flag, name] : kNames)

@@ -63,6 +63,9 @@ enum class OpTrait : uint32_t {
   // A user-registered op (reg_custom_op, opset/custom_ops.h): code npuc cannot see into, so it runs
   // on the CPU and is never folded or merged.
   UserDefined = 1u << 17,
+  // Output 0 depends on input 0's type and shape only, never on its elements (Shape, Size,
+  // EyeLike): constant folding evaluates it whenever that shape is static.
+  ReadsShapeOnly = 1u << 18,
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {

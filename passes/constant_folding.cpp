@@ -21,11 +21,9 @@ bool allInputsConstant(const Node& n) {
   return any;
 }
 
-// Shape and Size only need the input's type, not its data; so does EyeLike (ones on a diagonal of
-// the input's shape).
+// Shape, Size and EyeLike need the input's type, not its data (OpTrait::ReadsShapeOnly).
 bool isShapeQueryOfStaticTensor(const Node& n) {
-  return (n.opType() == "Shape" || n.opType() == "Size" || n.opType() == "EyeLike") && n.domain().empty() &&
-         n.input(0) && n.input(0)->shapeIsStatic();
+  return opTraits(n).has(OpTrait::ReadsShapeOnly) && n.input(0) && n.input(0)->shapeIsStatic();
 }
 
 class ConstantFoldingPass : public Pass {

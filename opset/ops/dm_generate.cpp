@@ -207,6 +207,7 @@ void registerDmGenerateOps(OpRegistry& reg) {
   const auto any = dm::allStorableTypes();
   reg.add("Shape")
       .quantClass(QuantClass::Float)
+      .traits(OpTrait::ReadsShapeOnly)
       .inputs(1)
       .infer(dm::namedInfer(inferShape))
       .kernel(dm::namedKernel(dm::kernelOf<ShapeKernel>()))
@@ -214,6 +215,7 @@ void registerDmGenerateOps(OpRegistry& reg) {
       .doc("the input's dims [start, end) as int64");
   reg.add("Size")
       .quantClass(QuantClass::Float)
+      .traits(OpTrait::ReadsShapeOnly)
       .inputs(1)
       .infer(dm::namedInfer(inferSize))
       .kernel(dm::namedKernel(dm::kernelOf<SizeKernel>()))

@@ -4,19 +4,19 @@
 // depends on its input's static shape only, so constant folding (passes/constant_folding.cpp)
 // makes it a constant whatever its input.
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 
 #include "opset/ops/scatter_common.h"
 
 namespace npuc {
 namespace {
 
-
 // ---------------------------------------------------------------- OneHot
 
 int64_t oneHotDepth(const Node& n, const Tensor& t) {
-  if (t.numel() != 1) throw ShapeError(n.opType() + ": depth must hold one value, got shape " + shapeStr(t.shape()));
+  if (t.numel() != 1)
+    throw ShapeError(n.opType() + ": depth must hold one value, got shape " + shapeStr(t.shape()));
   const double d = t.doubleAt(0);
   if (!(d >= 1) || d > static_cast<double>(std::numeric_limits<int32_t>::max())) {
     throw ShapeError(n.opType() + ": depth " + std::to_string(d) + " must be a positive count");
@@ -87,7 +87,8 @@ DType eyeLikeDType(const Node& n, DType input) {
   if (!n.attrs().has("dtype")) return input;
   const DType t = dtypeFromOnnx(static_cast<int32_t>(n.attrs().i("dtype")));
   if (!isStorable(t)) {
-    throw ShapeError(n.opType() + ": dtype " + std::to_string(n.attrs().i("dtype")) + " is not a storable type");
+    throw ShapeError(n.opType() + ": dtype " + std::to_string(n.attrs().i("dtype")) +
+                     " is not a storable type");
   }
   return t;
 }
@@ -155,14 +156,17 @@ void registerScatterGenerateOps(OpRegistry& reg) {
       .doc("on_value at each index along a new `axis` of size depth, off_value elsewhere");
   reg.add("EyeLike")
       .quantClass(QuantClass::Float)
-      .cpuOnly("its output depends only on the input's static shape, so constant folding makes it a constant "
-               "(it runs only when folding is off or over the fold limit)")
+      .traits(OpTrait::ReadsShapeOnly)
+      .cpuOnly(
+          "its output depends only on the input's static shape, so constant folding makes it a constant "
+          "(it runs only when folding is off or over the fold limit)")
       .inputs(1)
       .infer(dm::namedInfer(inferEyeLike))
       .kernel(dm::namedKernel(dm::kernelOf<EyeLikeKernel>()))
       .types(dm::allStorableTypes())
       .since(9)
-      .doc("ones on the k-th diagonal of a 2-D tensor shaped like the input (dtype attribute or the input's)");
+      .doc(
+          "ones on the k-th diagonal of a 2-D tensor shaped like the input (dtype attribute or the input's)");
 }
 
 }  // namespace npuc

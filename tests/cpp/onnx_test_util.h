@@ -98,6 +98,19 @@ class ModelBuilder {
   onnx::ModelProto model_;
 };
 
+// Expects `fn` to throw exactly type E with every fragment in its message.
+template <typename E, typename Fn>
+void expectError(Fn&& fn, const std::vector<std::string>& fragments) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception thrown";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+  }
+}
+
 inline void setAttr(onnx::NodeProto& n, const std::string& name, int64_t v) {
   auto* a = n.add_attribute();
   a->set_name(name);
@@ -172,12 +185,12 @@ inline bool strictDeps() {
   return env && std::string(env) == "1";
 }
 
-#define NPUC_SKIP_MISSING_DEP(message)                                                        \
-  do {                                                                                        \
-    const std::string npuc_missing_ = (message);                                              \
-    if (::npuc::testing::strictDeps()) FAIL() << "missing test dependency (make test installs it): " \
-                                              << npuc_missing_;                              \
-    GTEST_SKIP() << npuc_missing_;                                                            \
+#define NPUC_SKIP_MISSING_DEP(message)                                                \
+  do {                                                                                \
+    const std::string npuc_missing_ = (message);                                      \
+    if (::npuc::testing::strictDeps())                                                \
+      FAIL() << "missing test dependency (make test installs it): " << npuc_missing_; \
+    GTEST_SKIP() << npuc_missing_;                                                    \
   } while (0)
 
 // The system Python (which has Debian's onnx and numpy), not whatever is first on PATH.

@@ -14,23 +14,11 @@
 namespace npuc {
 namespace {
 
+using testing::expectError;
 using testing::ModelBuilder;
 using testing::setAttr;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-// Expects `fn` to throw exactly type E with every fragment in its message.
-template <typename E, typename Fn>
-void expectError(Fn&& fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& f : fragments)
-      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
-  }
-}
 
 ImportOptions rawImport() {
   ImportOptions o;

@@ -15,20 +15,9 @@
 namespace npuc {
 namespace {
 
+using testing::expectError;
 using testing::ModelBuilder;
 using testing::setAttr;
-
-template <typename E, typename Fn>
-void expectError(Fn&& fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception thrown";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& f : fragments)
-      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
-  }
-}
 
 size_t countOps(const Graph& g, const std::string& op) {
   size_t n = 0;

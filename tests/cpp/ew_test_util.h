@@ -87,6 +87,16 @@ inline Tensor randomFloats(Shape shape, float lo, float hi, uint32_t seed) {
   return t;
 }
 
+// Integers uniform in [lo, hi] as a tensor of T (int8, uint8, int32, ...).
+template <typename T>
+Tensor randomInts(Shape shape, int lo, int hi, uint32_t seed) {
+  Tensor t(DTypeOf<T>::value, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(dist(rng));
+  return t;
+}
+
 // Flat index into `in` (right-aligned, size-1 dims broadcast) of output element `flat` of `out`.
 inline int64_t broadcastIndex(const Shape& out, const Shape& in, int64_t flat) {
   int64_t idx = 0, in_stride = 1;

@@ -13,6 +13,8 @@
 namespace npuc {
 namespace {
 
+using ewtest::randomInts;
+
 using ewtest::constant;
 using ewtest::expectThrowWith;
 using ewtest::floats;
@@ -30,15 +32,6 @@ std::vector<In> ins(std::vector<Tensor> ts) {
 template <typename T>
 Tensor tensorOf(std::vector<T> v, Shape shape) {
   return Tensor::fromVector<T>(v, std::move(shape));
-}
-
-template <typename T>
-Tensor randomInts(Shape shape, int lo, int hi, uint32_t seed) {
-  Tensor t(DTypeOf<T>::value, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(dist(rng));
-  return t;
 }
 
 template <typename T>

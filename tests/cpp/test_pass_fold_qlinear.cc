@@ -7,24 +7,17 @@
 
 #include <cstdio>
 
+#include "ew_test_util.h"
 #include "pass_test_util.h"
 
 namespace npuc {
 namespace {
 
+using ewtest::randomInts;
 using passtest::attrs;
 using passtest::countOps;
 using passtest::GraphBuilder;
 using passtest::runPassChecked;
-
-template <typename T>
-Tensor randomInts(Shape shape, int lo, int hi, uint32_t seed) {
-  Tensor t(DTypeOf<T>::value, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(dist(rng));
-  return t;
-}
 
 Tensor floatsOf(std::vector<float> v) {
   return Tensor::fromVector<float>(v, {static_cast<int64_t>(v.size())});

@@ -14,14 +14,14 @@ std::optional<E> fromName(const std::pair<const char*, E> (&table)[N], const std
 }
 
 // Every accepted spelling; the first of each value is its canonical name.
-const std::pair<const char*, QuantDType> kDTypes[] = {
-    {"w8a8", QuantDType::W8A8}, {"asymmetric_quantized-8", QuantDType::W8A8}, {"int8", QuantDType::W8A8}};
 const std::pair<const char*, QuantAlgorithm> kAlgorithms[] = {{"normal", QuantAlgorithm::Normal},
                                                               {"kl_divergence", QuantAlgorithm::KlDivergence},
                                                               {"mmse", QuantAlgorithm::Mmse},
                                                               {"percentile", QuantAlgorithm::Percentile}};
-const std::pair<const char*, QuantMethod> kMethods[] = {{"channel", QuantMethod::Channel},
-                                                        {"layer", QuantMethod::Layer}};
+const std::pair<const char*, QuantMethod> kMethods[] = {
+    {"channel", QuantMethod::Channel},   {"layer", QuantMethod::Layer},
+    {"group32", QuantMethod::Group32},   {"group64", QuantMethod::Group64},
+    {"group128", QuantMethod::Group128}, {"group256", QuantMethod::Group256}};
 
 template <typename E, size_t N>
 const char* nameOf(const std::pair<const char*, E> (&table)[N], E value) {
@@ -33,7 +33,7 @@ const char* nameOf(const std::pair<const char*, E> (&table)[N], E value) {
 }  // namespace
 
 const char* quantDTypeName(QuantDType t) {
-  return nameOf(kDTypes, t);
+  return quant::schemeDTypeName(t);
 }
 const char* quantAlgorithmName(QuantAlgorithm a) {
   return nameOf(kAlgorithms, a);
@@ -42,13 +42,29 @@ const char* quantMethodName(QuantMethod m) {
   return nameOf(kMethods, m);
 }
 std::optional<QuantDType> quantDTypeFromName(const std::string& name) {
-  return fromName(kDTypes, name);
+  return quant::schemeDTypeFromName(name);
 }
 std::optional<QuantAlgorithm> quantAlgorithmFromName(const std::string& name) {
   return fromName(kAlgorithms, name);
 }
 std::optional<QuantMethod> quantMethodFromName(const std::string& name) {
   return fromName(kMethods, name);
+}
+
+int64_t quantMethodGroup(QuantMethod m) {
+  switch (m) {
+    case QuantMethod::Group32: return 32;
+    case QuantMethod::Group64: return 64;
+    case QuantMethod::Group128: return 128;
+    case QuantMethod::Group256: return 256;
+    case QuantMethod::Channel:
+    case QuantMethod::Layer: return 0;
+  }
+  return 0;
+}
+
+quant::QuantScheme quantSchemeOf(const CompileOptions& o) {
+  return quant::QuantScheme::of(o.quantized_dtype, quantMethodGroup(o.quantized_method));
 }
 
 bool CompileOptions::operator==(const CompileOptions& o) const {

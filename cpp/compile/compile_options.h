@@ -8,19 +8,23 @@
 #include <string>
 #include <vector>
 
+#include "quant/quant_scheme.h"
 #include "target/partition.h"
 
 namespace npuc {
 
-// RKNN's quantized_dtype values npuc builds (RKNN's spellings "asymmetric_quantized-8" and "int8"
-// name the same w8a8 scheme).
-enum class QuantDType : uint8_t { W8A8 };
+// RKNN's quantized_dtype values (quant/quant_scheme.h: "asymmetric_quantized-8" and "int8" name w8a8).
+using QuantDType = quant::SchemeDType;
 enum class QuantAlgorithm : uint8_t { Normal, KlDivergence, Mmse, Percentile };
-enum class QuantMethod : uint8_t { Channel, Layer };
+// Weight scales per output channel, per tensor, or (w4a16 only) per group of 32..256 elements of the
+// reduction axis within each output channel.
+enum class QuantMethod : uint8_t { Channel, Layer, Group32, Group64, Group128, Group256 };
 
 const char* quantDTypeName(QuantDType t);          // "w8a8"
 const char* quantAlgorithmName(QuantAlgorithm a);  // "normal", "kl_divergence", "mmse", "percentile"
-const char* quantMethodName(QuantMethod m);        // "channel", "layer"
+const char* quantMethodName(QuantMethod m);        // "channel", "layer", "group32", ...
+// The weight group size of a group method (32 .. 256), 0 for channel / layer.
+int64_t quantMethodGroup(QuantMethod m);
 std::optional<QuantDType> quantDTypeFromName(const std::string& name);  // RKNN aliases accepted
 std::optional<QuantAlgorithm> quantAlgorithmFromName(const std::string& name);
 std::optional<QuantMethod> quantMethodFromName(const std::string& name);
@@ -44,5 +48,9 @@ struct CompileOptions {
   bool operator==(const CompileOptions& o) const;
   bool operator!=(const CompileOptions& o) const { return !(*this == o); }
 };
+
+// The numeric scheme of a quantized build (ConfigError for a group method without w4a16 or w4a16
+// without one).
+quant::QuantScheme quantSchemeOf(const CompileOptions& o);
 
 }  // namespace npuc

@@ -13,6 +13,9 @@ const char* quantDTypeName(QuantDType t) {
     case QuantDType::Int8: return "int8";
     case QuantDType::Int32: return "int32";
     case QuantDType::Float16: return "float16";
+    case QuantDType::Int16: return "int16";
+    case QuantDType::Int4: return "int4";
+    case QuantDType::Int64: return "int64";
   }
   return "?";
 }

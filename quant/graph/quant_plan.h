@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "quant/qparams.h"
+#include "quant/quant_scheme.h"
 #include "quant/weight_outliers.h"
 #include "quant/weight_quant.h"
 
 namespace npuc::quant {
 
-enum class QuantDType { Int8, Int32, Float16 };
+// Appended only: the blob's QUNT section stores the code. Int4 values are held one per int8 in the
+// simulator and packed two per byte in the blob; Int64 is the bias of the wide-accumulator schemes.
+enum class QuantDType { Int8, Int32, Float16, Int16, Int4, Int64 };
 const char* quantDTypeName(QuantDType t);
 
 // How one value is stored: real = scale[c] * (q - zero_point[c]) for channel c along `axis`
@@ -22,6 +25,13 @@ struct TensorQuant {
   std::vector<int32_t> zero_points;
   int64_t axis = -1;
   QuantDType dtype = QuantDType::Int8;
+  // Grouped weights (w4a16): the reduction axis of each output channel is cut into groups of
+  // `group_size` elements (the last may be shorter); channel c, group g has the scale
+  // scales[c] * group_multipliers[c * groups + g], the multipliers being integers in [1, 255], so
+  // that a channel's accumulation stays integer (sum over groups of multiplier * group sum) and
+  // one requantization per channel follows. 0 and empty: not grouped.
+  int64_t group_size = 0;
+  std::vector<int32_t> group_multipliers;
 
   static TensorQuant perTensor(QuantParams p);
   bool isPerTensor() const { return axis < 0; }
@@ -33,6 +43,8 @@ enum class NodePrecision { Int8, Float16 };
 const char* nodePrecisionName(NodePrecision p);
 
 struct QuantPlan {
+  // The numeric scheme (quantized_dtype, weight groups) the plan was built for.
+  QuantScheme scheme;
   // Activations (per tensor) and constant weights (per channel) by value name. Values absent
   // from the table are not quantized: shape tensors, indices, anything non-float.
   std::map<std::string, TensorQuant> tensors;

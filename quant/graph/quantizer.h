@@ -20,9 +20,14 @@
 namespace npuc::quant {
 
 struct QuantizerOptions {
+  // quantized_dtype and weight groups (quant/quant_scheme.h).
+  QuantScheme scheme;
   WeightGranularity granularity = WeightGranularity::PerChannel;
   // Node names computed in FP16 whatever their op (RKNN's hybrid quantization).
   std::set<std::string> hybrid_layers;
+  // Parameters fixed by an imported QDQ / QAT model, by value name (activations and weights): the
+  // plan takes them as given instead of deriving them from `ranges`.
+  std::map<std::string, TensorQuant> given;
 };
 
 // Gives every weight or bias input of a MAC op (OpTrait::WeightLinear: Conv, ConvTranspose, Gemm,

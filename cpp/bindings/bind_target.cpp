@@ -3,6 +3,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/model.h"
+#include "common/error.h"
 #include "target/partition.h"
 #include "target/soc_profile.h"
 
@@ -19,6 +20,9 @@ py::dict profileSummary(const SocProfile& p) {
   d["clock_mhz"] = p.npu.clock_mhz;
   d["onchip_buffer_bytes"] = p.npu.onchip_buffer_bytes;
   d["ddr_bytes_per_cycle"] = p.npu.ddr_bytes_per_cycle;
+  py::list quantized_dtypes;
+  for (quant::SchemeDType t : p.quantized_dtypes) quantized_dtypes.append(quant::schemeDTypeName(t));
+  d["quantized_dtypes"] = quantized_dtypes;
   py::list dtypes;
   py::dict tops;
   for (NpuDType t : p.dtypes) {
@@ -63,6 +67,15 @@ void bindTarget(py::module_& m) {
       "soc_profile", [](const std::string& name) { return profileSummary(socProfile(name)); },
       py::arg("name"),
       "Summary of one SoC profile (name or alias); ConfigError listing the valid names if unknown.");
+  m.def(
+      "require_quantized_dtype",
+      [](const std::string& soc, const std::string& dtype) {
+        const std::optional<quant::SchemeDType> t = quant::schemeDTypeFromName(dtype);
+        if (!t) throw ConfigError("quantized_dtype '" + dtype + "' is unknown");
+        requireQuantizedDtype(socProfile(soc), *t);
+      },
+      py::arg("soc"), py::arg("dtype"),
+      "ConfigError naming the SoCs that have `dtype` (an RKNN quantized_dtype) when `soc` does not.");
   m.def(
       "partition",
       [](const Model& model, const std::string& soc, const OpTargetMap& op_target) {

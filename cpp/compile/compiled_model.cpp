@@ -1,5 +1,7 @@
 #include "compile/compiled_model.h"
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 #include "lower/lower.h"
 
@@ -10,6 +12,15 @@ CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::Quan
   if (options.quantized != (plan != nullptr))
     throw ConfigError(std::string("compile: options say ") + (options.quantized ? "quantized" : "float") +
                       " but " + (plan ? "a quantization plan was given" : "no quantization plan was given"));
+  if (plan) {
+    // The scheme is decided once, in the plan; the options only record it.
+    if (quantSchemeOf(options) != plan->scheme) {
+      throw ConfigError(fmt::format("compile: options say quantized_dtype {} but the quantization plan is {}",
+                                    quant::describeScheme(quantSchemeOf(options)),
+                                    quant::describeScheme(plan->scheme)));
+    }
+    requireQuantizedDtype(soc, plan->scheme.dtype);
+  }
   CompiledModel m;
   m.graph = std::move(graph);
   m.soc = &soc;

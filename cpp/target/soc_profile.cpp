@@ -82,6 +82,10 @@ bool SocProfile::supportsDtype(NpuDType t) const {
   return std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end();
 }
 
+bool SocProfile::supportsQuantizedDtype(quant::SchemeDType t) const {
+  return std::find(quantized_dtypes.begin(), quantized_dtypes.end(), t) != quantized_dtypes.end();
+}
+
 int64_t SocProfile::alignment(NpuDType t, AlignmentRole role) const {
   auto it = channel_alignment.find(t);
   if (it == channel_alignment.end())
@@ -301,6 +305,27 @@ CpuModel parseCpu(const YamlField& f) {
   return m;
 }
 
+// quantized_dtypes: RKNN names, w8a8 required, and the NPU dtype each one computes in listed in
+// `dtypes` (16-bit activations need int16).
+std::vector<quant::SchemeDType> parseQuantizedDtypes(const YamlField& f,
+                                                     const std::vector<NpuDType>& dtypes) {
+  std::vector<quant::SchemeDType> out;
+  for (const YamlField& e : f.elements()) {
+    const std::string name = e.asString();
+    const std::optional<quant::SchemeDType> t = quant::schemeDTypeFromName(name);
+    if (!t || name != quant::schemeDTypeName(*t))
+      e.fail("'" + name + "' is not one of: w8a8, w8a16, w16a16i, w16a16i_dfp, w4a16");
+    if (std::find(out.begin(), out.end(), *t) != out.end()) e.fail("'" + name + "' is listed twice");
+    const bool needs_int16 =
+        quant::QuantScheme::of(*t, *t == quant::SchemeDType::W4A16 ? 128 : 0).activation_bits == 16;
+    if (needs_int16 && std::find(dtypes.begin(), dtypes.end(), NpuDType::Int16) == dtypes.end())
+      e.fail("'" + name + "' has 16-bit activations, but int16 is not in dtypes");
+    out.push_back(*t);
+  }
+  if (std::find(out.begin(), out.end(), quant::SchemeDType::W8A8) == out.end()) f.fail("must include w8a8");
+  return out;
+}
+
 // Every figure a later stage computes with must say where it comes from.
 std::vector<std::string> requiredSourceFields(const SocProfile& p) {
   std::vector<std::string> out = {"npu.cores",
@@ -312,6 +337,7 @@ std::vector<std::string> requiredSourceFields(const SocProfile& p) {
                                   "npu.ddr_efficiency",
                                   "npu.task_overhead_cycles",
                                   "dtypes",
+                                  "quantized_dtypes",
                                   "channel_alignment",
                                   "ops",
                                   "fusion",
@@ -386,8 +412,8 @@ void checkPeakAgainstPublished(const SocProfile& p, const YamlField& npu) {
 SocProfile parseSocProfile(const std::string& yaml_text, const std::string& file) {
   YamlField doc = parseYamlDocument(yaml_text, file);
   if (!doc.isMap()) doc.fail("expected a map of profile fields");
-  doc.requireOnlyKeys({"name", "aliases", "description", "npu", "dtypes", "channel_alignment", "ops",
-                       "fusion", "cpu", "sources"});
+  doc.requireOnlyKeys({"name", "aliases", "description", "npu", "dtypes", "quantized_dtypes",
+                       "channel_alignment", "ops", "fusion", "cpu", "sources"});
   SocProfile p;
   p.file = file;
   p.name = checkedSocName(doc.at("name"));
@@ -395,6 +421,7 @@ SocProfile parseSocProfile(const std::string& yaml_text, const std::string& file
     for (const YamlField& a : doc.at("aliases").elements()) p.aliases.push_back(checkedSocName(a));
   if (doc.has("description")) p.description = doc.at("description").asString();
   p.dtypes = parseDtypes(doc.at("dtypes"));
+  p.quantized_dtypes = parseQuantizedDtypes(doc.at("quantized_dtypes"), p.dtypes);
   p.npu = parseNpu(doc.at("npu"), p.supportsDtype(NpuDType::TFloat32));
   p.channel_alignment = parseAlignment(doc.at("channel_alignment"), p.dtypes);
   p.ops = parseOps(doc.at("ops"));
@@ -483,6 +510,16 @@ const SocProfile& socProfile(const std::string& name) {
 }
 std::vector<std::string> socNames() {
   return processCatalog().names();
+}
+
+void requireQuantizedDtype(const SocProfile& soc, quant::SchemeDType dtype) {
+  if (soc.supportsQuantizedDtype(dtype)) return;
+  std::vector<std::string> having;
+  for (const std::string& name : socNames())
+    if (socProfile(name).supportsQuantizedDtype(dtype)) having.push_back(name);
+  throw ConfigError(fmt::format("quantized_dtype {} is not available on {} (available on: {})",
+                                quant::schemeDTypeName(dtype), soc.name,
+                                having.empty() ? std::string("no built-in SoC") : joined(having)));
 }
 
 }  // namespace npuc

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "quant/quant_scheme.h"
 #include "target/yaml_fields.h"
 
 namespace npuc {
@@ -115,6 +116,8 @@ struct SocProfile {
   std::string description;
   NpuModel npu;
   std::vector<NpuDType> dtypes;
+  // RKNN's quantized_dtype values this SoC builds (w8a8 always; the others per SoC).
+  std::vector<quant::SchemeDType> quantized_dtypes;
   std::map<NpuDType, ChannelAlignment> channel_alignment;
   std::vector<OpSupport> ops;  // in profile order
   std::vector<FusionRule> fusion;
@@ -122,6 +125,7 @@ struct SocProfile {
   std::vector<SourceNote> sources;
 
   bool supportsDtype(NpuDType t) const;
+  bool supportsQuantizedDtype(quant::SchemeDType t) const;
   // Channel multiple the NPU pads `role`'s channels to; ConfigError if the dtype is unsupported.
   int64_t alignment(NpuDType t, AlignmentRole role) const;
   // MACs per cycle of one core for dtype `t`; ConfigError if unsupported.
@@ -161,5 +165,9 @@ class SocCatalog {
 // The process-wide catalogue: built-in profiles plus NPUC_SOC_DIR (read once, on first use).
 const SocProfile& socProfile(const std::string& name);
 std::vector<std::string> socNames();
+
+// ConfigError when `soc` cannot build `dtype`, naming the SoCs of the process-wide catalogue that can:
+// "quantized_dtype w4a16 is not available on rk3588 (available on: rk3576)".
+void requireQuantizedDtype(const SocProfile& soc, quant::SchemeDType dtype);
 
 }  // namespace npuc

@@ -115,6 +115,8 @@ def _job_from_flags(args: argparse.Namespace) -> ConvertJob:
     config: Dict[str, Any] = {}
     if args.algorithm:
         config["quantized_algorithm"] = args.algorithm
+    if args.dtype:
+        config["quantized_dtype"] = args.dtype
     if args.method:
         config["quantized_method"] = args.method
     if args.mean:
@@ -339,11 +341,12 @@ def cmd_perf(args: argparse.Namespace) -> int:
 def cmd_socs(args: argparse.Namespace) -> int:
     import npuc
 
-    print(f"{'SoC':<10}{'aliases':<12}{'NPU cores':>10}{'clock MHz':>11}{'INT8 TOPS':>11}{'buffer KiB':>12}  dtypes")
+    print(f"{'SoC':<10}{'aliases':<12}{'NPU cores':>10}{'clock MHz':>11}{'INT8 TOPS':>11}{'buffer KiB':>12}  {'dtypes':<31}quantized_dtype")
     for name in npuc._npuc.soc_names():
         p = npuc._npuc.soc_profile(name)
         print(f"{p['name']:<10}{','.join(p['aliases']) or '-':<12}{p['npu_cores']:>10}{p['clock_mhz']:>11}"
-              f"{p['peak_tops'].get('int8', 0):>11.2f}{p['onchip_buffer_bytes'] // 1024:>12}  {', '.join(p['dtypes'])}")
+              f"{p['peak_tops'].get('int8', 0):>11.2f}{p['onchip_buffer_bytes'] // 1024:>12}  {', '.join(p['dtypes']):<31}"
+              f"{', '.join(p['quantized_dtypes'])}")
     return 0
 
 
@@ -364,9 +367,12 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--algorithm", choices=["normal", "kl_divergence", "mmse", "percentile"],
                    help="how activation ranges are chosen from the calibration histograms (config "
                         "quantized_algorithm; default normal: min/max)")
-    p.add_argument("--method", choices=["channel", "layer"],
-                   help="int8 weight scales per output channel or one per layer (config quantized_method; "
-                        "default channel)")
+    p.add_argument("--dtype", choices=["w8a8", "w8a16", "w16a16i", "w16a16i_dfp", "w4a16"],
+                   help="quantized dtype (config quantized_dtype; default w8a8); each SoC builds the ones its "
+                        "profile lists (`npuc socs`)")
+    p.add_argument("--method", choices=["channel", "layer", "group32", "group64", "group128", "group256"],
+                   help="weight scales per output channel, one per layer, or (w4a16) per group of N "
+                        "elements (config quantized_method; default channel, w4a16 needs a group)")
     p.add_argument("--mean", type=parse_floats, metavar="M,M,M", help="per-channel mean of the input")
     p.add_argument("--std", type=parse_floats, metavar="S,S,S", help="per-channel std of the input")
     p.add_argument("--op-target", action="append", default=[], metavar="NAME=cpu|npu",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from npuc.errors import ConfigError
 from npuc.messages import shown
@@ -246,6 +246,18 @@ def _checkers() -> Dict[str, Callable[[str, Any], None]]:
     }
     checks.update({key: _boolean for key in _INERT_BOOL_KEYS})
     return checks
+
+
+def check_quantized_dtype_for_soc(target_platform: Optional[str], quantized_dtype: Optional[str]) -> None:
+    """ConfigError naming the SoCs that have `quantized_dtype` when `target_platform` lacks it.
+
+    What each SoC builds is data: the ``quantized_dtypes`` list of its profile (opset/soc/*.yaml).
+    """
+    if not target_platform or not quantized_dtype:
+        return
+    from npuc._npuc import require_quantized_dtype
+
+    require_quantized_dtype(target_platform, quantized_dtype)
 
 
 def known_target_platforms() -> List[str]:

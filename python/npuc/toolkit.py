@@ -26,7 +26,13 @@ import numpy as np
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
 from npuc import arg_check
-from npuc.config_check import check_config_values, check_op_target_names, inert_settings, known_target_platforms
+from npuc.config_check import (
+    check_config_values,
+    check_op_target_names,
+    check_quantized_dtype_for_soc,
+    inert_settings,
+    known_target_platforms,
+)
 from npuc.dataset import dataset_files, fitting_layout
 from npuc.errors import (ConfigError, InputError, ModelLoadError, NotSupportedError, NpucError,
                          UnsupportedOpError)
@@ -206,6 +212,7 @@ class Toolkit(RknnOnlyCalls):
                 )
             target_platform = target_platform.lower()
         check_config_values(dict(kwargs, quant_img_RGB2BGR=quant_img_RGB2BGR))
+        check_quantized_dtype_for_soc(target_platform, kwargs.get("quantized_dtype"))
         preprocessor = InputPreprocessor(mean_values, std_values)  # validates before storing
         # Each call replaces the whole configuration, as in RKNN-Toolkit2 (every key of its config()
         # has a default); settings the new call drops are named, never lost silently.

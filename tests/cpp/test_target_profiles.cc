@@ -197,6 +197,35 @@ TEST(SocProfiles, InconsistentOrUnknownContentIsRefused) {
   EXPECT_EQ(errorAfterEdit([](YAML::Node&) {}), "");  // the round trip itself is accepted
 }
 
+TEST(SocProfiles, QuantizedDtypesAreCheckedAgainstTheNpuDtypes) {
+  std::string msg = errorAfterEdit([](YAML::Node& d) { d["quantized_dtypes"].push_back("w2a2"); });
+  EXPECT_NE(msg.find("quantized_dtypes[1]: 'w2a2' is not one of: w8a8, w8a16"), std::string::npos) << msg;
+  msg = errorAfterEdit([](YAML::Node& d) { d["quantized_dtypes"] = YAML::Load("[w8a16]"); });
+  EXPECT_NE(msg.find("quantized_dtypes: must include w8a8"), std::string::npos) << msg;
+  msg = errorAfterEdit([](YAML::Node& d) {
+    d["quantized_dtypes"] = YAML::Load("[w8a8, w4a16]");
+    d["dtypes"] = YAML::Load("[int8, fp16, bf16, tf32]");
+    d["channel_alignment"].remove("int16");
+  });
+  EXPECT_NE(msg.find("'w4a16' has 16-bit activations, but int16 is not in dtypes"), std::string::npos) << msg;
+  msg = errorAfterEdit([](YAML::Node& d) { d["quantized_dtypes"] = YAML::Load("[w8a8, int8]"); });
+  EXPECT_NE(msg.find("'int8' is not one of"), std::string::npos) << msg;  // aliases only in config()
+}
+
+TEST(SocProfiles, AMissingQuantizedDtypeNamesTheSocsThatHaveIt) {
+  EXPECT_TRUE(socProfile("rk3576").supportsQuantizedDtype(quant::SchemeDType::W4A16));
+  EXPECT_FALSE(socProfile("rk3588").supportsQuantizedDtype(quant::SchemeDType::W4A16));
+  EXPECT_NO_THROW(requireQuantizedDtype(socProfile("rv1103"), quant::SchemeDType::W16A16IDfp));
+  for (const std::string& soc : socNames())
+    EXPECT_NO_THROW(requireQuantizedDtype(socProfile(soc), quant::SchemeDType::W8A8)) << soc;
+  try {
+    requireQuantizedDtype(socProfile("rk3588"), quant::SchemeDType::W16A16I);
+    FAIL() << "rk3588 has no w16a16i";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "quantized_dtype w16a16i is not available on rk3588 (available on: rv1106)");
+  }
+}
+
 TEST(SocProfiles, YamlSyntaxErrorNamesLine) {
   try {
     parseSocProfile("name: x\nnpu: [1, 2\n", "broken.yaml");

@@ -151,3 +151,17 @@ def test_aliases_and_user_profiles_are_valid_targets(tmp_path: Path, monkeypatch
     r = npuc_cli("convert", str(onnx_path), "-t", "rk3566x", "-o", str(tmp_path / "m.npub"))
     assert r.returncode == 0, r.stderr
     assert "FPS on rk3566x" in r.stdout
+
+
+def test_a_quantized_dtype_the_soc_lacks_names_the_socs_that_have_it() -> None:
+    """Which SoC builds which quantized_dtype is profile data (opset/soc/*.yaml quantized_dtypes)."""
+    from npuc._npuc import require_quantized_dtype, soc_profile
+
+    assert soc_profile("rk3576")["quantized_dtypes"] == ["w8a8", "w4a16"]
+    assert soc_profile("rv1103")["quantized_dtypes"] == ["w8a8", "w16a16i", "w16a16i_dfp"]
+    require_quantized_dtype("rk3562", "w8a16")
+    require_quantized_dtype("rk3588", "asymmetric_quantized-8")  # RKNN's spelling of w8a8
+    with pytest.raises(npuc.ConfigError, match=r"w4a16 is not available on rk3588 \(available on: rk3576\)"):
+        require_quantized_dtype("rk3588", "w4a16")
+    with pytest.raises(npuc.ConfigError, match="quantized_dtype 'w3a3' is unknown"):
+        require_quantized_dtype("rk3588", "w3a3")

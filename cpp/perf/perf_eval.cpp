@@ -47,7 +47,9 @@ class Evaluator {
         soc_(soc),
         options_(options),
         model_(soc, options.dtype, options.single_core_mode ? 1 : soc.npu.cores, options.constants),
-        cache_(cache) {}
+        cache_(cache) {
+    if (options.scheme) model_.setWeightFormat(WeightFormat::of(*options.scheme));
+  }
 
   // The model as it would compile: the SoC's partition and fusion groups, per-op dtypes.
   PerfReport run() {

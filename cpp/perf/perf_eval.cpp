@@ -74,6 +74,9 @@ class Evaluator {
     PerfReport report;
     report.soc = soc_.name;
     report.dtype = npuDTypeName(options_.dtype);
+    // A scheme other than w8a8 is named too: "int16 (w4a16 group128)".
+    if (options_.scheme && options_.scheme->dtype != quant::SchemeDType::W8A8)
+      report.dtype += " (" + quant::describeScheme(*options_.scheme) + ")";
     report.cores = model_.cores();
     report.clock_mhz = static_cast<double>(soc_.npu.clock_mhz);
     report.warnings = placement.warnings;

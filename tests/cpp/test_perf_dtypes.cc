@@ -70,6 +70,8 @@ TEST(PerfDtypes, A16SchemesRunAtThe16BitRate) {
   const Costed w4a16 = costOf(QuantScheme::of(SchemeDType::W4A16, 128));
   EXPECT_EQ(w8a8.row.data_type, "INT8");
   EXPECT_EQ(w8a16.row.data_type, "INT16");
+  EXPECT_EQ(w8a8.report.dtype, "int8");
+  EXPECT_EQ(w4a16.report.dtype, "int16 (w4a16 group128)");
   EXPECT_EQ(w8a8.row.bottleneck, "NPU");
   const double rate_ratio = static_cast<double>(soc.macsPerCycle(NpuDType::Int8)) /
                             static_cast<double>(soc.macsPerCycle(NpuDType::Int16));  // 1024 / 256

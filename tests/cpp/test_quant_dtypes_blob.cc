@@ -1,6 +1,7 @@
 // Issue #17's dtypes downstream of the plan, on hand-made plans (dtype_plan_util.h): int4 nibble
 // packing, the NWGT entries of int16 / int4 weights (with their u8 group multipliers), a blob
-// written and reloaded running bit-identically, and the TASK codec of the new element types.
+// written and reloaded running bit-identically (simulator and program runtime), and the TASK codec of the new
+// element types.
 #include <gtest/gtest.h>
 
 #include "blob/blob.h"
@@ -12,6 +13,8 @@
 #include "lower/program_codec.h"
 #include "lower/weight_packing.h"
 #include "quant/sim/quantized_executor.h"
+#include "runtime/program_runtime.h"
+#include "runtime/program_runtime_loader.h"
 #include "target/soc_profile.h"
 
 namespace npuc {
@@ -146,13 +149,21 @@ TEST(DtypeBlob, WrittenAndReloadedRunsBitIdentical) {
                       .values.bitwiseEqual(quant::quantizeNodeWeights(*l, *loaded.quant_plan).values))
           << what << " " << name;
     }
-    const quant::QuantizedExecutor want(*b.model.graph, *b.model.quant_plan),
-        got(*loaded.graph, *loaded.quant_plan);
+    const quant::QuantizedExecutor want(*b.model.graph, *b.model.quant_plan);
+    auto got = std::make_shared<const quant::QuantizedExecutor>(*loaded.graph, *loaded.quant_plan);
+    // The loaded blob's program runtime (its tasks over the planned arena) runs it too.
+    std::string why_not;
+    const auto program_rt = runtime::programRuntimeFor(loaded, got, &why_not);
+    ASSERT_NE(program_rt, nullptr) << what << ": " << why_not;
     for (uint32_t seed : {1u, 2u}) {
       const std::vector<Tensor> in = testing::randomNormalInputs(*b.model.graph, seed);
-      const std::vector<Tensor> x = want.run(in), y = got.run(in);
+      const std::vector<Tensor> x = want.run(in), y = got->run(in), z = program_rt->run(in);
       ASSERT_EQ(x.size(), y.size());
-      for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE(x[i].bitwiseEqual(y[i])) << what << " seed " << seed;
+      ASSERT_EQ(x.size(), z.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        EXPECT_TRUE(x[i].bitwiseEqual(y[i])) << what << " seed " << seed;
+        EXPECT_TRUE(x[i].bitwiseEqual(z[i])) << what << " seed " << seed << " (program runtime)";
+      }
     }
   }
 }

@@ -69,7 +69,7 @@ py::dict memoryReportDict(const MemoryReport& r) {
     py::dict row;
     row["name"] = w.value;
     row["format"] = memory::bufferFormatName(w.format);
-    row["dtype"] = dtypeName(w.dtype);
+    row["dtype"] = w.element_bits == 4 ? "int4" : dtypeName(w.dtype);
     row["shape"] = py::tuple(py::cast(w.shape));
     row["bytes"] = w.bytes;
     weights.append(row);

@@ -13,6 +13,7 @@
 #include "bindings/run_limits.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/qdq_export.h"
+#include "quant/graph/quant_plan_codec.h"
 #include "quant/graph/quantizer.h"
 #include "quant/sim/accuracy_analysis.h"
 #include "quant/sim/quantized_executor.h"
@@ -183,6 +184,19 @@ PyQuantizedModel quantizeFromRanges(const Model& model,
   return PyQuantizedModel(std::move(sim), std::move(plan));
 }
 
+// The simulator of `model` with a plan given as a QUNT payload (docs/blob_format.md, codec 1-3): the
+// consumers of a plan (run, export_onnx) on a plan npuc did not calibrate, e.g. a hand-made one of
+// another quantized dtype. BlobError naming the field when the payload is malformed; ConfigError
+// when it does not fit the graph.
+PyQuantizedModel quantizedFromPlan(const Model& model, const py::bytes& plan_bytes) {
+  const std::string bytes = plan_bytes;
+  py::gil_scoped_release release;
+  quant::QuantPlan plan = quant::decodeQuantPlan(bytes);
+  std::unique_ptr<Graph> graph = separated(model.graph());
+  auto sim = std::make_shared<const QuantizedExecutor>(*graph, plan);
+  return PyQuantizedModel(std::move(sim), std::move(plan));
+}
+
 // Writes the quantized model's graph with its plan as a required QUNT section: a reader that
 // cannot apply the plan must refuse the blob rather than run the float graph.
 // The model as ONNX that ONNX Runtime runs like the simulator: QDQ for an INT8 model, float
@@ -221,6 +235,9 @@ void bindQuant(py::module_& m) {
           "describe_program",
           [](const PyQuantizedModel& q) { return q.program() ? q.program()->describe() : std::string(); },
           "One line per task in execution order ('' on the simulator).")
+      .def_property_readonly(
+          "plan_bytes", [](const PyQuantizedModel& q) { return py::bytes(quant::encodeQuantPlan(q.plan())); },
+          "The quantization plan as a QUNT payload (docs/blob_format.md; quantized_from_plan reads it).")
       .def_property_readonly(
           "mode",
           [](const PyQuantizedModel& q) { return q.sim().mode() == quant::SimMode::Int8 ? "int8" : "fp16"; })
@@ -287,6 +304,8 @@ void bindQuant(py::module_& m) {
            py::arg("reference") = false,
            "Builds the quantization plan and the INT8 simulator (reference=True: plain reference loops).");
 
+  m.def("quantized_from_plan", &quantizedFromPlan, py::arg("model"), py::arg("plan"),
+        "The simulator of `model` with the given plan (a QUNT payload, as QuantizedModel.plan_bytes).");
   m.def("quantize_from_ranges", &quantizeFromRanges, py::arg("model"), py::arg("ranges"),
         py::arg("method") = "channel", py::arg("hybrid_layers") = std::vector<std::string>{},
         "The INT8 simulator of `model` from given (min, max) ranges per activation (no calibration run).");

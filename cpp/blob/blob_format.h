@@ -25,9 +25,11 @@ constexpr char kMagic[4] = {'N', 'P', 'U', 'B'};
 // reads the blob and ignores what it does not know.
 // 1.1: one writer, one section order; 1.2: the SDIG section of per-section digests; 2.0: a weight
 // packed for an NPU task is stored once, in NWGT (a GRAPH constant with layout tag NpuPacked, no
-// WGHT bytes), which a 1.x reader would misread (docs/blob_format.md).
+// WGHT bytes), which a 1.x reader would misread (docs/blob_format.md); 2.1: issue #17's dtypes (QUNT
+// codec 3 with the plan's scheme and weight groups; int16 / int4 packed weights and tensors in TASK
+// and NWGT), which a 2.0 reader refuses by the QUNT version it names.
 constexpr uint16_t kFormatMajor = 2;
-constexpr uint16_t kFormatMinor = 0;
+constexpr uint16_t kFormatMinor = 1;
 // The oldest format this reader accepts: 1.2. Blobs before 1.2 carry no section digests, so a
 // section spliced in from another blob could not be told apart; they are refused, naming their
 // version. A 1.2 blob is a 2.0 blob without NPU-packed constants, so it still loads.

@@ -172,8 +172,9 @@ TensorRef GraphDecoder::readTensorRef(const char* what) {
   return t;
 }
 
-// An NpuPacked constant's record: float32, its shape, and its extent in NWGT. At least one NWGT
-// byte per element (int8 lanes, or two per half) bounds the placeholder allocated for it.
+// An NpuPacked constant's record: float32, its shape, and its extent in NWGT. At least half an
+// NWGT byte per element (int4 nibbles; int8 lanes take one, int16 and half two) bounds the
+// placeholder allocated for it.
 TensorRef GraphDecoder::readPackedRef(const std::string& value) {
   const uint64_t record = r_.absolute();
   if (!src_.packed_allowed)
@@ -190,8 +191,9 @@ TensorRef GraphDecoder::readPackedRef(const std::string& value) {
   if (!src_.has_packed)
     failAt(at, "NPU-packed constant '" + value + "' refers to NWGT, but the blob has no NWGT section");
   uint64_t elements = 1;
+  const uint64_t capacity = 2 * t.size;  // t.size <= NWGT's size, far below 2^63
   for (int64_t d : t.shape) {
-    if (d != 0 && elements > t.size / static_cast<uint64_t>(d))
+    if (d != 0 && elements > capacity / static_cast<uint64_t>(d))
       failAt(at, fmt::format("NPU-packed constant '{}' {} has more elements than its {} packed bytes", value,
                              shapeStr(t.shape), t.size));
     elements *= static_cast<uint64_t>(d);
@@ -206,7 +208,7 @@ TensorRef GraphDecoder::readPackedRef(const std::string& value) {
 }
 
 // Two NpuPacked constants never share NWGT bytes (each is one task's entry), which also keeps
-// their placeholders within 4 x the NWGT size in total.
+// their placeholders within 8 x the NWGT size in total (float32 of int4 nibbles).
 void GraphDecoder::checkPackedExtents() const {
   std::vector<const RawValue*> packed;
   for (const RawValue& v : values_)

@@ -21,7 +21,9 @@ NpuDType floatTaskDType(const SocProfile& soc) {
 }  // namespace
 
 NpuDType compiledDType(const CompiledModel& m) {
-  return m.quant_plan ? NpuDType::Int8 : floatTaskDType(*m.soc);
+  if (!m.quant_plan) return floatTaskDType(*m.soc);
+  // The plan's scheme decides the integer type: int16 activations for w8a16, w16a16i, w4a16.
+  return m.quant_plan->scheme.activation_bits == 16 ? NpuDType::Int16 : NpuDType::Int8;
 }
 
 namespace {
@@ -38,7 +40,9 @@ std::vector<perf::CostedTask> programTasks(const CompiledModel& m) {
     c.task.op_type = t.pattern;
     for (uint32_t i : t.nodes)  // the placement lists nodes in graph order, as the program indexes them
       c.task.full_name += (c.task.full_name.empty() ? "" : "+") + m.placement.nodes.at(i).label;
-    c.dtype = t.compute == lower::ElemType::Int8 ? NpuDType::Int8 : floatTaskDType(*m.soc);
+    c.dtype = t.compute == lower::ElemType::Int8    ? NpuDType::Int8
+              : t.compute == lower::ElemType::Int16 ? NpuDType::Int16
+                                                    : floatTaskDType(*m.soc);
     out.push_back(std::move(c));
   }
   return out;
@@ -51,6 +55,7 @@ perf::PerfReport compiledPerf(const CompiledModel& m, perf::TilingCache* cache) 
   options.op_target = m.options.op_target;
   options.single_core_mode = m.options.single_core_mode;
   options.dtype = compiledDType(m);
+  if (m.quant_plan) options.scheme = m.quant_plan->scheme;
   if (!m.program) return perf::evaluatePerf(*m.graph, *m.soc, options, cache);
   return perf::evaluateTasks(*m.graph, *m.soc, m.placement, programTasks(m), options, cache);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <memory>
 
 #include "common/error.h"
 #include "ir/dtype.h"
@@ -29,6 +30,56 @@ const Node* anchorOf(const lower::Task& t, const std::vector<const Node*>& nodes
   return nodes[t.nodes.front()];
 }
 
+// The w16a16i / w4a16 forms of rebuildWeight: int16 values, or int4 nibbles followed by the u8 group
+// multipliers, times the plan's channel scale (times the group's multiplier): the float product
+// scale[c] * m * q that the simulator divides by the same group scale and rounds back to q.
+std::string rebuildWideOrNibbleWeight(const Node& anchor, const lower::NpuWeightView& view,
+                                      const lower::PackedWeightRef& ref, const uint8_t* packed,
+                                      const quant::QuantPlan& plan, float* dst) {
+  const quant::TensorQuant& entry = plan.at(anchor.input(1)->name());
+  const int64_t channels = view.depthwise ? ref.dims[1] : ref.dims[0];
+  if (static_cast<int64_t>(entry.scales.size()) != channels)
+    return fmt::format("QUNT gives it {} scales for {} output channels", entry.scales.size(), channels);
+  const int64_t plane = ref.dims[2] * ref.dims[3];
+  // Elements of one output channel's reduction, in the kernel's order (the view's row-major order).
+  const int64_t reduction = view.depthwise ? plane : ref.dims[1] * plane;
+  const int64_t view_n = ref.dims[0];
+  auto weightIndex = [&](int64_t n, int64_t c, int64_t logical) {
+    return view.transposed ? c * view_n + n : logical;
+  };
+  if (ref.elem == lower::ElemType::Int16) {
+    lower::forEachPackedElement(ref.dims, ref.c2, [&](int64_t n, int64_t c, int64_t logical, int64_t at) {
+      int16_t q;
+      std::memcpy(&q, packed + at * 2, 2);
+      const float scale = entry.scales[static_cast<size_t>(view.depthwise ? c : n)];
+      dst[weightIndex(n, c, logical)] = scale * static_cast<float>(q);
+    });
+    return "";
+  }
+  const int64_t group = entry.group_size > 0 ? entry.group_size : reduction;
+  const int64_t groups = (reduction + group - 1) / group;
+  if (entry.group_size > 0 ? ref.multipliers != static_cast<uint64_t>(channels * groups)
+                           : ref.multipliers != 0)
+    return fmt::format("it holds {} group multipliers, expected {} channels x {} groups of {}",
+                       ref.multipliers, channels, groups, group);
+  const size_t elements = lower::packedBytes(ref.dims, ref.c2, 1);
+  const uint8_t* mult = packed + (elements + 1) / 2;
+  for (uint32_t k = 0; k < ref.multipliers; ++k)
+    if (static_cast<int32_t>(mult[k]) != entry.group_multipliers.at(k))
+      return fmt::format("its group multiplier {} is {}, QUNT says {}", k, mult[k],
+                         entry.group_multipliers[k]);
+  lower::forEachPackedElement(ref.dims, ref.c2, [&](int64_t n, int64_t c, int64_t logical, int64_t at) {
+    const uint8_t byte = packed[at / 2];
+    const int nibble = at % 2 ? byte >> 4 : byte & 0x0F;
+    const int q = nibble >= 8 ? nibble - 16 : nibble;
+    const int64_t channel = view.depthwise ? c : n;
+    float scale = entry.scales[static_cast<size_t>(channel)];
+    if (ref.multipliers) scale *= static_cast<float>(mult[channel * groups + (logical % reduction) / group]);
+    dst[weightIndex(n, c, logical)] = scale * static_cast<float>(q);
+  });
+  return "";
+}
+
 // Writes the float32 weight of `anchor`, rebuilt from its task's NWGT entry, into `dst` (numel
 // floats, the weight's shape); returns an error message instead when the entry does not fit.
 std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, const std::string& nwgt,
@@ -39,14 +90,15 @@ std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref,
     return fmt::format("its packed view [{}] is not the one node '{}' ({}) packs", fmt::join(ref.dims, ", "),
                        anchor.name(), anchor.opType());
   const bool int8 = ref.elem == lower::ElemType::Int8;
-  if (!int8 && ref.elem != lower::ElemType::Float16)
+  const bool integer = int8 || ref.elem == lower::ElemType::Int16 || ref.elem == lower::ElemType::Int4;
+  if (!integer && ref.elem != lower::ElemType::Float16)
     return std::string("its packed element type is ") + lower::elemTypeName(ref.elem);
-  if (int8 && (!plan || !plan->has(w->name())))
-    return "it is packed as int8 but the quantization plan (QUNT) has no scales for it";
+  if (integer && (!plan || !plan->has(w->name())))
+    return fmt::format("it is packed as {} but the quantization plan (QUNT) has no scales for it",
+                       lower::elemTypeName(ref.elem));
   if (ref.offset > nwgt.size() || ref.size > nwgt.size() - ref.offset)
     return "its packed bytes lie outside NWGT";
-  const size_t elem_bytes = int8 ? 1 : 2;
-  if (lower::packedBytes(ref.dims, ref.c2, elem_bytes) != ref.size)
+  if (lower::packedWeightBytes(ref) != ref.size)
     return fmt::format("its packed size {} is not that of [{}] with C2 = {}", ref.size,
                        fmt::join(ref.dims, ", "), ref.c2);
   // Straight from the packed bytes (no unpacked copy): element (n, c) of the packed [N, C, H, W]
@@ -56,6 +108,7 @@ std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref,
   auto weightIndex = [&](int64_t n, int64_t c, int64_t logical) {
     return view->transposed ? c * view_n + n : logical;
   };
+  if (integer && !int8) return rebuildWideOrNibbleWeight(anchor, *view, ref, packed, *plan, dst);
   if (int8) {
     // The output channel is the view's N (Conv, Gemm, MatMul) or, depthwise, its C; one scale
     // each. dst = quant::dequantizeValue(q, {scale, 0}) = scale * float(q).
@@ -88,9 +141,24 @@ std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref,
 // True when the simulator reads `rebuilt` exactly as it reads `anchor`'s own weight: the same int8
 // values at the plan's scales (INT8 task, quantizeNodeWeights), the same half bits (FP16 task of a
 // float build, whose MAC kernels read the half-rounded weight: QuantizedExecutor's FP16 mode).
+// Int16 / Int4 weights are checked through quantizeNodeWeights itself, on a clone of the graph
+// (`scratch`, made once) whose copy of the weight is the rebuilt tensor.
 bool simulatorSeesTheSame(const Node& anchor, const Tensor& rebuilt, lower::ElemType elem,
-                          const quant::QuantPlan* plan) {
+                          const quant::QuantPlan* plan, const Graph& graph, std::unique_ptr<Graph>& scratch) {
   const Tensor& original = anchor.input(1)->constant();
+  if (elem == lower::ElemType::Int16 || elem == lower::ElemType::Int4) {
+    if (!scratch) scratch = graph.clone();
+    Node* twin = scratch->findNode(anchor.name());
+    if (!twin || twin->numInputs() < 2 || !twin->input(1)) return false;
+    const quant::QuantizedWeights want = quant::quantizeNodeWeights(anchor, *plan);
+    Value* w = twin->input(1);
+    const Tensor kept = w->constant();
+    w->setConstant(rebuilt);
+    const quant::QuantizedWeights got = quant::quantizeNodeWeights(*twin, *plan);
+    w->setConstant(kept);
+    return want.values.dtype() == got.values.dtype() && want.values.nbytes() == got.values.nbytes() &&
+           std::memcmp(want.values.raw(), got.values.raw(), want.values.nbytes()) == 0;
+  }
   if (elem == lower::ElemType::Int8) {
     const quant::QuantizedWeights want = quant::quantizeNodeWeights(anchor, *plan);
     const quant::QuantizedWeights got = quant::quantizeWeightsWithScales(
@@ -112,6 +180,7 @@ std::map<std::string, blob::PackedConstant> packedOnlyConstants(const Graph& gra
                                                                 const quant::QuantPlan* plan) {
   std::map<std::string, blob::PackedConstant> out;
   const std::vector<const Node*> nodes = nodesByIndex(graph);
+  std::unique_ptr<Graph> scratch;  // simulatorSeesTheSame's clone, made at the first int16/int4 weight
   for (const lower::Task& t : program.tasks) {
     const Node* anchor = anchorOf(t, nodes);
     if (!anchor || anchor->numInputs() < 2 || !anchor->input(1)) continue;
@@ -123,10 +192,10 @@ std::map<std::string, blob::PackedConstant> packedOnlyConstants(const Graph& gra
       continue;
     // An INT8 build's FP16 (hybrid) layer keeps its FP32 weight: in INT8 mode the simulator's FP16
     // kernels read the node's unrounded constant, so half weights would change its outputs.
-    if (plan && t.weights.elem != lower::ElemType::Int8) continue;
+    if (plan && t.weights.elem == lower::ElemType::Float16) continue;
     Tensor rebuilt = Tensor::uninitialized(DType::Float32, w->shape());
     if (!rebuildWeight(*anchor, t.weights, program.packed_weights, plan, rebuilt.data<float>()).empty() ||
-        !simulatorSeesTheSame(*anchor, rebuilt, t.weights.elem, plan))
+        !simulatorSeesTheSame(*anchor, rebuilt, t.weights.elem, plan, graph, scratch))
       continue;
     out[w->name()] = {w->name(), t.weights.offset, t.weights.size};
   }

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "frontend/onnx_attribute.h"
-#include "frontend/onnx_tensor.h"
 #include "frontend/onnx_subgraph.h"
+#include "frontend/onnx_tensor.h"
 #include "opset/registry.h"
 
 namespace npuc {
@@ -19,6 +19,9 @@ namespace {
 constexpr int64_t kBaseExportOpset = 13;
 // IR version 8 goes with opsets up to 17 (onnx 1.12).
 constexpr int64_t kExportIrVersion = 8;
+// IR version 10 goes with opset 21 (onnx 1.16) and is the first with INT4 tensors.
+constexpr int64_t kExportIrVersionOpset21 = 10;
+constexpr int64_t kOnnxInt4 = 22;  // TensorProto.DataType.INT4
 constexpr int64_t kNpucDomainVersion = 1;
 
 // The default-domain opset `n` needs: its op's (OpSchema::since_opset), or 14 for Reshape's
@@ -52,11 +55,11 @@ void setValueInfo(const Value& v, onnx::ValueInfoProto* info) {
 
 class Exporter {
  public:
-  explicit Exporter(const Graph& g) : g_(g) {}
+  Exporter(const Graph& g, const OnnxExportOptions& options) : g_(g), options_(options) {}
 
   onnx::ModelProto run() {
     onnx::ModelProto model;
-    model.set_ir_version(kExportIrVersion);
+    model.set_ir_version(options_.min_opset >= 21 ? kExportIrVersionOpset21 : kExportIrVersion);
     model.set_producer_name("npuc");
     model.set_producer_version(NPUC_VERSION);
     for (const auto& [k, v] : g_.metadata) {
@@ -66,7 +69,7 @@ class Exporter {
     }
     onnx::GraphProto* gp = model.mutable_graph();
     gp->set_name(g_.name.empty() ? "npuc_graph" : g_.name);
-    int64_t opset = kBaseExportOpset;
+    int64_t opset = std::max(kBaseExportOpset, options_.min_opset);
     bool uses_npuc = false;
     for (const Node* n : g_.nodes()) {
       writeNode(*n, gp->add_node());
@@ -130,6 +133,7 @@ class Exporter {
 
   // Converts npuc's canonical forms back where opset 13/17 differs.
   void downgradeNode(const Node& n, Attributes& attrs, std::vector<Value*>& inputs) {
+    if (options_.min_opset >= 18) return;  // the canonical forms are opset 18's
     if (isReduceWithAxesAttr(n)) {
       // Before opset 18 these ops take axes as an attribute.
       if (inputs.size() > 1 && inputs[1]) {
@@ -163,6 +167,7 @@ class Exporter {
       onnx::TensorProto* t = gp->add_initializer();
       t->set_name(v->name());
       tensorToProto(v->constant(), t);
+      if (options_.int4_initializers.count(v->name())) toInt4(*v, t);
     }
     for (const Node* n : g_.nodes()) {
       for (const Value* v : n->outputs()) {
@@ -172,15 +177,34 @@ class Exporter {
     }
   }
 
+  // Rewrites the int8 initializer of `v` as INT4: two's-complement nibbles, element 2k low.
+  void toInt4(const Value& v, onnx::TensorProto* t) const {
+    const Tensor& c = v.constant();
+    if (c.dtype() != DType::Int8 || options_.min_opset < 21)
+      throw Error("export: INT4 initializer '" + v.name() + "' must be int8 values and opset >= 21");
+    const int8_t* q = c.data<int8_t>();
+    std::string raw(static_cast<size_t>(c.numel() + 1) / 2, '\0');
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      if (q[i] < -8 || q[i] > 7)
+        throw Error("export: INT4 initializer '" + v.name() + "' holds " + std::to_string(q[i]));
+      const auto nibble = static_cast<uint8_t>(static_cast<uint8_t>(q[i]) & 0x0F);
+      raw[static_cast<size_t>(i / 2)] |= static_cast<char>(i % 2 ? nibble << 4 : nibble);
+    }
+    t->clear_int32_data();
+    t->set_data_type(kOnnxInt4);
+    t->set_raw_data(raw);
+  }
+
   const Graph& g_;
+  OnnxExportOptions options_;
   std::set<const Value*> used_constants_;
   std::set<std::string> node_names_;
 };
 
 }  // namespace
 
-std::string exportOnnxBytes(const Graph& graph) {
-  const onnx::ModelProto model = Exporter(graph).run();
+std::string exportOnnxBytes(const Graph& graph, const OnnxExportOptions& options) {
+  const onnx::ModelProto model = Exporter(graph, options).run();
   std::string bytes;
   if (!model.SerializeToString(&bytes)) {
     throw ResourceError("export: the model does not fit in one protobuf (2 GiB limit)");
@@ -188,8 +212,8 @@ std::string exportOnnxBytes(const Graph& graph) {
   return bytes;
 }
 
-void exportOnnxFile(const Graph& graph, const std::string& path) {
-  const std::string bytes = exportOnnxBytes(graph);
+void exportOnnxFile(const Graph& graph, const std::string& path, const OnnxExportOptions& options) {
+  const std::string bytes = exportOnnxBytes(graph, options);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();

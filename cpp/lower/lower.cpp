@@ -1,5 +1,7 @@
 #include "lower/lower.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <map>
 #include <memory>
@@ -20,8 +22,46 @@ namespace npuc::lower {
 
 namespace {
 
+// The packed element type of a quantized weight: its plan entry's dtype (Int8 / Int16 / Int4).
+ElemType quantizedWeightElem(const quant::TensorQuant& entry, const std::string& weight) {
+  switch (entry.dtype) {
+    case quant::QuantDType::Int8: return ElemType::Int8;
+    case quant::QuantDType::Int16: return ElemType::Int16;
+    case quant::QuantDType::Int4: return ElemType::Int4;
+    default:
+      throw ConfigError(
+          fmt::format("weight '{}': the plan stores it as {}, which is no weight type (int4, int8, "
+                      "int16)",
+                      weight, quant::quantDTypeName(entry.dtype)));
+  }
+}
+
+// Row-major bytes of quantizeNodeWeights' values in `elem`: int8 and int4 (one value per byte until
+// packInt4) from an Int8 tensor, int16 from an Int16 tensor (or widened from an Int8 one).
+std::string quantizedWeightBytes(const Tensor& values, ElemType elem, const std::string& weight) {
+  const auto n = static_cast<size_t>(values.numel());
+  if (values.dtype() == DType::Int16 && elem == ElemType::Int16)
+    return std::string(static_cast<const char*>(values.raw()), values.nbytes());
+  if (values.dtype() != DType::Int8)
+    throw ConfigError(fmt::format("weight '{}': quantized values of type {} cannot be stored as {}", weight,
+                                  dtypeName(values.dtype()), elemTypeName(elem)));
+  const int8_t* q = values.data<int8_t>();
+  if (elem != ElemType::Int16) return std::string(reinterpret_cast<const char*>(q), n);
+  std::string out(n * sizeof(int16_t), '\0');
+  for (size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<int16_t>(q[i]);
+    std::memcpy(&out[i * sizeof v], &v, sizeof v);
+  }
+  return out;
+}
+
 NpuDType npuDTypeOfElem(ElemType e) {
-  return e == ElemType::Int8 ? NpuDType::Int8 : NpuDType::Float16;
+  if (e == ElemType::Int8) return NpuDType::Int8;
+  return e == ElemType::Int16 ? NpuDType::Int16 : NpuDType::Float16;
+}
+
+bool isQuantizedElem(ElemType e) {
+  return e == ElemType::Int8 || e == ElemType::Int16;
 }
 
 // The 16-bit float type an FP16 task really uses on this SoC (a profile without fp16 computes
@@ -66,8 +106,9 @@ class Lowerer {
 
  private:
   ElemType computeOf(const Node& anchor) const {
+    // The scheme's activation type: int8 (w8a8) or int16 (w8a16, w16a16i, w4a16).
     if (options_.plan && options_.plan->precisionOf(anchor.name()) == quant::NodePrecision::Int8)
-      return ElemType::Int8;
+      return options_.plan->scheme.activation_bits == 16 ? ElemType::Int16 : ElemType::Int8;
     return ElemType::Float16;
   }
 
@@ -178,9 +219,11 @@ class Lowerer {
     push(std::move(task));
   }
 
-  // Constant weights of a MAC task in the NPU's NC1HWC2 layout: int8 as the simulator quantizes
-  // them (INT8 nodes), IEEE half otherwise, in the view npuWeightView gives (a depthwise weight's
-  // channels are the vector lanes; a 2-D Gemm / MatMul weight is a 1x1 conv with K input channels).
+  // Constant weights of a MAC task in the NPU's NC1HWC2 layout: the integers the simulator
+  // quantizes them to (quantized nodes; int8, int16, or int4 nibbles + group multipliers, per the
+  // plan entry's dtype: quantizedWeightBytes), IEEE half otherwise, in the view npuWeightView gives (a
+  // depthwise weight's channels are the vector lanes; a 2-D Gemm / MatMul weight is a 1x1 conv with K input
+  // channels).
   void packWeights(const Node& anchor, NpuDType dt, Task& task) {
     const std::optional<NpuWeightView> view = npuWeightView(anchor);
     if (!view) return;
@@ -192,11 +235,22 @@ class Lowerer {
     ref.c2 = static_cast<uint32_t>(
         soc_.alignment(dt, view->depthwise ? AlignmentRole::Depthwise : AlignmentRole::ConvInput));
     ref.present = true;
-    std::string logical;  // row-major weight bytes in the NPU element type, in `s` order
-    if (task.compute == ElemType::Int8) {
+    std::string logical;      // row-major weight bytes in the NPU element type, in `s` order
+    std::string multipliers;  // int4: the u8 group multipliers, appended after the nibbles
+    if (isQuantizedElem(task.compute)) {
       const quant::QuantizedWeights qw = quant::quantizeNodeWeights(anchor, *options_.plan);
-      logical.assign(static_cast<const char*>(qw.values.raw()), qw.values.nbytes());
-      ref.elem = ElemType::Int8;
+      const quant::TensorQuant& entry = options_.plan->at(w->name());
+      ref.elem = quantizedWeightElem(entry, w->name());
+      logical = quantizedWeightBytes(qw.values, ref.elem, w->name());
+      if (ref.elem == ElemType::Int4) {
+        for (int32_t m : entry.group_multipliers) {
+          if (m < 1 || m > 255)
+            throw ConfigError(
+                fmt::format("weight '{}': group multiplier {} is outside [1, 255]", w->name(), m));
+          multipliers.push_back(static_cast<char>(static_cast<uint8_t>(m)));
+        }
+        ref.multipliers = static_cast<uint32_t>(multipliers.size());
+      }
     } else {
       const Tensor& f = w->constant();
       const float* src = static_cast<const float*>(f.raw());
@@ -207,9 +261,11 @@ class Lowerer {
       }
       ref.elem = ElemType::Float16;
     }
-    const size_t elem_bytes = ref.elem == ElemType::Int8 ? 1 : 2;
+    const size_t elem_bytes = packedElemBytes(ref.elem);
     if (transpose) logical = transposeElements(logical, s[0], s[1], elem_bytes);
-    const std::string packed = packNc1hwc2(logical.data(), ref.dims, ref.c2, elem_bytes);
+    std::string packed = packNc1hwc2(logical.data(), ref.dims, ref.c2, elem_bytes);
+    if (ref.elem == ElemType::Int4)
+      packed = packInt4(reinterpret_cast<const int8_t*>(packed.data()), packed.size()) + multipliers;
     std::string& section = program_.packed_weights;
     section.resize((section.size() + blob::kBlobAlignment - 1) / blob::kBlobAlignment * blob::kBlobAlignment,
                    '\0');
@@ -224,6 +280,8 @@ class Lowerer {
     if (it == models_.end()) {
       const int64_t cores = options_.single_core_mode ? 1 : soc_.npu.cores;
       it = models_.emplace(dt, std::make_unique<perf::CostModel>(soc_, dt, cores)).first;
+      // The tiling weighs the weight bytes the scheme stores (eval_perf costs the same way).
+      if (options_.plan) it->second->setWeightFormat(perf::WeightFormat::of(options_.plan->scheme));
     }
     return *it->second;
   }

@@ -30,8 +30,10 @@ enum class TensorLayout : uint8_t {
   Nchw = 0,     // plain row-major, the IR's layout
   Nc1hwc2 = 1,  // channels split into C1 blocks of C2 (zero padded): [N, C1, H, W, C2]
 };
-// Storage element type of a tensor or of packed weights.
-enum class ElemType : uint8_t { Float32 = 0, Int8 = 1, Float16 = 2, AsGraph = 3 };
+// Storage element type of a tensor or of packed weights. Int16: the activations of the a16 schemes
+// (w8a16, w16a16i, w4a16) and w16a16i's weights. Int4: w4a16's weights, two per byte (low nibble =
+// even element, two's complement) followed by the u8 group multipliers (docs/blob_format.md).
+enum class ElemType : uint8_t { Float32 = 0, Int8 = 1, Float16 = 2, AsGraph = 3, Int16 = 4, Int4 = 5 };
 const char* elemTypeName(ElemType t);
 
 struct ProgramTensor {
@@ -76,9 +78,11 @@ struct PackedWeightRef {
   ElemType elem = ElemType::Int8;
   uint32_t c2 = 0;
   std::array<int64_t, 4> dims{};  // the logical [N, C, H, W] view that was packed
+  // Int4 only: the u8 group multipliers after the nibbles (output channel major: [c * G + g]).
+  uint32_t multipliers = 0;
   bool operator==(const PackedWeightRef& o) const {
     return present == o.present && offset == o.offset && size == o.size && layout == o.layout &&
-           elem == o.elem && c2 == o.c2 && dims == o.dims;
+           elem == o.elem && c2 == o.c2 && dims == o.dims && multipliers == o.multipliers;
   }
 };
 
@@ -87,7 +91,7 @@ struct Task {
   TaskKind kind = TaskKind::Npu;
   std::vector<uint32_t> nodes;           // graph node indices (graph order); empty for a Convert
   std::string pattern;                   // "Conv+Relu+Add", the op type, or "Convert"
-  ElemType compute = ElemType::Float32;  // Int8 / Float16 on the NPU, Float32 on the host
+  ElemType compute = ElemType::Float32;  // Int8 / Int16 / Float16 on the NPU, Float32 on the host
   TileConfig tile;
   uint32_t pipeline = kNoIndex;  // NPU tasks: index into LoweredProgram::pipelines
   uint32_t cpu_op = kNoIndex;    // CPU tasks: index into LoweredProgram::cpu_ops

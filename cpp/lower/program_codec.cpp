@@ -80,6 +80,9 @@ std::string encodeTasks(const LoweredProgram& p) {
       w.u8(static_cast<uint8_t>(t.weights.elem));
       w.u32(t.weights.c2);
       for (int64_t d : t.weights.dims) w.i64(d);
+      // Only the int4 code (new in blob format 2.1) carries its multiplier count: older blobs
+      // never hold it, so their TASK bytes are unchanged.
+      if (t.weights.elem == ElemType::Int4) w.u32(t.weights.multipliers);
     }
   }
   return w.take();
@@ -148,21 +151,22 @@ void decodeWeightRef(blob::ByteReader& r, const std::string& nwgt, PackedWeightR
   ref.size = r.u64("packed weight size");
   ref.layout =
       enumField<TensorLayout>(r, "packed weight layout", static_cast<uint8_t>(TensorLayout::Nc1hwc2));
-  ref.elem = enumField<ElemType>(r, "packed weight element type", static_cast<uint8_t>(ElemType::Float16));
+  ref.elem = enumField<ElemType>(r, "packed weight element type", static_cast<uint8_t>(ElemType::Int4));
   ref.c2 = r.u32("packed weight C2");
   for (int64_t& d : ref.dims) {
     d = r.i64("packed weight dim");
     if (d < 0 || d > (int64_t{1} << 31)) r.fail(fmt::format("packed weight dim {} is invalid", d));
   }
-  if (ref.layout != TensorLayout::Nc1hwc2 || ref.c2 == 0 || ref.elem == ElemType::Float32)
-    r.fail("packed weights must be int8 or fp16 NC1HWC2 with C2 >= 1");
+  if (ref.elem == ElemType::Int4) ref.multipliers = r.u32("packed weight group multipliers");
+  if (ref.layout != TensorLayout::Nc1hwc2 || ref.c2 == 0 || ref.elem == ElemType::Float32 ||
+      ref.elem == ElemType::AsGraph)
+    r.fail("packed weights must be int4, int8, int16 or fp16 NC1HWC2 with C2 >= 1");
   if (ref.offset % blob::kBlobAlignment != 0)
     r.fail(fmt::format("packed weight offset {} is not a multiple of 64", ref.offset));
   if (ref.offset > nwgt.size() || ref.size > nwgt.size() - ref.offset)
     r.fail(fmt::format("packed weights [{}, +{}) lie outside the {}-byte NWGT section", ref.offset, ref.size,
                        nwgt.size()));
-  const size_t elem_bytes = ref.elem == ElemType::Int8 ? 1 : 2;
-  if (packedBytes(ref.dims, ref.c2, elem_bytes) != ref.size)
+  if (packedWeightBytes(ref) != ref.size)
     r.fail(fmt::format("packed weight size {} does not match its dims and C2", ref.size));
 }
 
@@ -175,7 +179,7 @@ void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgr
     t.value = r.str("tensor value name", kMaxNameBytes);
     t.device = enumField<TensorDevice>(r, "tensor device", static_cast<uint8_t>(TensorDevice::Host));
     t.layout = enumField<TensorLayout>(r, "tensor layout", static_cast<uint8_t>(TensorLayout::Nc1hwc2));
-    t.elem = enumField<ElemType>(r, "tensor element type", static_cast<uint8_t>(ElemType::AsGraph));
+    t.elem = enumField<ElemType>(r, "tensor element type", static_cast<uint8_t>(ElemType::Int16));
     t.c2 = r.u32("tensor C2");
     if ((t.layout == TensorLayout::Nc1hwc2) != (t.c2 != 0))
       r.fail("tensor '" + t.value + "': C2 contradicts its layout");
@@ -189,7 +193,7 @@ void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgr
     t.kind = enumField<TaskKind>(r, "task kind", static_cast<uint8_t>(TaskKind::Convert));
     t.nodes = readIds(r, "task node", kNoIndex);
     t.pattern = r.str("task pattern", kMaxNameBytes);
-    t.compute = enumField<ElemType>(r, "task compute type", static_cast<uint8_t>(ElemType::Float16));
+    t.compute = enumField<ElemType>(r, "task compute type", static_cast<uint8_t>(ElemType::Int16));
     t.tile.tiled = r.u8("tiled flag") != 0;
     t.tile.oc_block = r.i64("tile output-channel block");
     t.tile.tile_rows = r.i64("tile rows");

@@ -24,6 +24,8 @@ const char* elemTypeName(ElemType t) {
     case ElemType::Int8: return "int8";
     case ElemType::Float16: return "float16";
     case ElemType::AsGraph: return "as-graph";
+    case ElemType::Int16: return "int16";
+    case ElemType::Int4: return "int4";
   }
   return "?";
 }

@@ -1,13 +1,17 @@
 // NC1HWC2 packing of NPU weights: a row-major [N, C, H, W] tensor becomes [N, C1, H, W, C2] with
 // C1 = ceil(C / C2) and the channels past C zero-filled, so the NPU reads C2 channels of one
 // pixel as one contiguous vector. C2 is the SoC profile's channel alignment for the op and dtype.
-// Element-size generic (int8 weights of INT8 builds, IEEE half bits of FP16 builds).
+// Element-size generic (int8 weights of INT8 builds, IEEE half bits of FP16 builds, int16 weights of
+// w16a16i); int4 weights (w4a16) are packed as int8 first, then two per byte (packInt4).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "lower/lowered_program.h"
 
 namespace npuc::lower {
 
@@ -37,6 +41,19 @@ std::string packNc1hwc2(const void* src, const Nchw& dims, int64_t c2, size_t el
 // The inverse: row-major bytes of `dims` from packed bytes (BlobError when `packed` has the wrong
 // size for `dims` and `c2`).
 std::string unpackNc1hwc2(const std::string& packed, const Nchw& dims, int64_t c2, size_t elem_bytes);
+
+// Bytes per element of a packed weight type (Int4: see packInt4; Float32 / AsGraph: 0).
+size_t packedElemBytes(ElemType e);
+// Bytes of a task's NWGT entry: the packed elements (int4: ceil(n / 2)) plus, for int4, one u8
+// group multiplier each.
+uint64_t packedWeightBytes(const PackedWeightRef& ref);
+
+// Int4 storage: element 2k in the low nibble and 2k + 1 in the high nibble of byte k, each in two's
+// complement ([-8, 7]; the quantizer uses [-7, 7]); an odd count leaves the last high nibble 0.
+// ShapeError naming the element when a value is outside [-8, 7].
+std::string packInt4(const int8_t* values, size_t count);
+// The inverse (count values, sign-extended); BlobError when `packed` is too short.
+std::vector<int8_t> unpackInt4(const std::string& packed, size_t count);
 
 // [rows, cols] -> [cols, rows] of `elem_bytes`-byte elements (a [K, N] weight packs as [N, K]).
 std::string transposeElements(const std::string& in, int64_t rows, int64_t cols, size_t elem_bytes);

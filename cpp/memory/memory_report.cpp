@@ -32,9 +32,15 @@ struct MacAlign {
   int64_t in = 1, out = 1, depthwise = 1;
 };
 
-MacAlign macAlign(DType storage, const SocProfile& soc) {
-  // int8 weights (and int32 biases of int8 layers) follow the int8 rows; fp16 the fp16 rows.
-  const DType row = storage == DType::Int32 ? DType::Int8 : storage;
+MacAlign macAlign(DType storage, const SocProfile& soc, const quant::QuantPlan* plan) {
+  // int8 weights (and int32 biases of int8 layers) follow the int8 rows; fp16 the fp16 rows. The
+  // integer weights and biases of an a16 scheme (w8a16, w16a16i, w4a16) follow the int16 rows:
+  // the lowering packs them for the int16 array.
+  const bool integer =
+      storage == DType::Int8 || storage == DType::Int16 || storage == DType::Int32 || storage == DType::Int64;
+  const DType row = integer && plan && plan->scheme.activation_bits == 16 ? DType::Int16
+                    : storage == DType::Int32                             ? DType::Int8
+                                                                          : storage;
   const std::optional<NpuDType> t = alignmentDType(row);
   if (!t || !soc.supportsDtype(*t)) return {};
   return {soc.alignment(*t, AlignmentRole::ConvInput), soc.alignment(*t, AlignmentRole::ConvOutput),
@@ -42,10 +48,10 @@ MacAlign macAlign(DType storage, const SocProfile& soc) {
 }
 
 // Elements of constant `v` packed for the NPU, given the node reading it as input `slot`.
-int64_t packedElements(const Value& v, DType storage, const Node& reader, size_t slot,
-                       const SocProfile& soc) {
+int64_t packedElements(const Value& v, DType storage, const Node& reader, size_t slot, const SocProfile& soc,
+                       const quant::QuantPlan* plan) {
   const Shape& s = v.shape();
-  const MacAlign a = macAlign(storage, soc);
+  const MacAlign a = macAlign(storage, soc, plan);
   const std::string& op = reader.opType();
   if (op == "Conv" && s.size() >= 2) {
     const bool dw = isDepthwiseConv(reader);
@@ -100,13 +106,22 @@ std::vector<WeightRow> weightMemory(const Graph& graph, const quant::QuantPlan* 
           }
         }
         const DType storage = npuStorageDType(*v, quant_plan);
-        const int64_t elems = packedElements(*v, storage, *reader, reader_slot, soc);
-        rows.push_back({v->name(), BufferFormat::Npu, storage, v->shape(),
-                        alignUp(static_cast<uint64_t>(elems) * dtypeSize(storage), blob::kBlobAlignment)});
+        const int64_t elems = packedElements(*v, storage, *reader, reader_slot, soc, quant_plan);
+        uint64_t bytes = static_cast<uint64_t>(elems) * dtypeSize(storage);
+        int bits = static_cast<int>(dtypeSize(storage) * 8);
+        const quant::TensorQuant* entry =
+            quant_plan && quant_plan->has(v->name()) ? &quant_plan->at(v->name()) : nullptr;
+        if (entry && entry->dtype == quant::QuantDType::Int4) {  // the blob's nibbles + multipliers
+          bits = 4;
+          bytes = (static_cast<uint64_t>(elems) + 1) / 2 + entry->group_multipliers.size();
+        }
+        rows.push_back(
+            {v->name(), BufferFormat::Npu, storage, v->shape(), alignUp(bytes, blob::kBlobAlignment), bits});
       }
       if (cpu) {
         rows.push_back({v->name(), BufferFormat::Host, v->dtype(), v->shape(),
-                        alignUp(v->constant().nbytes(), blob::kBlobAlignment)});
+                        alignUp(v->constant().nbytes(), blob::kBlobAlignment),
+                        static_cast<int>(dtypeSize(v->dtype()) * 8)});
       }
     }
   }
@@ -125,7 +140,11 @@ MemoryReport memoryReport(const Graph& graph, const quant::QuantPlan* quant_plan
                           uint64_t blob_weight_section_bytes, uint64_t blob_packed_weight_section_bytes) {
   MemoryReport rep;
   rep.soc = soc.name;
-  rep.mode = quant_plan ? "int8" : "fp16";
+  // "int8" for w8a8 (as before #17), the quantized_dtype ("w8a16", "w4a16", ...) otherwise.
+  rep.mode = !quant_plan ? "fp16"
+             : quant_plan->scheme.dtype == quant::SchemeDType::W8A8
+                 ? "int8"
+                 : quant::schemeDTypeName(quant_plan->scheme.dtype);
   rep.weights = weightMemory(graph, quant_plan, soc, placement);
   for (const WeightRow& w : rep.weights) rep.weight_bytes += w.bytes;
   rep.arena_bytes = plan.arena_bytes;

@@ -29,6 +29,9 @@ struct WeightRow {
   DType dtype = DType::Undefined;
   Shape shape;
   uint64_t bytes = 0;  // stored, aligned
+  // Bits per stored element: 4 for w4a16's int4 weights (dtype then says int8, their unpacked
+  // type; bytes = half a byte each + one u8 group multiplier per group), else dtype's size.
+  int element_bits = 0;
 };
 
 struct MemoryReport {

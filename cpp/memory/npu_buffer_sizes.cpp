@@ -15,6 +15,11 @@ DType fromQuantDType(quant::QuantDType t) {
     case quant::QuantDType::Int8: return DType::Int8;
     case quant::QuantDType::Int32: return DType::Int32;
     case quant::QuantDType::Float16: return DType::Float16;
+    case quant::QuantDType::Int16: return DType::Int16;
+    // Int4 weights are held one per int8 until packed two per byte (memory_report's weight rows
+    // count the packed half bytes).
+    case quant::QuantDType::Int4: return DType::Int8;
+    case quant::QuantDType::Int64: return DType::Int64;
   }
   return DType::Int8;
 }

@@ -1,6 +1,7 @@
 #include "perf/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
@@ -32,6 +33,34 @@ int64_t npuDTypeBytes(NpuDType t) {
     case NpuDType::TFloat32: return 4;
   }
   return 1;
+}
+
+WeightFormat WeightFormat::of(const quant::QuantScheme& s) {
+  WeightFormat f;
+  f.dtype = s.activation_bits == 16 ? NpuDType::Int16 : NpuDType::Int8;
+  f.weight_bits = s.weight_bits;
+  f.group = s.weight_group;
+  f.bias_bytes = s.wideAccumulator() ? 8 : kBiasBytes;
+  return f;
+}
+
+double WeightFormat::weightBytes() const {
+  const double bytes = weight_bits / 8.0;
+  return group > 0 ? bytes + 1.0 / static_cast<double>(group) : bytes;
+}
+
+std::string WeightFormat::signature() const {
+  return std::string(npuDTypeName(dtype)) + ":w" + std::to_string(weight_bits) + "g" + std::to_string(group) +
+         "b" + std::to_string(bias_bytes);
+}
+
+double CostModel::weightBytes(NpuDType t) const {
+  if (weight_format_ && weight_format_->dtype == t) return weight_format_->weightBytes();
+  return static_cast<double>(npuDTypeBytes(t));
+}
+
+int64_t CostModel::biasBytes(NpuDType t) const {
+  return weight_format_ && weight_format_->dtype == t ? weight_format_->bias_bytes : kBiasBytes;
 }
 
 CostModel::CostModel(const SocProfile& soc, NpuDType dtype, int64_t cores, const CostConstants& constants)
@@ -103,7 +132,9 @@ int64_t CostModel::tileBufferBytes(const MacOpShape& s, const Tiling& tiling, Np
   PaddedMacShape p = padded(s, t);
   int64_t b = npuDTypeBytes(t);
   int64_t input = s.inputRows(tiling.tile_rows) * s.in_w * inputChannelsPerBlock(s, p, tiling.oc_block) * b;
-  int64_t weights = tiling.oc_block * (weightElementsPerOc(s, p) * b + (s.has_bias ? kBiasBytes : 0));
+  const auto weights = static_cast<int64_t>(std::ceil(
+      static_cast<double>(tiling.oc_block) *
+      (static_cast<double>(weightElementsPerOc(s, p)) * weightBytes(t) + (s.has_bias ? biasBytes(t) : 0))));
   int64_t output = tiling.tile_rows * s.out_w * tiling.oc_block * b;
   return input + weights + output;
 }
@@ -127,7 +158,8 @@ TaskCost CostModel::macTask(const MacOpShape& s, const Tiling& tiling, NpuDType 
       static_cast<double>((bands - 1) * s.inputRows(tiling.tile_rows) + s.inputRows(last_rows)) *
       static_cast<double>(s.in_w * p.in_c_stored * s.batch) * b;
   double weights_once = static_cast<double>(p.out_c_compute) *
-                        (static_cast<double>(weightElementsPerOc(s, p)) * b + (s.has_bias ? kBiasBytes : 0));
+                        (static_cast<double>(weightElementsPerOc(s, p)) * weightBytes(t) +
+                         static_cast<double>(s.has_bias ? biasBytes(t) : 0));
   bool refetch_inputs = oc_tiles > 1 && !tiling.spatial_outer && s.group == 1 && !s.depthwise;
   bool refetch_weights = oc_tiles > 1 && tiling.spatial_outer;
   double input_bytes = input_once * (refetch_inputs ? static_cast<double>(oc_tiles) : 1.0);

@@ -19,11 +19,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "perf/cost_constants.h"
 #include "perf/mac_shape.h"
 #include "perf/op_classes.h"
+#include "quant/quant_scheme.h"
 #include "target/soc_profile.h"
 
 namespace npuc::perf {
@@ -76,6 +78,23 @@ struct PaddedMacShape {
   int64_t oc_align = 0;       // block granularity of output channels
 };
 
+// How a quantized build stores the weights and biases of the MAC tasks computing in `dtype` (the
+// scheme's activation type: int8 for w8a8, int16 for the a16 schemes); tasks in another dtype (FP16
+// hybrid layers) store theirs in their own dtype. w4a16 weights take half a byte plus one u8 group
+// multiplier per `group` elements (assumed: RKNN publishes no w4a16 rate or layout, so the array
+// is taken to run w4a16 at the 16-bit rate and to read the weights as packed in the blob).
+struct WeightFormat {
+  NpuDType dtype = NpuDType::Int8;
+  int weight_bits = 8;
+  int64_t group = 0;                // w4a16's quantized_method group; 0 ungrouped
+  int64_t bias_bytes = kBiasBytes;  // int64 biases (every scheme but w8a8) take 8
+  // The format of a build quantized with `s`.
+  static WeightFormat of(const quant::QuantScheme& s);
+  // Weight bytes per element (int4: 0.5 + 1 / group).
+  double weightBytes() const;
+  std::string signature() const;  // for the tiling cache key
+};
+
 class CostModel {
  public:
   // `cores`: NPU cores one task is spread over (1 in single-core mode). ConfigError when the
@@ -86,6 +105,13 @@ class CostModel {
   NpuDType dtype() const { return dtype_; }
   int64_t cores() const { return cores_; }
   const CostConstants& constants() const { return constants_; }
+  // A quantized build's weight storage (default: every dtype stores weights in its own size and
+  // int32 biases, which is w8a8 and FP16).
+  void setWeightFormat(const WeightFormat& f) { weight_format_ = f; }
+  const std::optional<WeightFormat>& weightFormat() const { return weight_format_; }
+  // Bytes of one weight element / one bias element of a MAC task computing in `t`.
+  double weightBytes(NpuDType t) const;
+  int64_t biasBytes(NpuDType t) const;
   double clockHz() const { return static_cast<double>(soc_->npu.clock_mhz) * 1e6; }
   double sustainedDdrBytesPerCycle() const {
     return soc_->npu.ddr_bytes_per_cycle * soc_->npu.ddr_efficiency;
@@ -128,6 +154,7 @@ class CostModel {
   NpuDType dtype_;
   int64_t cores_;
   CostConstants constants_;
+  std::optional<WeightFormat> weight_format_;
 };
 
 }  // namespace npuc::perf

@@ -47,7 +47,9 @@ class Evaluator {
         soc_(soc),
         options_(options),
         model_(soc, options.dtype, options.single_core_mode ? 1 : soc.npu.cores, options.constants),
-        cache_(cache) {}
+        cache_(cache) {
+    if (options.scheme) model_.setWeightFormat(WeightFormat::of(*options.scheme));
+  }
 
   // The model as it would compile: the SoC's partition and fusion groups, per-op dtypes.
   PerfReport run() {
@@ -72,6 +74,9 @@ class Evaluator {
     PerfReport report;
     report.soc = soc_.name;
     report.dtype = npuDTypeName(options_.dtype);
+    // A scheme other than w8a8 is named too: "int16 (w4a16 group128)".
+    if (options_.scheme && options_.scheme->dtype != quant::SchemeDType::W8A8)
+      report.dtype += " (" + quant::describeScheme(*options_.scheme) + ")";
     report.cores = model_.cores();
     report.clock_mhz = static_cast<double>(soc_.npu.clock_mhz);
     report.warnings = placement.warnings;

@@ -3,11 +3,14 @@
 // every CPU op with the CPU model plus its hand-overs, and collect the rows of a PerfReport.
 #pragma once
 
+#include <optional>
+
 #include "ir/graph.h"
 #include "perf/cost_constants.h"
 #include "perf/perf_report.h"
 #include "perf/task_grouping.h"
 #include "perf/tiling.h"
+#include "quant/quant_scheme.h"
 #include "target/partition.h"
 #include "target/soc_profile.h"
 
@@ -19,6 +22,9 @@ struct PerfOptions {
   // over all cores while sharing the DDR bandwidth.
   bool single_core_mode = false;
   NpuDType dtype = NpuDType::Int8;
+  // A quantized build's scheme (quantized_dtype): how its MAC tasks store weights and biases
+  // (WeightFormat). Unset: weights in each task's dtype, int32 biases (w8a8 and float builds).
+  std::optional<quant::QuantScheme> scheme;
   // The cost model's structural constants (defaults: docs/perf_model.md); changed by the fit only.
   CostConstants constants;
 };

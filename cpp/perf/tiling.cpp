@@ -89,7 +89,8 @@ Digest128 tilingKey(const CostModel& model, const MacOpShape& shape, NpuDType t)
   std::ostringstream s;
   s << shape.signature() << '|' << npuDTypeName(t) << '|' << model.cores() << '|' << npu.onchip_buffer_bytes
     << ',' << model.soc().macsPerCycle(t) << ',' << npu.ddr_bytes_per_cycle << ',' << npu.ddr_efficiency
-    << '|' << model.constants().signature() << '|';
+    << '|' << model.constants().signature() << '|'
+    << (model.weightFormat() ? model.weightFormat()->signature() : std::string("-")) << '|';
   for (AlignmentRole r :
        {AlignmentRole::ConvInput, AlignmentRole::ConvOutput, AlignmentRole::Depthwise, AlignmentRole::Other})
     s << model.soc().alignment(t, r) << ',';

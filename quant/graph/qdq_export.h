@@ -11,6 +11,14 @@
 //                 through Cast(float16) -> Cast(float), the half rounding the simulator applies;
 //   npuc ops      expanded to standard ops (standard_op_expansion.h); ConvAct is refused.
 //
+// Plans of the other quantized dtypes (docs/quantization.md "QDQ export of the dtypes"; opset 21,
+// IR version 10, as soon as one int16 or int4 tensor is written; a w8a8 plan stays opset 13):
+//   int16         activations and w16a16i weights: Q/DQ with int16 zero points;
+//   int4          w4a16 weights: INT4 initializers + DequantizeLinear, grouped ones blocked
+//                 (block_size along the reduction axis, block scale float(scales[c] * m)); a
+//                 Conv whose groups do not cover whole kernel windows: the float weight instead;
+//   int64 biases  the float32 of q * s_in * s_w[c] (DequantizeLinear reads no int64).
+//
 // The graph is written by the ordinary ONNX exporter (cpp/frontend/onnx_export.h).
 #pragma once
 #include <memory>

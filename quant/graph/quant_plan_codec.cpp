@@ -6,6 +6,7 @@
 
 #include "blob/blob_limits.h"
 #include "blob/byte_io.h"
+#include "common/error.h"
 
 namespace npuc::quant {
 
@@ -18,14 +19,51 @@ using blob::kMaxNameBytes;
 constexpr uint8_t kZeroPointsStored = 0;   // u32 count, then count x i32
 constexpr uint8_t kZeroPointsAllZero = 1;  // none stored: one 0 per scale
 
+// Codec 3: whether an entry is a grouped weight.
+constexpr uint8_t kNotGrouped = 0;
+constexpr uint8_t kGrouped = 1;  // i64 group_size, u32 count, count x u8 multiplier
+
 uint8_t dtypeCode(QuantDType t) {
   return static_cast<uint8_t>(t);
 }
 
-QuantDType dtypeFromCode(uint8_t code, const blob::ByteReader& r) {
-  if (code > static_cast<uint8_t>(QuantDType::Float16))
-    r.fail(fmt::format("unknown quantized dtype code {}", code));
+// Codes 0-2 (Int8, Int32, Float16) exist since codec 1; Int16, Int4 and Int64 since codec 3.
+QuantDType dtypeFromCode(uint8_t code, uint32_t version, const blob::ByteReader& r) {
+  const QuantDType last = version >= 3 ? QuantDType::Int64 : QuantDType::Float16;
+  if (code > static_cast<uint8_t>(last))
+    r.fail(fmt::format("unknown quantized dtype code {} (codec version {})", code, version));
   return static_cast<QuantDType>(code);
+}
+
+QuantScheme decodeScheme(blob::ByteReader& r) {
+  const uint8_t code = r.u8("quantized dtype (scheme)");
+  const int64_t group = r.i64("weight group");
+  if (code > static_cast<uint8_t>(SchemeDType::W4A16))
+    r.fail(fmt::format("quantized dtype (scheme) code {} is invalid", code));
+  try {
+    return QuantScheme::of(static_cast<SchemeDType>(code), group);
+  } catch (const ConfigError& e) {
+    r.fail(e.what());
+  }
+}
+
+void decodeGroups(blob::ByteReader& r, const std::string& name, TensorQuant& q) {
+  const uint8_t kind = r.u8("weight grouping flag");
+  if (kind == kNotGrouped) return;
+  if (kind != kGrouped) r.fail(fmt::format("tensor '{}': weight grouping flag {} is invalid", name, kind));
+  q.group_size = r.i64("weight group size");
+  if (q.group_size < 1)
+    r.fail(fmt::format("tensor '{}': weight group size {} is invalid", name, q.group_size));
+  const uint32_t n = r.count("group multipliers", 1);
+  // One multiplier per (channel, group): a whole number of groups per channel.
+  if (n == 0 || n % q.scales.size() != 0)
+    r.fail(fmt::format("tensor '{}': {} group multipliers for {} channels", name, n, q.scales.size()));
+  q.group_multipliers.reserve(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint8_t m = r.u8("group multiplier");
+    if (m == 0) r.fail(fmt::format("tensor '{}': group multiplier 0 (they are in [1, 255])", name));
+    q.group_multipliers.push_back(m);
+  }
 }
 
 }  // namespace
@@ -34,6 +72,8 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
   blob::ByteWriter w;
   w.u32(kQuantPlanCodecVersion);
   w.u8(plan.weight_granularity == WeightGranularity::PerChannel ? 1 : 0);
+  w.u8(static_cast<uint8_t>(plan.scheme.dtype));
+  w.i64(plan.scheme.weight_group);
   w.count(plan.tensors.size(), "quantized tensors");
   for (const auto& [name, q] : plan.tensors) {
     w.str(name, kMaxNameBytes, "quantized tensor name");
@@ -48,6 +88,18 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
     if (!all_zero || q.zero_points.size() != q.scales.size()) {
       w.count(q.zero_points.size(), "zero points");
       for (int32_t z : q.zero_points) w.i32(z);
+    }
+    if (q.group_size == 0 && q.group_multipliers.empty()) {
+      w.u8(kNotGrouped);
+      continue;
+    }
+    w.u8(kGrouped);
+    w.i64(q.group_size);
+    w.count(q.group_multipliers.size(), "group multipliers");
+    for (int32_t m : q.group_multipliers) {
+      if (m < 1 || m > 255)
+        throw ConfigError(fmt::format("tensor '{}': group multiplier {} is outside [1, 255]", name, m));
+      w.u8(static_cast<uint8_t>(m));
     }
   }
   w.count(plan.nodes.size(), "node precisions");
@@ -70,13 +122,14 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
   const uint8_t granularity = r.u8("weight granularity");
   if (granularity > 1) r.fail(fmt::format("weight granularity code {} is invalid", granularity));
   plan.weight_granularity = granularity ? WeightGranularity::PerChannel : WeightGranularity::PerTensor;
+  if (version >= 3) plan.scheme = decodeScheme(r);  // older payloads are w8a8 plans
   // Each tensor entry takes at least: name length (4) + dtype (1) + axis (8) + a count (4) + the
-  // zero-point flag (1, codec 2) or count (4, codec 1).
-  const uint32_t n_tensors = r.count("quantized tensors", version == 1 ? 21 : 18);
+  // zero-point flag (1, codec 2) or count (4, codec 1) + the grouping flag (1, codec 3).
+  const uint32_t n_tensors = r.count("quantized tensors", version == 1 ? 21 : version == 2 ? 18 : 19);
   for (uint32_t i = 0; i < n_tensors; ++i) {
     std::string name = r.str("tensor name", kMaxNameBytes);
     TensorQuant q;
-    q.dtype = dtypeFromCode(r.u8("tensor dtype"), r);
+    q.dtype = dtypeFromCode(r.u8("tensor dtype"), version, r);
     q.axis = r.i64("quantization axis");
     if (q.axis < -1) r.fail(fmt::format("tensor '{}': axis {} is invalid", name, q.axis));
     const uint32_t n_scales = r.count("scales", 4);
@@ -98,6 +151,7 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
       r.fail(fmt::format("tensor '{}': {} scales and {} zero points do not describe axis {}", name,
                          q.scales.size(), q.zero_points.size(), q.axis));
     }
+    if (version >= 3) decodeGroups(r, name, q);
     if (!plan.tensors.emplace(std::move(name), std::move(q)).second) r.fail("a tensor is listed twice");
   }
   const uint32_t n_nodes = r.count("node precisions", 5);

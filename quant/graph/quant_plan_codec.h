@@ -9,10 +9,13 @@
 
 namespace npuc::quant {
 
-// Format version of the payload the encoder writes. 2 (blob format 2.0): an entry whose zero
-// points are all zero (every weight and bias entry: they are symmetric) stores a flag instead of
-// them. decodeQuantPlan also reads 1 (blob format 1.2: every zero point stored) and refuses others.
-constexpr uint32_t kQuantPlanCodecVersion = 2;
+// Format version of the payload the encoder writes. 3 (blob format 2.1): the plan's scheme
+// (quantized_dtype, weight group) after the granularity, the dtype codes Int16 / Int4 / Int64, and
+// per entry a grouping flag (then group_size and the u8 group multipliers). 2 (blob format 2.0): an
+// entry whose zero points are all zero (every weight and bias entry: they are symmetric) stores a
+// flag instead of them. decodeQuantPlan also reads 2 and 1 (blob format 1.2: every zero point
+// stored), both as w8a8 plans, and refuses others.
+constexpr uint32_t kQuantPlanCodecVersion = 3;
 constexpr uint32_t kOldestQuantPlanCodecVersion = 1;
 
 // Encodes what the simulator needs: granularity, per-value parameters and per-node precision.

@@ -16,12 +16,51 @@
 #include <memory>
 #include <random>
 
+#include "compile/compile_options.h"
 #include "ir/graph.h"
 #include "quant/graph/quant_plan.h"
 #include "quant/graph/quantizer.h"
 #include "quant_test_util.h"
+#include "target/soc_profile.h"
 
 namespace npuc::testing {
+
+// rk3588's profile with every quantized dtype in its quantized_dtypes (the real one lists w8a8 only),
+// so that one SoC's rates compare every scheme; the compile driver accepts it because it checks the
+// profile it is given. `soc` other than rk3588: the catalogue's profile as is.
+inline const SocProfile& dtypeTestSoc(const std::string& soc = "rk3588") {
+  static const SocProfile every_dtype = [] {
+    for (size_t i = 0; i < kEmbeddedSocProfiles_count; ++i) {
+      if (!kEmbeddedSocProfiles[i].text) continue;
+      std::string text = kEmbeddedSocProfiles[i].text;
+      const std::string line = "quantized_dtypes: [w8a8]\n";
+      const size_t at = text.find(line);
+      if (!kEmbeddedSocProfiles[i].name || std::string(kEmbeddedSocProfiles[i].name) != "rk3588.yaml" ||
+          at == std::string::npos)
+        continue;
+      text.replace(at, line.size(), "quantized_dtypes: [w8a8, w8a16, w16a16i, w16a16i_dfp, w4a16]\n");
+      return parseSocProfile(text, "rk3588-every-dtype.yaml");
+    }
+    throw Error("the embedded rk3588 profile no longer lists quantized_dtypes: [w8a8]");
+  }();
+  return soc == "rk3588" ? every_dtype : socProfile(soc);
+}
+
+// Compile options that record `scheme` (the compile driver refuses options that disagree with the
+// plan's scheme).
+inline CompileOptions quantizedOptions(const quant::QuantScheme& scheme) {
+  CompileOptions o;
+  o.quantized = true;
+  o.quantized_dtype = scheme.dtype;
+  switch (scheme.weight_group) {
+    case 32: o.quantized_method = QuantMethod::Group32; break;
+    case 64: o.quantized_method = QuantMethod::Group64; break;
+    case 128: o.quantized_method = QuantMethod::Group128; break;
+    case 256: o.quantized_method = QuantMethod::Group256; break;
+    default: break;
+  }
+  return o;
+}
 
 // x [1, 64, 4, 4] -> Conv c1 1x1 (+bias, 32 out) -> Relu -> Conv c2 3x3 (64 out) ->
 // GlobalAveragePool -> Flatten -> Gemm fc [64, 10] (+bias). Reductions: 64, 288, 64.

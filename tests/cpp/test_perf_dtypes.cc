@@ -43,9 +43,7 @@ CompiledModel compiledWith(const std::shared_ptr<Graph>& g, const QuantScheme& s
                            quant::QuantPlan& plan) {
   if (scheme.weight_group > 0) testing::zeroGroupsWithMultipliers(*g, scheme.weight_group);
   plan = testing::handPlan(*g, testing::calibratedPlan(*g), scheme);
-  CompileOptions o;
-  o.quantized = true;
-  return compileModel(g, &plan, socProfile(soc), o);
+  return compileModel(g, &plan, testing::dtypeTestSoc(soc), testing::quantizedOptions(scheme));
 }
 
 struct Costed {

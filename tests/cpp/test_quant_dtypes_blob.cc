@@ -60,9 +60,7 @@ Built build(const QuantScheme& scheme, const std::string& soc = "rk3588") {
   b.graph = testing::dtypeTestGraph();
   if (scheme.weight_group > 0) testing::zeroGroupsWithMultipliers(*b.graph, scheme.weight_group);
   b.plan = testing::handPlan(*b.graph, testing::calibratedPlan(*b.graph), scheme);
-  CompileOptions o;
-  o.quantized = true;
-  b.model = compileModel(b.graph, &b.plan, socProfile(soc), o);
+  b.model = compileModel(b.graph, &b.plan, testing::dtypeTestSoc(soc), testing::quantizedOptions(scheme));
   return b;
 }
 

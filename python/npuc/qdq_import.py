@@ -1,0 +1,63 @@
+"""Already-quantized ONNX models (QDQ / QAT exports, ONNX Runtime static quantization, npuc's own
+``export_onnx``): what ``Toolkit.load_onnx`` and ``Toolkit.build`` do with them.
+
+``recognize(model)`` strips the QuantizeLinear / DequantizeLinear pairs into a float model that
+carries the scales and zero points they gave; ``build(...)`` quantizes the optimized graph from
+them (no dataset needed; a dataset calibrates only what the file lacks). The rules, the mapping
+table and the measured figures are docs/qdq_import.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from npuc import _npuc
+from npuc._npuc import Model, QuantizedModel
+
+__all__ = ["is_imported_qdq", "recognize", "build"]
+
+
+def is_imported_qdq(model: Optional[Model]) -> bool:
+    """True for a model ``recognize`` produced (it carries given quantization parameters)."""
+    return model is not None and bool(_npuc.qdq_counts(model))
+
+
+def recognize(model: Model, log: logging.Logger) -> Model:
+    """`model` itself, or its float form with the given parameters when it is a QDQ model.
+
+    Raises:
+        UnsupportedOpError: a Q/DQ pattern npuc cannot map, naming the node and the pattern.
+    """
+    if not _npuc.is_qdq_model(model):
+        return model
+    imported = _npuc.import_qdq(model)
+    counts = _npuc.qdq_counts(imported)
+    shifted = f", {counts['uint8_shifted']} uint8 mapped to int8 (zero point - 128)" if counts["uint8_shifted"] else ""
+    log.info("load_onnx: QDQ model: %d activation pair(s) and %d quantized constant(s) kept as given parameters%s",
+             counts["activations"], counts["constants"], shifted)
+    return imported
+
+
+def build(
+    optimized: Model,
+    source: Model,
+    method: str,
+    strict: bool,
+    ranges: Optional[Dict[str, Tuple[float, float]]],
+    hybrid_layers: Optional[Sequence[str]],
+    log: logging.Logger,
+) -> Tuple[QuantizedModel, Dict[str, Any]]:
+    """The INT8 simulator of `optimized` (the optimizer's output for `source`) from the given parameters.
+
+    Args:
+        ranges: calibrated ranges for the activations the file gives no parameters (None: none;
+            an activation left without parameters is then refused by name).
+        strict: refuse (ConfigError) a weight that cannot be kept exactly (asymmetric, -128, scales
+            along another axis) instead of requantizing it and reporting the error.
+    """
+    quantized, report = _npuc.quantize_given(optimized, source, method, strict, dict(ranges or {}),
+                                             list(hybrid_layers or []))
+    for warning in quantized.warnings:
+        log.warning("quantization: %s", warning)
+    return quantized, report

@@ -60,7 +60,7 @@ py::tuple quantizeGiven(const Model& model, const Model& source, const std::stri
   {
     py::gil_scoped_release release;
     quant::separateSharedParameters(*graph);
-    fit = quant::fitGivenParameters(*graph, source.qdq->given, source.qdq->integers, strict);
+    fit = quant::fitGivenParameters(*graph, source.graph(), source.qdq->given, source.qdq->integers, strict);
     opts.given = fit.given;
     // Nodes the file runs in FP16 (Cast(float16) pairs around them) stay FP16 where they survived
     // the optimizer; the rest of the classification is npuc's own, as in the build that exported them.
@@ -82,6 +82,7 @@ py::tuple quantizeGiven(const Model& model, const Model& source, const std::stri
   }
   py::dict report;
   report["kept"] = fit.kept;
+  report["rekeyed"] = fit.rekeyed;
   report["dropped_missing"] = fit.dropped_missing;
   report["dropped_changed"] = fit.dropped_changed;
   report["requantized"] = fit.requantized;

@@ -51,15 +51,20 @@ bool unchanged(const Value* v, const TensorQuant& t, const Tensor& ints) {
 
 class Fitter {
  public:
-  Fitter(const Graph& g, const std::map<std::string, TensorQuant>& given,
+  Fitter(const Graph& g, const Graph& source, const std::map<std::string, TensorQuant>& given,
          const std::map<std::string, Tensor>& integers, bool strict)
-      : g_(g), given_(given), integers_(integers), strict_(strict) {}
+      : g_(g), source_(source), given_(given), integers_(integers), strict_(strict) {}
 
   GivenFit run() {
     for (const auto& [name, t] : given_) {
       const Value* v = g_.findValue(name);
       if (!v) {
-        ++out_.dropped_missing;
+        if (const Value* renamed = rekeyed(name, t)) {
+          out_.given[renamed->name()] = t;
+          ++out_.rekeyed;
+        } else {
+          ++out_.dropped_missing;
+        }
         continue;
       }
       if (!v->isConstant()) {
@@ -86,6 +91,28 @@ class Fitter {
   }
 
  private:
+  // The activation of `graph` that stands where the source's value `name` stood: read by the same
+  // node at the same input, or at the same graph-output position; null if none or ambiguous.
+  const Value* rekeyed(const std::string& name, const TensorQuant& t) const {
+    const Value* old = source_.findValue(name);
+    if (!old || old->isConstant() || !t.isPerTensor()) return nullptr;
+    const Value* found = nullptr;
+    auto take = [&](const Value* v) {
+      if (!v || v->isConstant() || v->dtype() != DType::Float32 || given_.count(v->name())) return true;
+      if (found && found != v) return false;
+      found = v;
+      return true;
+    };
+    for (const Use& u : old->uses()) {
+      const Node* reader = g_.findNode(u.user->name());
+      if (reader && reader->opType() == u.user->opType() && !take(reader->input(u.index))) return nullptr;
+    }
+    const auto& outs = source_.outputs();
+    for (size_t i = 0; i < outs.size() && i < g_.outputs().size(); ++i)
+      if (outs[i] == old && !take(g_.outputs()[i])) return nullptr;
+    return found;
+  }
+
   void keep(const std::string& name, const TensorQuant& t) {
     out_.given[name] = t;
     ++out_.kept;
@@ -176,6 +203,7 @@ class Fitter {
   }
 
   const Graph& g_;
+  const Graph& source_;
   const std::map<std::string, TensorQuant>& given_;
   const std::map<std::string, Tensor>& integers_;
   bool strict_;
@@ -184,9 +212,10 @@ class Fitter {
 
 }  // namespace
 
-GivenFit fitGivenParameters(const Graph& graph, const std::map<std::string, TensorQuant>& given,
+GivenFit fitGivenParameters(const Graph& graph, const Graph& source,
+                            const std::map<std::string, TensorQuant>& given,
                             const std::map<std::string, Tensor>& integers, bool strict) {
-  return Fitter(graph, given, integers, strict).run();
+  return Fitter(graph, source, given, integers, strict).run();
 }
 
 const TensorQuant* givenActivation(const QuantizerOptions& options, const std::string& value,

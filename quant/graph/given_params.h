@@ -24,14 +24,20 @@ namespace npuc::quant {
 struct GivenFit {
   std::map<std::string, TensorQuant> given;  // the entries the quantizer may take
   std::vector<std::string> notes;            // one line per entry dropped or changed, with why
-  int64_t kept = 0, dropped_missing = 0, dropped_changed = 0, requantized = 0;
+  int64_t kept = 0, rekeyed = 0, dropped_missing = 0, dropped_changed = 0, requantized = 0;
   // Bias integers the build does not reproduce bit for bit (reported in notes).
   int64_t inexact_biases = 0;
 };
 
-// Matches `given` (and the file's integers) to `graph` (separateSharedParameters done). Throws
-// ConfigError naming the tensor and the error when `strict` and a weight cannot be kept exactly.
-GivenFit fitGivenParameters(const Graph& graph, const std::map<std::string, TensorQuant>& given,
+// Matches `given` (and the file's integers) to `graph` (separateSharedParameters done), `source`
+// being the graph the entries were keyed on (before the optimizer). Throws ConfigError naming the
+// tensor and the error when `strict` and a weight cannot be kept exactly.
+//
+// An activation a fusion renamed (Split + Sigmoid + Mul fused back into GLU gives the output a
+// new name) is re-keyed through its readers: the value a surviving reader node (same name) reads
+// at the same input index, or the graph output at the same position, takes the entry.
+GivenFit fitGivenParameters(const Graph& graph, const Graph& source,
+                            const std::map<std::string, TensorQuant>& given,
                             const std::map<std::string, Tensor>& integers, bool strict);
 
 // For the quantizer: the given parameters of activation `value`, else of `range_of` (the value

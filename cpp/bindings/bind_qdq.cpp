@@ -9,6 +9,10 @@
 #include "bindings/model.h"
 #include "bindings/quantized_model.h"
 #include "common/error.h"
+#include "frontend/import_options.h"
+#include "frontend/onnx_import.h"
+#include "frontend/shape_inference.h"
+#include "opset/custom_ops.h"
 #include "quant/graph/given_params.h"
 #include "quant/graph/op_quant_class.h"
 #include "quant/graph/qdq_import.h"
@@ -17,6 +21,39 @@
 namespace npuc::bindings {
 
 namespace {
+
+// Parses without the inference tail, strips a QDQ model's Q/DQ nodes while the weights are still
+// integer initializers, then runs the tail (shape inference and folding, static shapes, op
+// support) as Model.load does.
+Model loadOnnx(const py::object& source, const std::vector<std::string>& input_names,
+               const std::vector<std::vector<int64_t>>& input_sizes,
+               const std::vector<std::string>& output_names, std::shared_ptr<CustomOpSet> custom_ops) {
+  ImportOptions opts;
+  opts.custom_ops = std::move(custom_ops);
+  opts.input_names = input_names;
+  opts.input_sizes.assign(input_sizes.begin(), input_sizes.end());
+  opts.output_names = output_names;
+  opts.infer_shapes = false;
+  const bool bytes = py::isinstance<py::bytes>(source);
+  const std::string text = bytes ? std::string(py::bytes(source)) : py::str(source).cast<std::string>();
+  std::shared_ptr<quant::QdqImport> imp;
+  std::unique_ptr<Graph> g;
+  {
+    py::gil_scoped_release release;
+    g = bytes ? importOnnxBytes(text, opts) : importOnnxFile(text, opts);
+    if (quant::isQdqModel(*g)) imp = std::make_shared<quant::QdqImport>(quant::stripQdq(*g));
+    try {
+      inferShapesAndFold(*g, opts.fold_limit_bytes);
+    } catch (const ShapeError& e) {
+      throw ShapeError(e.what() + dynamicInputHint(*g));
+    }
+    requireStaticShapes(*g);
+    checkOpsSupported(*g);
+  }
+  Model out(std::shared_ptr<const Graph>(std::move(g)));
+  out.qdq = std::move(imp);
+  return out;
+}
 
 Model importQdqModel(const Model& model) {
   std::shared_ptr<quant::QdqImport> imp;
@@ -98,6 +135,13 @@ void bindQdq(py::module_& m) {
   m.def(
       "is_qdq_model", [](const Model& model) { return quant::isQdqModel(model.graph()); }, py::arg("model"),
       "True when the model holds QuantizeLinear, DequantizeLinear, QLinearConv or QLinearMatMul nodes.");
+  m.def(
+      "load_onnx", &loadOnnx, py::arg("source"), py::arg("input_names") = std::vector<std::string>{},
+      py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
+      py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
+      "Model.load (a path) or Model.from_bytes (bytes), recognizing a QDQ model: its Q/DQ nodes are stripped "
+      "before constant folding, the given parameters kept with the model (qdq_params). Raises "
+      "UnsupportedOpError naming the node and the pattern npuc cannot map.");
   m.def(
       "import_qdq", &importQdqModel, py::arg("model"),
       "The float model of a QDQ model, carrying the scales and zero points its Q/DQ nodes gave (qdq_params). "

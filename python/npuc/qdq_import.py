@@ -1,7 +1,7 @@
 """Already-quantized ONNX models (QDQ / QAT exports, ONNX Runtime static quantization, npuc's own
 ``export_onnx``): what ``Toolkit.load_onnx`` and ``Toolkit.build`` do with them.
 
-``recognize(model)`` strips the QuantizeLinear / DequantizeLinear pairs into a float model that
+``load(...)`` strips the QuantizeLinear / DequantizeLinear pairs into a float model that
 carries the scales and zero points they gave; ``build(...)`` quantizes the optimized graph from
 them (no dataset needed; a dataset calibrates only what the file lacks). The rules, the mapping
 table and the measured figures are docs/qdq_import.md.
@@ -10,12 +10,12 @@ table and the measured figures are docs/qdq_import.md.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from npuc import _npuc
 from npuc._npuc import Model, QuantizedModel
 
-__all__ = ["is_imported_qdq", "recognize", "build"]
+__all__ = ["is_imported_qdq", "load", "build"]
 
 
 def is_imported_qdq(model: Optional[Model]) -> bool:
@@ -23,20 +23,28 @@ def is_imported_qdq(model: Optional[Model]) -> bool:
     return model is not None and bool(_npuc.qdq_counts(model))
 
 
-def recognize(model: Model, log: logging.Logger) -> Model:
-    """`model` itself, or its float form with the given parameters when it is a QDQ model.
+def load(
+    source: Union[str, bytes],
+    inputs: Sequence[str],
+    sizes: Sequence[Sequence[int]],
+    outputs: Sequence[str],
+    custom_ops: Optional[Any],
+    log: logging.Logger,
+) -> Model:
+    """``Model.load`` (a path) or ``Model.from_bytes`` (bytes) recognizing a QDQ model: its Q/DQ
+    nodes are stripped before constant folding (which would make its int8 weights float) and the
+    parameters they gave are kept with the model.
 
     Raises:
         UnsupportedOpError: a Q/DQ pattern npuc cannot map, naming the node and the pattern.
     """
-    if not _npuc.is_qdq_model(model):
-        return model
-    imported = _npuc.import_qdq(model)
-    counts = _npuc.qdq_counts(imported)
-    shifted = f", {counts['uint8_shifted']} uint8 mapped to int8 (zero point - 128)" if counts["uint8_shifted"] else ""
-    log.info("load_onnx: QDQ model: %d activation pair(s) and %d quantized constant(s) kept as given parameters%s",
-             counts["activations"], counts["constants"], shifted)
-    return imported
+    model = _npuc.load_onnx(source, list(inputs), [list(s) for s in sizes], list(outputs), custom_ops)
+    counts = _npuc.qdq_counts(model)
+    if counts:
+        shifted = f", {counts['uint8_shifted']} uint8 mapped to int8 (zero point - 128)" if counts["uint8_shifted"] else ""
+        log.info("load_onnx: QDQ model: %d activation pair(s) and %d quantized constant(s) kept as given "
+                 "parameters%s", counts["activations"], counts["constants"], shifted)
+    return model
 
 
 def build(

@@ -292,15 +292,14 @@ class Toolkit(RknnOnlyCalls):
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
-            loaded = Model.from_bytes(bytes(model), names, sizes, outs, self._custom_set)
+            loaded = qdq_import.load(bytes(model), names, sizes, outs, self._custom_set, self._log)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
-            loaded = Model.load(path, names, sizes, outs, self._custom_set)
-        loaded = qdq_import.recognize(loaded, self._log)
+            loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, self._log)
         self._qdq_strict = qdq_strict
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None

@@ -117,7 +117,7 @@ struct ChannelIndex {
 
 class Importer {
  public:
-  explicit Importer(const Graph& g) : g_(g.clone()) {}
+  explicit Importer(Graph& g) : g_(&g) {}
 
   QdqImport run() {
     foldQLinear();
@@ -133,7 +133,6 @@ class Importer {
     for (Node* n : dqs) stripConstant(*n);
     g_->removeUnusedValues();
     g_->verify();
-    out_.graph = std::move(g_);
     return std::move(out_);
   }
 
@@ -164,15 +163,21 @@ class Importer {
       const std::string& op = n->opType();
       if (!n->domain().empty() || (op != "Identity" && op != "Cast" && op != "ConstantOfShape")) continue;
       Value* out = n->output(0);
-      if (out->isGraphOutput()) continue;
+      if (out->isGraphOutput() || !n->input(0)) continue;
       Value* in = n->input(0);
-      if (op == "Cast" && !in->isConstant() && n->attrs().i("to", 0) == static_cast<int64_t>(in->dtype()) &&
-          (in->dtype() == DType::Int8 || in->dtype() == DType::UInt8)) {
+      // Before shape inference a Q output is untyped: its type is the zero point's (uint8 without one).
+      DType in_type = in->dtype();
+      if (const Node* p = in->producer(); p && isQ(p))
+        in_type =
+            p->hasInput(2) && p->input(2)->isConstant() ? p->input(2)->constant().dtype() : DType::UInt8;
+      if (op == "Cast" && !in->isConstant() && n->attrs().i("to", 0) == static_cast<int64_t>(in_type) &&
+          (in_type == DType::Int8 || in_type == DType::UInt8)) {
         out->replaceAllUsesWith(in);  // the identity Cast between Q and DQ
         g_->eraseNode(n);
         continue;
       }
       if (!in || !in->isConstant()) continue;
+      inferNode(*n);  // the raw import has not typed the outputs yet
       std::vector<Tensor> results = evalNode(*n, {&in->constant()});
       Value* c = g_->addConstant(std::move(results.at(0)), g_->uniqueName(out->name() + "_folded"));
       out->replaceAllUsesWith(c);
@@ -191,7 +196,9 @@ class Importer {
   void stripHalfCasts() {
     std::vector<Node*> halves;
     for (Node* n : g_->nodes()) {
-      if (!isCastTo(n, DType::Float16) || n->input(0)->dtype() != DType::Float32 ||
+      // (Before shape inference intermediate values are untyped: Undefined counts as float.)
+      const DType in_type = n->input(0) ? n->input(0)->dtype() : DType::Undefined;
+      if (!isCastTo(n, DType::Float16) || (in_type != DType::Float32 && in_type != DType::Undefined) ||
           n->output(0)->isGraphOutput() || !n->output(0)->hasUses())
         continue;
       bool pair = true;
@@ -334,7 +341,7 @@ class Importer {
     return v;
   }
 
-  std::unique_ptr<Graph> g_;
+  Graph* g_;
   QdqImport out_;
 };
 
@@ -351,6 +358,13 @@ bool isQdqModel(const Graph& graph) {
 }
 
 QdqImport importQdq(const Graph& graph) {
+  std::unique_ptr<Graph> copy = graph.clone();
+  QdqImport out = Importer(*copy).run();
+  out.graph = std::move(copy);
+  return out;
+}
+
+QdqImport stripQdq(Graph& graph) {
   return Importer(graph).run();
 }
 

@@ -48,5 +48,9 @@ bool isQdqModel(const Graph& graph);
 // A float copy of `graph` and its given parameters. Throws UnsupportedOpError naming the node and
 // the pattern npuc cannot map.
 QdqImport importQdq(const Graph& graph);
+// The same in place (the result's graph is null). Meant for the raw import, before shape
+// inference and constant folding, which would turn DQ(int8 weights) into float weights and lose
+// the integers: the caller then runs the inference tail on the float graph.
+QdqImport stripQdq(Graph& graph);
 
 }  // namespace npuc::quant

@@ -316,6 +316,17 @@ class Importer {
     Value* f = addDequantized(ints, p, base);
     dq.output(0)->replaceAllUsesWith(f);
     g_->eraseNode(&dq);
+    // The float constant takes the integer one's name once that has no other reader.
+    if (g_->eraseIfUnusedConstant(c) && !g_->findValue(base)) rename(f, base);
+  }
+
+  void rename(Value* v, const std::string& name) {
+    const std::string old = v->name();
+    v->setName(name);
+    out_.given[name] = std::move(out_.given.at(old));
+    out_.given.erase(old);
+    out_.integers[name] = std::move(out_.integers.at(old));
+    out_.integers.erase(old);
   }
 
   // A float constant (q - z) * s and its given entry; `ints` holds q as stored.

@@ -6,7 +6,7 @@
   given parameters the build kept, how many the optimizer removed, requantized weights.
 * Peer: PyTorch FX post-training quantization (bench/quant_accuracy.py's models: torchvision
   resnet18 and mobilenet_v2, seeded, BatchNorm re-estimated on its synthetic images; its FX PTQ
-  with the onednn qconfig, 8 calibration images) exported with torch.onnx.export (Debian's torch
+  with the onednn qconfig, 8 calibration images; again with weights observed in [-127, 127]) exported with torch.onnx.export (Debian's torch
   1.13 writes QDQ: uint8 activations through Q -> Cast -> DQ, int8 per-channel weights, int32 biases
   whose zero point is a ConstantOfShape -> Cast chain). npuc's build(do_quantization=False) output
   against PyTorch's quantized model on EVAL images, in LSB of the output's scale.
@@ -73,7 +73,23 @@ def round_trip(name: str, folder: Path, tmp: Path) -> Dict[str, object]:
                                                         "inexact_biases")}}
 
 
-def peer(arch: str, tmp: Path) -> Dict[str, object]:
+def restricted_weight_mapping() -> object:
+    """The onednn mapping with weights observed in [-127, 127] (npuc's symmetric range) instead of
+    PyTorch's qint8 [-128, 127]: isolates the arithmetic from the -128 clamp."""
+    import torch
+    from torch.ao.quantization import PerChannelMinMaxObserver, QConfig, get_default_qconfig_mapping
+
+    mapping = get_default_qconfig_mapping("onednn")
+    weight = PerChannelMinMaxObserver.with_args(dtype=torch.qint8, qscheme=torch.per_channel_symmetric,
+                                                quant_min=-127, quant_max=127)
+    mapping.set_global(QConfig(activation=mapping.global_qconfig.activation, weight=weight))
+    for key, qconfig in list(mapping.object_type_qconfigs.items()):
+        if qconfig is not None:
+            mapping.object_type_qconfigs[key] = QConfig(activation=qconfig.activation, weight=weight)
+    return mapping
+
+
+def peer(arch: str, tmp: Path, mapping: str = "onednn") -> Dict[str, object]:
     import onnx
     import torch
     from onnx import numpy_helper
@@ -86,8 +102,9 @@ def peer(arch: str, tmp: Path) -> Dict[str, object]:
     model = bench.build(lambda i: torch.from_numpy(bn[i * qa.BN_BATCH_SIZE:(i + 1) * qa.BN_BATCH_SIZE]))
     calib = qa.synthetic_images(CALIB_IMAGES, size, qa.SEED_CALIB)
     evals = qa.synthetic_images(EVAL_IMAGES, size, qa.SEED_EVAL)
-    quantized = qa.torch_fx_ptq(model, calib, "onednn")
-    path = tmp / f"{arch}_fx_qdq.onnx"
+    qa.TORCH_MAPPINGS.setdefault("onednn_w127", ("onednn", restricted_weight_mapping))
+    quantized = qa.torch_fx_ptq(model, calib, mapping)
+    path = tmp / f"{arch}_{mapping}_fx_qdq.onnx"
     torch.onnx.export(quantized, torch.from_numpy(evals[:1]), str(path), opset_version=13,
                       input_names=["x"], output_names=["y"])
     proto = onnx.load(str(path))
@@ -136,12 +153,13 @@ def main() -> None:
         if args.skip_peer:
             return
         print()
-        print("| torch FX PTQ model | within 1 LSB | identical | max LSB | cosine | notes |")
-        print("|---|---|---|---|---|---|")
+        print("| torch FX PTQ model | weights | within 1 LSB | identical | max LSB | cosine | notes |")
+        print("|---|---|---|---|---|---|---|")
         for arch in args.peers:
-            r = peer(arch, tmp)
-            print(f"| {arch} | {100 * r['within_1_lsb']:.2f}% | {100 * r['identical']:.2f}% | {r['max_lsb']:.1f} | "
-                  f"{r['cosine']:.6f} | {r['notes']} |", flush=True)
+            for mapping, label in (("onednn", "qint8 default (-128 clamped)"), ("onednn_w127", "[-127, 127]")):
+                r = peer(arch, tmp, mapping)
+                print(f"| {arch} | {label} | {100 * r['within_1_lsb']:.2f}% | {100 * r['identical']:.2f}% | "
+                      f"{r['max_lsb']:.1f} | {r['cosine']:.6f} | {r['notes']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ class Importer {
   explicit Importer(Graph& g) : g_(&g) {}
 
   QdqImport run() {
+    g_->removeUnusedValues();  // dead initializers would take the names the float constants get back
     foldQLinear();
     foldParameterChains();
     stripHalfCasts();

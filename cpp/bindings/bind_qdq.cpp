@@ -9,6 +9,7 @@
 #include "bindings/model.h"
 #include "bindings/quantized_model.h"
 #include "common/error.h"
+#include "frontend/error_prefix.h"
 #include "frontend/import_options.h"
 #include "frontend/onnx_import.h"
 #include "frontend/shape_inference.h"
@@ -25,9 +26,11 @@ namespace {
 // Parses without the inference tail, strips a QDQ model's Q/DQ nodes while the weights are still
 // integer initializers, then runs the tail (shape inference and folding, static shapes, op
 // support) as Model.load does.
-Model loadOnnx(const py::object& source, const std::vector<std::string>& input_names,
-               const std::vector<std::vector<int64_t>>& input_sizes,
-               const std::vector<std::string>& output_names, std::shared_ptr<CustomOpSet> custom_ops) {
+py::tuple loadOnnx(const py::object& source, const std::vector<std::string>& input_names,
+                   const std::vector<std::vector<int64_t>>& input_sizes,
+                   const std::vector<std::string>& output_names, std::shared_ptr<CustomOpSet> custom_ops,
+                   bool strict) {
+  std::string not_imported;
   ImportOptions opts;
   opts.custom_ops = std::move(custom_ops);
   opts.input_names = input_names;
@@ -41,18 +44,34 @@ Model loadOnnx(const py::object& source, const std::vector<std::string>& input_n
   {
     py::gil_scoped_release release;
     g = bytes ? importOnnxBytes(text, opts) : importOnnxFile(text, opts);
-    if (quant::isQdqModel(*g)) imp = std::make_shared<quant::QdqImport>(quant::stripQdq(*g));
     try {
-      inferShapesAndFold(*g, opts.fold_limit_bytes);
-    } catch (const ShapeError& e) {
-      throw ShapeError(e.what() + dynamicInputHint(*g));
+      if (quant::isQdqModel(*g)) {
+        // On a copy: a pattern npuc cannot map leaves the model as it was (its Q/DQ nodes run as
+        // ops), unless strict.
+        std::unique_ptr<Graph> copy = g->clone();
+        try {
+          imp = std::make_shared<quant::QdqImport>(quant::stripQdq(*copy));
+          g = std::move(copy);
+        } catch (const UnsupportedOpError& e) {
+          if (strict) throw;
+          not_imported = e.what();
+        }
+      }
+      try {
+        inferShapesAndFold(*g, opts.fold_limit_bytes);
+      } catch (const ShapeError& e) {
+        throw ShapeError(e.what() + dynamicInputHint(*g));
+      }
+      requireStaticShapes(*g);
+      checkOpsSupported(*g);
+    } catch (const Error&) {
+      if (!bytes) rethrowWithPrefix(text + ": ");  // as importOnnxFile names the file
+      throw;
     }
-    requireStaticShapes(*g);
-    checkOpsSupported(*g);
   }
   Model out(std::shared_ptr<const Graph>(std::move(g)));
   out.qdq = std::move(imp);
-  return out;
+  return py::make_tuple(std::move(out), not_imported);
 }
 
 Model importQdqModel(const Model& model) {
@@ -139,9 +158,13 @@ void bindQdq(py::module_& m) {
       "load_onnx", &loadOnnx, py::arg("source"), py::arg("input_names") = std::vector<std::string>{},
       py::arg("input_sizes") = std::vector<std::vector<int64_t>>{},
       py::arg("output_names") = std::vector<std::string>{}, py::arg("custom_ops") = nullptr,
-      "Model.load (a path) or Model.from_bytes (bytes), recognizing a QDQ model: its Q/DQ nodes are stripped "
-      "before constant folding, the given parameters kept with the model (qdq_params). Raises "
-      "UnsupportedOpError naming the node and the pattern npuc cannot map.");
+      py::arg("strict") = false,
+      "(model, not_imported): Model.load (a path) or Model.from_bytes (bytes), recognizing a QDQ model: its "
+      "Q/DQ "
+      "nodes are stripped before constant folding, the given parameters kept with the model (qdq_params). A "
+      "pattern npuc cannot map leaves the model as loaded (Q/DQ as ops) with the reason in not_imported, "
+      "naming "
+      "the node and the pattern; strict raises it (UnsupportedOpError).");
   m.def(
       "import_qdq", &importQdqModel, py::arg("model"),
       "The float model of a QDQ model, carrying the scales and zero points its Q/DQ nodes gave (qdq_params). "

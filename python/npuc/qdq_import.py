@@ -29,16 +29,24 @@ def load(
     sizes: Sequence[Sequence[int]],
     outputs: Sequence[str],
     custom_ops: Optional[Any],
+    strict: bool,
     log: logging.Logger,
 ) -> Model:
     """``Model.load`` (a path) or ``Model.from_bytes`` (bytes) recognizing a QDQ model: its Q/DQ
     nodes are stripped before constant folding (which would make its int8 weights float) and the
     parameters they gave are kept with the model.
 
+    A Q/DQ pattern npuc cannot map leaves the model as loaded (its Q/DQ nodes run as ops and
+    ``build`` calibrates as for a float model) with a warning naming the node and the pattern.
+
     Raises:
-        UnsupportedOpError: a Q/DQ pattern npuc cannot map, naming the node and the pattern.
+        UnsupportedOpError: that pattern, when `strict` (``load_onnx(qdq_strict=True)``).
     """
-    model = _npuc.load_onnx(source, list(inputs), [list(s) for s in sizes], list(outputs), custom_ops)
+    model, not_imported = _npuc.load_onnx(source, list(inputs), [list(s) for s in sizes], list(outputs),
+                                          custom_ops, strict)
+    if not_imported:
+        log.warning("load_onnx: the model's Q/DQ nodes are kept as ops, not imported as given quantization "
+                    "parameters (load_onnx(qdq_strict=True) makes this an error): %s", not_imported)
     counts = _npuc.qdq_counts(model)
     if counts:
         shifted = f", {counts['uint8_shifted']} uint8 mapped to int8 (zero point - 128)" if counts["uint8_shifted"] else ""

@@ -274,9 +274,11 @@ class Toolkit(RknnOnlyCalls):
             inputs: names of the inputs ``input_size_list`` refers to (default: all, in order).
             input_size_list: one full shape per input, fixing dynamic dimensions.
             outputs: cut the model so these tensors are its outputs.
-            qdq_strict: for a QDQ model, refuse at build (ConfigError) a weight npuc cannot keep
-                exactly (asymmetric, holding -128, scales along another axis) instead of
-                requantizing it symmetric and reporting the error it makes.
+            qdq_strict: for a QDQ model, refuse a Q/DQ pattern npuc cannot map (UnsupportedOpError
+                naming the node and the pattern; by default the model then loads with its Q/DQ
+                nodes as ops, and a warning), and refuse at build (ConfigError) a weight npuc
+                cannot keep exactly (asymmetric, holding -128, scales along another axis) instead
+                of requantizing it symmetric and reporting the error it makes.
 
         Returns:
             0 on success.
@@ -284,7 +286,7 @@ class Toolkit(RknnOnlyCalls):
         Raises:
             ModelLoadError: the file is missing, unreadable or not a valid ONNX model.
             UnsupportedOpError, ShapeError, GraphError: the model cannot be compiled as it is
-                (a QDQ pattern npuc cannot map is named with its node).
+                (with ``qdq_strict``: a QDQ pattern npuc cannot map, named with its node).
         """
         qdq_strict = arg_check.flag("load_onnx", "qdq_strict", qdq_strict)
         names = arg_check.names("load_onnx", "inputs", inputs) or []
@@ -292,14 +294,14 @@ class Toolkit(RknnOnlyCalls):
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
-            loaded = qdq_import.load(bytes(model), names, sizes, outs, self._custom_set, self._log)
+            loaded = qdq_import.load(bytes(model), names, sizes, outs, self._custom_set, qdq_strict, self._log)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
-            loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, self._log)
+            loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, qdq_strict, self._log)
         self._qdq_strict = qdq_strict
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "frontend/shape_inference.h"
 #include "opset/eval.h"
 #include "passes/core/pass_manager.h"
 
@@ -143,6 +144,9 @@ class Importer {
     bool any = false;
     for (const Node* n : g_->nodes()) any |= n->opType() == "QLinearConv" || n->opType() == "QLinearMatMul";
     if (!any) return;
+    // The raw import is untyped and the pass infers the nodes it creates. Folding first is harmless
+    // here: QLinear ops read their int8 weights directly, not through DQ.
+    inferShapesAndFold(*g_);
     PassManagerOptions o;
     o.optimization_level = 3;
     o.record_match_failures = false;

@@ -12,7 +12,8 @@
   quantized model: 100% within 1 LSB with weights in [-127, 127]; 98.1% with PyTorch's default
   weight observer, whose -128 weights npuc clamps to -127 (reported). bench/qdq_import.py runs
   resnet18 and mobilenet_v2.
-* Errors: each pattern npuc cannot map names the node and the pattern.
+* Errors: each pattern npuc cannot map names the node and the pattern: an UnsupportedOpError under
+  load_onnx(qdq_strict=True), else a warning, the model loading with its Q/DQ nodes as ops.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def test_uint8_activations_map_to_int8_and_match_the_qdq_graph(tmp_path: Path) -
     """uint8 zero points become int8 ones minus 128; the build needs no dataset and equals the
     file's own QDQ computation (npuc's FP32 runtime running the Q/DQ ops) to the bit."""
     path = _save(_conv_qdq_model(), tmp_path)
-    imported = _npuc.load_onnx(str(path))
+    imported, not_imported = _npuc.load_onnx(str(path))
+    assert not_imported == ""
     params = _npuc.qdq_params(imported)
     # The Relu output takes the graph output's name "y" (the model's API).
     assert params["x"]["zero_points"] == [0] and params["y"]["zero_points"] == [-128]
@@ -203,12 +205,18 @@ def test_asymmetric_weights_are_requantized_and_reported_or_refused_when_strict(
 
 
 def _expect_refused(model: onnx.ModelProto, tmp_path: Path, node: str, pattern: str) -> None:
+    """Refused under qdq_strict; by default loaded with its Q/DQ nodes as ops and a warning that
+    names the same node and pattern."""
     path = _save(model, tmp_path)
     with npuc.Toolkit() as tk:
         with pytest.raises(npuc.UnsupportedOpError) as info:
-            tk.load_onnx(model=str(path))
+            tk.load_onnx(model=str(path), qdq_strict=True)
     message = str(info.value)
     assert f"node '{node}'" in message and f"pattern: {pattern}" in message, message
+    assert message.startswith(str(path)), message  # named with its file, like any load error
+    loaded, not_imported = _npuc.load_onnx(str(path))
+    assert f"node '{node}'" in not_imported and f"pattern: {pattern}" in not_imported
+    assert not _npuc.qdq_counts(loaded) and _npuc.is_qdq_model(loaded)  # Q/DQ kept as ops
 
 
 def test_a_computed_scale_is_refused_naming_the_node(tmp_path: Path) -> None:
@@ -256,7 +264,7 @@ def test_int16_qdq_is_refused_naming_the_node(tmp_path: Path) -> None:
     path = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), tmp_path)
     with npuc.Toolkit() as tk:
         with pytest.raises(npuc.NpucError) as info:
-            tk.load_onnx(model=str(path))
+            tk.load_onnx(model=str(path), qdq_strict=True)
     message = str(info.value)
     assert "q16" in message or "dq16" in message, message
     assert "int16" in message.lower(), message
@@ -320,7 +328,7 @@ def _torch_fx_qdq(tmp_path: Path, restricted: bool) -> Tuple[Path, np.ndarray, n
                       output_names=["y"])
     with torch.no_grad():
         want = np.stack([quantized(torch.from_numpy(xi)).numpy() for xi in x])
-    scale = next(s for s in _npuc.qdq_params(_npuc.load_onnx(str(path))).items() if s[0] == "y")[1]["scales"][0]
+    scale = next(s for s in _npuc.qdq_params(_npuc.load_onnx(str(path))[0]).items() if s[0] == "y")[1]["scales"][0]
     return path, want, x, scale
 
 

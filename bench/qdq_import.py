@@ -9,7 +9,8 @@
   with the onednn qconfig, 8 calibration images; again with weights observed in [-127, 127]) exported with torch.onnx.export (Debian's torch
   1.13 writes QDQ: uint8 activations through Q -> Cast -> DQ, int8 per-channel weights, int32 biases
   whose zero point is a ConstantOfShape -> Cast chain). npuc's build(do_quantization=False) output
-  against PyTorch's quantized model on EVAL images, in LSB of the output's scale.
+  against PyTorch's quantized model on EVAL images, in LSB of the output's scale, and both against
+  ONNX Runtime running the same file (what the QDQ graph itself computes).
 
 Run: ``cd bench && PYTHONPATH=../python /usr/bin/python3 qdq_import.py [--skip-peer] [--models ...]``
 """
@@ -126,10 +127,20 @@ def peer(arch: str, tmp: Path, mapping: str = "onednn") -> Dict[str, object]:
         got = np.concatenate([tk.inference(inputs=[evals[i:i + 1]], data_format="nchw")[0]
                               for i in range(len(evals))])
         report = tk.qdq_report
-    steps = np.abs(got.astype(np.float64) - want) / lsb
-    return {"model": arch, "within_1_lsb": float((steps <= 1.001).mean()), "identical": float((steps < 0.001).mean()),
-            "max_lsb": float(steps.max()), "cosine": float(np.dot(got.ravel(), want.ravel()) /
-                                                            (np.linalg.norm(got) * np.linalg.norm(want))),
+    # ONNX Runtime on the same file: what the QDQ graph itself computes.
+    from common import run_ort
+
+    ort = np.concatenate([run_ort(path, {"x": evals[i:i + 1]}, threads=1, warmup=0, iters=1)[1][0]
+                          for i in range(len(evals))])
+
+    def agreement(a: np.ndarray, b: np.ndarray) -> Dict[str, float]:
+        steps = np.abs(a.astype(np.float64) - b) / lsb
+        return {"within": float((steps <= 1.001).mean()), "identical": float((steps < 0.001).mean()),
+                "max": float(steps.max())}
+
+    return {"model": arch, "torch": agreement(got, want), "ort": agreement(got, ort),
+            "torch_ort": agreement(want, ort),
+            "cosine": float(np.dot(got.ravel(), want.ravel()) / (np.linalg.norm(got) * np.linalg.norm(want))),
             "notes": len(report["notes"]), "kept": report["kept"], "dropped": report["dropped_missing"]}
 
 
@@ -153,13 +164,18 @@ def main() -> None:
         if args.skip_peer:
             return
         print()
-        print("| torch FX PTQ model | weights | within 1 LSB | identical | max LSB | cosine | notes |")
+        print("| torch FX PTQ model | weights | npuc vs torch: within 1 LSB / identical / max | npuc vs ORT (same "
+              "file) | torch vs ORT | cosine npuc-torch | notes |")
         print("|---|---|---|---|---|---|---|")
+
+        def cell(a: Dict[str, float]) -> str:
+            return f"{100 * a['within']:.2f}% / {100 * a['identical']:.2f}% / {a['max']:.0f}"
+
         for arch in args.peers:
             for mapping, label in (("onednn", "qint8 default (-128 clamped)"), ("onednn_w127", "[-127, 127]")):
                 r = peer(arch, tmp, mapping)
-                print(f"| {arch} | {label} | {100 * r['within_1_lsb']:.2f}% | {100 * r['identical']:.2f}% | "
-                      f"{r['max_lsb']:.1f} | {r['cosine']:.6f} | {r['notes']} |", flush=True)
+                print(f"| {arch} | {label} | {cell(r['torch'])} | {cell(r['ort'])} | {cell(r['torch_ort'])} | "
+                      f"{r['cosine']:.6f} | {r['notes']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import shared_models_dir
+from conftest import ort_outputs, shared_models_dir
 
 import npuc
 from npuc import _npuc
@@ -38,8 +38,9 @@ MIN_PEER_WITHIN_ONE_LSB = 0.99
 #: The same with PyTorch's default weight observer, whose symmetric qint8 weights reach -128: npuc's
 #: symmetric weights stop at -127, so those (reported) cost 1 LSB each. Measured 0.981.
 MIN_PEER_WITHIN_ONE_LSB_DEFAULT = 0.97
-#: Inputs of the fast PyTorch peer test (10 outputs each).
+#: Inputs of the fast PyTorch peer test (10 outputs each), and how many also go through ONNX Runtime.
 PEER_INPUTS = 32
+PEER_ORT_INPUTS = 4
 
 
 def _shared(name: str) -> Tuple[Path, np.ndarray]:
@@ -345,6 +346,12 @@ def test_pytorch_fx_ptq_export_matches_pytorch_within_one_lsb(restricted: bool, 
     print(f"torch FX PTQ CNN: {within:.4f} within 1 LSB, {float((steps < 1e-3).mean()):.4f} identical, "
           f"max {steps.max():.2f} LSB; notes: {report['notes']}")
     assert report["kept"] >= 10  # every conv weight, bias and activation pair
+    # ONNX Runtime on the same file: npuc executes the QDQ graph as it is written.
+    ort = np.stack([ort_outputs(path, {"x": xi})[0] for xi in x[:PEER_ORT_INPUTS]])
+    ort_steps = np.abs(got[:PEER_ORT_INPUTS].astype(np.float64) - ort) / lsb
+    print(f"  vs ONNX Runtime on the file: {float((ort_steps <= 1.001).mean()):.4f} within 1 LSB")
+    if restricted:
+        assert float((ort_steps <= 1.001).mean()) == 1.0
     if restricted:
         assert not report["notes"]
         assert within >= MIN_PEER_WITHIN_ONE_LSB

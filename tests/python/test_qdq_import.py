@@ -90,7 +90,7 @@ def _dq(x: str, s: str, z: str, out: str, name: str, axis: int = 1) -> onnx.Node
 
 
 def _conv_qdq_model(w_zero: int = 0, act_type: int = TensorProto.UINT8, per_tensor_weight: bool = False,
-                    scale_as_input: bool = False) -> onnx.ModelProto:
+                    scale_as_input: bool = False, activation: str = "Relu") -> onnx.ModelProto:
     """x -> Q/DQ -> Conv(DQ(w), DQ(b)) -> Relu -> Q/DQ -> y, in ONNX Runtime's static-quantization layout."""
     rng = np.random.default_rng(1)
     cout, cin = 4, 3
@@ -125,7 +125,7 @@ def _conv_qdq_model(w_zero: int = 0, act_type: int = TensorProto.UINT8, per_tens
         _dq("w_q", "s_w", "z_w", "w_dq", "dequant_w", axis=0),
         _dq("b_q", "s_b", "z_b", "b_dq", "dequant_b", axis=0),
         helper.make_node("Conv", ["x_dq", "w_dq", "b_dq"], ["conv"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["conv"], ["relu"], name="relu"),
+        helper.make_node(activation, ["conv"], ["relu"], name="relu"),
         _q("relu", "s_y", "z_y", "y_q", "quant_y"),
         _dq("y_q", "s_y", "z_y", "y", "dequant_y"),
     ]
@@ -200,6 +200,36 @@ def test_asymmetric_weights_are_requantized_and_reported_or_refused_when_strict(
         tk.load_onnx(model=str(path), qdq_strict=True)
         with pytest.raises(npuc.ConfigError, match=r"qdq_strict.*weight 'w_q' of node 'conv' \(Conv\): asymmetric"):
             tk.build(do_quantization=False)
+
+
+def test_an_activation_without_parameters_is_refused_by_name_or_calibrated_from_a_dataset(tmp_path: Path) -> None:
+    """Conv -> Sigmoid with no Q/DQ between: the Conv output has no given parameters and no rule
+    derives them (a Sigmoid table needs its input's). build(False) names it; a dataset calibrates
+    only that value, the file's parameters stay."""
+    path = _save(_conv_qdq_model(activation="Sigmoid"), tmp_path)
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(path))
+        with pytest.raises(npuc.ConfigError, match=r"'conv'.*the file has no Q/DQ pair there"):
+            tk.build(do_quantization=False)
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(path))
+        tk.build(do_quantization=True, dataset=[[_x(s)] for s in range(3)])
+        params = tk._simulator().activation_params
+        assert tk.qdq_report["kept"] == 4
+    assert params["x"] == pytest.approx((0.02, 0)) and params["y"] == pytest.approx((0.03, -128))
+    assert "conv" in params  # calibrated
+
+
+def test_do_quantization_true_without_a_dataset_keeps_the_files_parameters(tmp_path: Path) -> None:
+    path = _save(_conv_qdq_model(), tmp_path)
+    x = _x(4)
+    outs = []
+    for quantize in (False, True):
+        with npuc.Toolkit() as tk:
+            tk.load_onnx(model=str(path))
+            tk.build(do_quantization=quantize)
+            outs.append(tk.inference(inputs=[x], data_format="nchw")[0])
+    assert np.array_equal(outs[0], outs[1])
 
 
 # ---------------------------------------------------------------------- patterns npuc cannot map

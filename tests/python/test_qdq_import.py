@@ -32,7 +32,8 @@ import npuc
 from npuc import _npuc
 
 #: Shared models of the default round trip (bench/qdq_import.py: all of them).
-ROUND_TRIP_MODELS = ["ppocr_cls", "mobilenet_v2", "glu_net", "yolo_focus"]
+ROUND_TRIP_MODELS = ["ppocr_cls", "mobilenet_v2", "shufflenet_v2_x0_5", "tiny_vit", "glu_net", "yolo_focus",
+                     "conv_transpose_clip"]
 #: Peer criterion: outputs within 1 LSB of PyTorch's quantized model (the issue's).
 MIN_PEER_WITHIN_ONE_LSB = 0.99
 #: The same with PyTorch's default weight observer, whose symmetric qint8 weights reach -128: npuc's

@@ -19,8 +19,13 @@ __all__ = ["is_imported_qdq", "load", "build"]
 
 
 def is_imported_qdq(model: Optional[Model]) -> bool:
-    """True for a model ``recognize`` produced (it carries given quantization parameters)."""
-    return model is not None and bool(_npuc.qdq_counts(model))
+    """True for a QDQ model ``load`` imported with quantized activations. A model whose only
+    Q/DQ nodes dequantize constant weights (weight-only storage) is a float model: its weights
+    are dequantized and ``build`` treats it as any float model."""
+    if model is None:
+        return False
+    counts = _npuc.qdq_counts(model)
+    return bool(counts) and counts["activations"] > 0
 
 
 def load(

@@ -233,6 +233,24 @@ def test_do_quantization_true_without_a_dataset_keeps_the_files_parameters(tmp_p
     assert np.array_equal(outs[0], outs[1])
 
 
+def test_weight_only_dequantization_is_a_float_model(tmp_path: Path) -> None:
+    """DQ on constant weights and no activation pairs: the weights are dequantized and build(False)
+    is the FP16 build of a float model, as before the import existed."""
+    model = _conv_qdq_model()
+    graph = model.graph
+    keep = [n for n in graph.node if n.name in ("dequant_w", "dequant_b", "conv", "relu")]
+    for n in keep:
+        n.input[:] = ["x" if i == "x_dq" else i for i in n.input]
+        n.output[:] = ["y" if o == "relu" else o for o in n.output]
+    del graph.node[:]
+    graph.node.extend(keep)
+    path = _save(model, tmp_path)
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(path))
+        tk.build(do_quantization=False)
+        assert tk._simulator().mode == "fp16" and tk.qdq_report is None
+
+
 # ---------------------------------------------------------------------- patterns npuc cannot map
 
 

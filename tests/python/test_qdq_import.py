@@ -233,6 +233,21 @@ def test_do_quantization_true_without_a_dataset_keeps_the_files_parameters(tmp_p
     assert np.array_equal(outs[0], outs[1])
 
 
+def test_the_qdq_build_exports_a_blob_that_runs_like_it(tmp_path: Path) -> None:
+    path = _save(_conv_qdq_model(), tmp_path)
+    x = _x(6)
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588")
+        tk.load_onnx(model=str(path))
+        tk.build(do_quantization=False)
+        built = tk.inference(inputs=[x], data_format="nchw")[0]
+        assert tk.export_rknn(str(tmp_path / "m.npub")) == 0
+    with npuc.Toolkit() as tk:
+        tk.load_rknn(str(tmp_path / "m.npub"))
+        tk.init_runtime()
+        assert np.array_equal(tk.inference(inputs=[x], data_format="nchw")[0], built)
+
+
 def test_weight_only_dequantization_is_a_float_model(tmp_path: Path) -> None:
     """DQ on constant weights and no activation pairs: the weights are dequantized and build(False)
     is the FP16 build of a float model, as before the import existed."""

@@ -20,6 +20,7 @@ namespace py = pybind11;
 void bindModel(py::module_& m);    // model.cpp: Model (import, info, export)
 void bindRuntime(py::module_& m);  // runtime.cpp: Runtime (planned FP32 executor)
 void bindQuant(py::module_& m);    // bind_quant.cpp: Calibrator, QuantizedModel (INT8/FP16 simulator)
+void bindQdq(py::module_& m);      // bind_qdq.cpp: QDQ model import and its INT8 build from given scales
 void bindPerf(py::module_& m);     // bind_perf.cpp: eval_perf (simulated per-layer cycles)
 void bindTarget(py::module_& m);   // bind_target.cpp: SoC profiles
 void bindPasses(py::module_& m);   // bind_passes.cpp: optimize (graph optimizer)

@@ -9,6 +9,7 @@
 #include "frontend/onnx_import.h"
 #include "frontend/tflite/tflite_import.h"
 #include "ir/graph.h"
+#include "quant/graph/qdq_import.h"
 #include "runtime/model_stats.h"
 
 namespace npuc::bindings {
@@ -28,6 +29,9 @@ class Model {
   // activation and the scales of each weight. build(do_quantization=False) quantizes from them.
   std::map<std::string, TfliteQuantRange> imported_ranges;
   std::map<std::string, TfliteImport::WeightQuant> imported_weight_scales;
+  // What an imported QDQ model's Q/DQ nodes carried (bind_qdq.cpp, quant/graph/qdq_import.h); its
+  // graph member is empty (the float graph is this model's). Null for every other model.
+  std::shared_ptr<const quant::QdqImport> qdq;
 
  private:
   std::shared_ptr<const Graph> graph_;

@@ -60,6 +60,7 @@ PYBIND11_MODULE(_npuc, m) {
   npuc::bindings::bindModel(m);
   npuc::bindings::bindRuntime(m);
   npuc::bindings::bindQuant(m);
+  npuc::bindings::bindQdq(m);
   npuc::bindings::bindPerf(m);
   npuc::bindings::bindPasses(m);
   npuc::bindings::bindTarget(m);

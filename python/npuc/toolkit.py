@@ -25,7 +25,7 @@ import numpy as np
 
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
-from npuc import arg_check
+from npuc import arg_check, qdq_import
 from npuc.config_check import (
     check_config_values,
     check_op_target_names,
@@ -142,6 +142,8 @@ class Toolkit(RknnOnlyCalls):
         self.optimization_report: Optional[Dict[str, Any]] = None
         #: What the last build(auto_hybrid=True) moved to FP16 and why (npuc.hybrid.AutoHybridReport).
         self.auto_hybrid_report: Optional[Any] = None
+        #: What the last build() of a QDQ model kept of the file's parameters (npuc.qdq_import.build).
+        self.qdq_report: Optional[Dict[str, Any]] = None
         #: The last accuracy_analysis() (npuc.accuracy.AccuracyReport: rows, table text, dump folder).
         self.accuracy_report: Optional[Any] = None
         # The loaded model's file stem: hybrid_quantization_step1 names its files after it.
@@ -152,6 +154,8 @@ class Toolkit(RknnOnlyCalls):
         # which every later load hands to the graph it makes (npuc.custom_op).
         self._custom_ops: Dict[str, Any] = {}
         self._custom_set: Optional[Any] = None
+        # load_onnx(qdq_strict=...): how build() treats a QDQ model's weights it cannot keep exactly.
+        self._qdq_strict = False
 
     # ------------------------------------------------------------------ context manager
 
@@ -263,35 +267,49 @@ class Toolkit(RknnOnlyCalls):
         inputs: Optional[Sequence[str]] = None,
         input_size_list: Optional[Sequence[Shape]] = None,
         outputs: Optional[Sequence[str]] = None,
+        qdq_strict: bool = False,
     ) -> int:
         """Imports an ONNX model (RKNN-Toolkit2 ``load_onnx``).
+
+        An already-quantized model (QuantizeLinear / DequantizeLinear pairs, QLinearConv /
+        QLinearMatMul: QAT and PTQ exports, npuc's own ``export_onnx``) is recognized: its Q/DQ
+        nodes are stripped and the scales and zero points they carry are kept for ``build``,
+        which then needs no dataset (docs/qdq_import.md).
 
         Args:
             model: path of the ``.onnx`` file (or its serialized bytes).
             inputs: names of the inputs ``input_size_list`` refers to (default: all, in order).
             input_size_list: one full shape per input, fixing dynamic dimensions.
             outputs: cut the model so these tensors are its outputs.
+            qdq_strict: for a QDQ model, refuse a Q/DQ pattern npuc cannot map (UnsupportedOpError
+                naming the node and the pattern; by default the model then loads with its Q/DQ
+                nodes as ops, and a warning), and refuse at build (ConfigError) a weight npuc
+                cannot keep exactly (asymmetric, holding -128, scales along another axis) instead
+                of requantizing it symmetric and reporting the error it makes.
 
         Returns:
             0 on success.
 
         Raises:
             ModelLoadError: the file is missing, unreadable or not a valid ONNX model.
-            UnsupportedOpError, ShapeError, GraphError: the model cannot be compiled as it is.
+            UnsupportedOpError, ShapeError, GraphError: the model cannot be compiled as it is
+                (with ``qdq_strict``: a QDQ pattern npuc cannot map, named with its node).
         """
+        qdq_strict = arg_check.flag("load_onnx", "qdq_strict", qdq_strict)
         names = arg_check.names("load_onnx", "inputs", inputs) or []
         sizes = [] if input_size_list is None else check_shapes(input_size_list, "load_onnx(input_size_list)")
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
-            loaded = Model.from_bytes(bytes(model), names, sizes, outs, self._custom_set)
+            loaded = qdq_import.load(bytes(model), names, sizes, outs, self._custom_set, qdq_strict, self._log)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
-            loaded = Model.load(path, names, sizes, outs, self._custom_set)
+            loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, qdq_strict, self._log)
+        self._qdq_strict = qdq_strict
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
         self._stage = Stage.LOADED
@@ -516,12 +534,14 @@ class Toolkit(RknnOnlyCalls):
         # A quantized TFLite file carries its scales: building it "without quantization" keeps them
         # (RKNN's rule for pre-quantized models) and makes an INT8 program with no calibration.
         from_file = not do_quantization and bool(source.imported_ranges)
+        # A QDQ model carries its scales too (either build keeps them; docs/qdq_import.md).
+        from_qdq = qdq_import.is_imported_qdq(source)
         check_op_target_names(self._config.get("op_target") or {}, [n["name"] for n in source.nodes],
                               _npuc.supported_ops(), list(self._custom_ops))
         with staged_folder(dump_dir, "an optimizer dump", self._inputs) as staging:
             soc = self._config.get("target_platform") or ""
             optimized, report = optimize(
-                source, level, disabled, staging, soc=soc, dtype="int8" if do_quantization or from_file else "fp16",
+                source, level, disabled, staging, soc=soc, dtype="int8" if do_quantization or from_file or from_qdq else "fp16",
                 op_target=dict(self._config.get("op_target") or {}),
             )
         self.optimization_report = report
@@ -532,8 +552,10 @@ class Toolkit(RknnOnlyCalls):
         self._model, self._runtime = optimized, None
         self._stage = Stage.BUILT
         self._report_partition()
-        self._built_float = not do_quantization and not from_file
-        if do_quantization:
+        self._built_float = not do_quantization and not from_file and not from_qdq
+        if from_qdq:
+            self._quantize_from_qdq(source, dataset if do_quantization else None)
+        elif do_quantization:
             self._quantize(dataset, auto_hybrid)
         elif from_file:
             self._quantize_from_file(source)
@@ -556,6 +578,26 @@ class Toolkit(RknnOnlyCalls):
         quantized = quantize_from_ranges(self._model, ranges, method, [])
         self._emit(f"quantization: INT8 from the model file's own scales ({len(source.imported_ranges)} activation "
                    f"ranges; {len(filled)} values the optimizer created take their upstream range), no calibration")
+        self._quantized = (self._model, quantized)
+
+    def _quantize_from_qdq(self, source: Any, dataset: Optional[Any]) -> None:
+        """INT8 from the scales a QDQ model's Q/DQ nodes gave; a dataset calibrates only the
+        activations the file (after the optimizer) leaves without parameters."""
+        from npuc.quantize import calibrate, settings_from_config
+
+        algorithm, method = settings_from_config(self._config)
+        ranges = None
+        if dataset is not None:
+            calibrator, _ = calibrate(self._model, dataset, self._preprocessor.apply,
+                                      bool(self._config.get("quant_img_RGB2BGR", False)))
+            ranges = calibrator.ranges(algorithm)
+        quantized, report = qdq_import.build(self._model, source, method, self._qdq_strict, ranges,
+                                             self._config.get("hybrid_layers"), self._log)
+        self.qdq_report = report
+        self._emit(f"quantization: INT8 from the QDQ model's own scales ({report['kept']} given parameters kept, "
+                   f"{report['dropped_missing'] + report['dropped_changed']} lost to the optimizer, "
+                   f"{report['requantized']} weights requantized), "
+                   + ("a dataset calibrated the rest" if ranges is not None else "no calibration"))
         self._quantized = (self._model, quantized)
 
     def _report_partition(self) -> None:

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "opset/op_traits.h"
+#include "quant/graph/given_params.h"
 #include "quant/graph/op_quant_class.h"
 
 namespace npuc::quant {
@@ -87,6 +88,10 @@ class PlanBuilder {
   }
 
   void setCalibrated(const std::string& value, std::string range_of) {
+    if (const TensorQuant* given = givenActivation(options_, value, range_of)) {  // an imported QDQ model's
+      plan_.tensors[value] = *given;
+      return;
+    }
     if (auto shared = range_source_.find(range_of); shared != range_source_.end()) range_of = shared->second;
     auto it = ranges_.find(range_of);
     if (it == ranges_.end())
@@ -99,7 +104,8 @@ class PlanBuilder {
     if (!plan_.has(v->name())) {
       if (!v->isConstant())
         throw ConfigError("activation '" + v->name() + "' has no quantization parameters");
-      plan_.tensors[v->name()] = TensorQuant::perTensor(constantParams(v));
+      const TensorQuant* given = givenActivation(options_, v->name(), v->name());
+      plan_.tensors[v->name()] = given ? *given : TensorQuant::perTensor(constantParams(v));
     }
     return plan_.tensors.at(v->name());
   }
@@ -155,8 +161,11 @@ class PlanBuilder {
     const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
     BiasFit fit;
     if (b) fit = BiasFit{b->constant().data<float>(), b->constant().numel(), s_in};
-    const QuantizedWeights qw = quantizeWeights(w->constant(), weightLayoutOf(n), options_.granularity,
-                                                w->name(), b ? &fit : nullptr);
+    const std::optional<std::vector<float>> given = givenWeightScales(options_, n);
+    const QuantizedWeights qw = given ? quantizeWeightsWithScales(w->constant(), weightLayoutOf(n), *given,
+                                                                  options_.granularity, w->name())
+                                      : quantizeWeights(w->constant(), weightLayoutOf(n),
+                                                        options_.granularity, w->name(), b ? &fit : nullptr);
     TensorQuant wq;
     wq.scales = qw.scales;
     wq.zero_points.assign(qw.scales.size(), 0);

@@ -54,7 +54,8 @@ int16_t requantizeToInt16(int64_t acc, FixedPointMultiplier m, int32_t output_ze
 }
 
 void requantizeToInt16PerChannel(const int64_t* acc, int64_t outer, int64_t channels, int64_t inner,
-                                 const FixedPointMultiplier* multipliers, int32_t output_zero_point, int16_t* out) {
+                                 const FixedPointMultiplier* multipliers, int32_t output_zero_point,
+                                 int16_t* out) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t base = (o * channels + c) * inner;

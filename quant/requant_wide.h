@@ -31,6 +31,7 @@ int16_t requantizeToInt16(int64_t acc, FixedPointMultiplier m, int32_t output_ze
 // Per channel over `outer` rows of `channels * inner` accumulators (NCHW: inner = H*W; a linear
 // layer: outer = rows, inner = 1).
 void requantizeToInt16PerChannel(const int64_t* acc, int64_t outer, int64_t channels, int64_t inner,
-                                 const FixedPointMultiplier* multipliers, int32_t output_zero_point, int16_t* out);
+                                 const FixedPointMultiplier* multipliers, int32_t output_zero_point,
+                                 int16_t* out);
 
 }  // namespace npuc::quant

@@ -15,7 +15,8 @@ namespace {
 void checkRange(float min, float max, const char* what) {
   if (std::isfinite(min) && std::isfinite(max) && min <= max) return;
   std::ostringstream msg;
-  msg << what << ": invalid quantization range [" << min << ", " << max << "] (must be finite with min <= max)";
+  msg << what << ": invalid quantization range [" << min << ", " << max
+      << "] (must be finite with min <= max)";
   throw ConfigError(msg.str());
 }
 
@@ -29,7 +30,8 @@ float powerOfTwoAtLeast(double s) {
 }
 
 QuantParams chooseSchemeActivationParams(float min, float max, const QuantScheme& scheme, const char* what) {
-  if (scheme.activation_bits == 8 && !scheme.power_of_two_scales) return chooseActivationParams(min, max, what);
+  if (scheme.activation_bits == 8 && !scheme.power_of_two_scales)
+    return chooseActivationParams(min, max, what);
   checkRange(min, max, what);
   const double qmin = scheme.activationMin(), qmax = scheme.activationMax();
   const double lo = std::min(0.0, static_cast<double>(min));
@@ -65,7 +67,8 @@ void quantizeTensorInt16(const float* x, int64_t n, QuantParams p, int16_t* q) {
 }
 
 void dequantizeTensorInt16(const int16_t* q, int64_t n, QuantParams p, float* x) {
-  for (int64_t i = 0; i < n; ++i) x[i] = p.scale * static_cast<float>(static_cast<int32_t>(q[i]) - p.zero_point);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = p.scale * static_cast<float>(static_cast<int32_t>(q[i]) - p.zero_point);
 }
 
 }  // namespace npuc::quant

@@ -18,14 +18,16 @@ constexpr int32_t kGroupMultiplierMax = 255;
 void checkLayout(const Tensor& w, const WeightChannelLayout& layout, const QuantScheme& scheme,
                  const std::string& tensor) {
   if (scheme.dtype == SchemeDType::W8A8)
-    throw ConfigError("weight '" + tensor + "': w8a8 weights are quantized by quantizeWeights, not the scheme path");
+    throw ConfigError("weight '" + tensor +
+                      "': w8a8 weights are quantized by quantizeWeights, not the scheme path");
   if (w.dtype() != DType::Float32)
     throw Error("weight '" + tensor + "': expected float32, got " + dtypeName(w.dtype()));
   if (layout.groups != 1)
     throw ConfigError("weight '" + tensor + "': " + describeScheme(scheme) +
                       " weights need a one-group channel layout (Conv, Gemm, MatMul)");
   if (w.numel() % (layout.numChannels() * layout.inner) != 0)
-    throw ShapeError("weight '" + tensor + "' " + shapeStr(w.shape()) + ": does not match its output-channel layout");
+    throw ShapeError("weight '" + tensor + "' " + shapeStr(w.shape()) +
+                     ": does not match its output-channel layout");
 }
 
 int64_t reductionLength(const Tensor& w, const WeightChannelLayout& layout) {
@@ -87,7 +89,8 @@ QuantizedWeights quantizeSchemeWeights(const Tensor& weights, const WeightChanne
     std::vector<float> group_max(static_cast<size_t>(layout.numChannels() * groups), 0.0f);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t c = layout.channelOf(i);
-      float& m = group_max[static_cast<size_t>(c * groups + reductionIndexOf(layout, i) / scheme.weight_group)];
+      float& m =
+          group_max[static_cast<size_t>(c * groups + reductionIndexOf(layout, i) / scheme.weight_group)];
       m = std::max(m, std::fabs(w[i]));
     }
     multipliers.assign(group_max.size(), 1);
@@ -101,8 +104,8 @@ QuantizedWeights quantizeSchemeWeights(const Tensor& weights, const WeightChanne
       }
     }
   }
-  QuantizedWeights q = quantizeSchemeWeightsWithScales(weights, layout, scales, scheme.weight_group, multipliers,
-                                                       granularity, scheme, tensor);
+  QuantizedWeights q = quantizeSchemeWeightsWithScales(weights, layout, scales, scheme.weight_group,
+                                                       multipliers, granularity, scheme, tensor);
   q.borrowed_channels = std::move(borrowed);
   return q;
 }
@@ -117,7 +120,8 @@ QuantizedWeights quantizeSchemeWeightsWithScales(const Tensor& weights, const We
     throw ShapeError("weight '" + tensor + "': " + std::to_string(scales.size()) + " scales for " +
                      std::to_string(layout.numChannels()) + " output channels");
   for (float s : scales)
-    if (!(s > 0.0f) || !std::isfinite(s)) throw ConfigError("weight '" + tensor + "': scale must be positive");
+    if (!(s > 0.0f) || !std::isfinite(s))
+      throw ConfigError("weight '" + tensor + "': scale must be positive");
   const int64_t reduction = reductionLength(weights, layout);
   const int64_t groups = groupsPerChannel(reduction, group_size);
   if (group_size > 0 && static_cast<int64_t>(group_multipliers.size()) != layout.numChannels() * groups)
@@ -126,7 +130,8 @@ QuantizedWeights quantizeSchemeWeightsWithScales(const Tensor& weights, const We
                      std::to_string(groups) + " groups of " + std::to_string(group_size));
   for (int32_t m : group_multipliers)
     if (m < 1 || m > kGroupMultiplierMax)
-      throw ConfigError("weight '" + tensor + "': group multiplier " + std::to_string(m) + " outside [1, 255]");
+      throw ConfigError("weight '" + tensor + "': group multiplier " + std::to_string(m) +
+                        " outside [1, 255]");
 
   const float* w = weights.data<float>();
   const int32_t qmax = scheme.weightMax();
@@ -162,7 +167,8 @@ std::vector<int64_t> quantizeBiasWide(const float* bias, int64_t n, float input_
   std::vector<int64_t> values(static_cast<size_t>(n));
   for (int64_t c = 0; c < n; ++c) {
     const double scale = static_cast<double>(input_scale) * weight_scales[static_cast<size_t>(c)];
-    values[static_cast<size_t>(c)] = roundHalfAwayClamped(static_cast<double>(bias[c]) / scale, -kBound, kBound, 0);
+    values[static_cast<size_t>(c)] =
+        roundHalfAwayClamped(static_cast<double>(bias[c]) / scale, -kBound, kBound, 0);
   }
   return values;
 }

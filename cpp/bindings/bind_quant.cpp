@@ -55,13 +55,15 @@ std::unique_ptr<Graph> separated(const Graph& g) {
 quant::QuantizerOptions quantizerOptions(const std::string& dtype, const std::string& method,
                                          const std::vector<std::string>& hybrid_layers) {
   const std::optional<quant::SchemeDType> d = quant::schemeDTypeFromName(dtype);
-  if (!d) throw ConfigError("unknown quantized_dtype '" + dtype + "' (w8a8, w8a16, w16a16i, w16a16i_dfp, w4a16)");
+  if (!d)
+    throw ConfigError("unknown quantized_dtype '" + dtype + "' (w8a8, w8a16, w16a16i, w16a16i_dfp, w4a16)");
   quant::QuantizerOptions opts;
   int64_t group = 0;
   if (method.rfind("group", 0) == 0) {
     const std::string n = method.substr(5);
     group = n == "32" ? 32 : n == "64" ? 64 : n == "128" ? 128 : n == "256" ? 256 : -1;
-    if (group < 0) throw ConfigError("unknown quantized_method '" + method + "' (group32, group64, group128, group256)");
+    if (group < 0)
+      throw ConfigError("unknown quantized_method '" + method + "' (group32, group64, group128, group256)");
   } else {
     opts.granularity = quant::weightGranularityFromName(method);
   }
@@ -189,8 +191,8 @@ py::dict accuracyReport(const PyQuantizedModel& qm, const py::sequence& inputs, 
 // ranges come from the edited quantization config instead of a calibration run).
 PyQuantizedModel quantizeFromRanges(const Model& model,
                                     const std::map<std::string, std::pair<float, float>>& ranges,
-                                    const std::string& method,
-                                    const std::vector<std::string>& hybrid_layers, const std::string& dtype) {
+                                    const std::string& method, const std::vector<std::string>& hybrid_layers,
+                                    const std::string& dtype) {
   std::map<std::string, quant::ClipRange> clip;
   for (const auto& [name, r] : ranges) clip[name] = quant::ClipRange{r.first, r.second};
   const quant::QuantizerOptions opts = quantizerOptions(dtype, method, hybrid_layers);

@@ -103,7 +103,8 @@ class PlanBuilder {
     if (it == ranges_.end())
       throw ConfigError("calibration produced no range for activation '" + range_of + "'");
     plan_.tensors[value] = activationEntry(
-        chooseSchemeActivationParams(it->second.min, it->second.max, options_.scheme, value.c_str()), options_.scheme);
+        chooseSchemeActivationParams(it->second.min, it->second.max, options_.scheme, value.c_str()),
+        options_.scheme);
   }
 
   const TensorQuant& paramsOfInput(const Value* v) {
@@ -290,9 +291,9 @@ QuantizedWeights quantizeNodeWeights(const Node& node, const QuantPlan& plan) {
                       "' has no scales in the quantization plan");
   const TensorQuant& entry = plan.at(w->name());
   if (plan.scheme.dtype != SchemeDType::W8A8) {
-    return quantizeSchemeWeightsWithScales(w->constant(), weightLayoutOf(node), entry.scales, entry.group_size,
-                                           entry.group_multipliers, plan.weight_granularity, plan.scheme,
-                                           w->name());
+    return quantizeSchemeWeightsWithScales(w->constant(), weightLayoutOf(node), entry.scales,
+                                           entry.group_size, entry.group_multipliers, plan.weight_granularity,
+                                           plan.scheme, w->name());
   }
   return quantizeWeightsWithScales(w->constant(), weightLayoutOf(node), entry.scales, plan.weight_granularity,
                                    w->name());

@@ -1,10 +1,10 @@
-#include "opset/bounded_output.h"
 #include "quant/sim/quantized_executor.h"
 
 #include <sstream>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "opset/bounded_output.h"
 #include "quant/graph/op_quant_class.h"
 #include "quant/graph/scheme_kernels.h"
 

@@ -49,8 +49,9 @@ void wideConvReference(const WideConvParams& p, const int16_t* x, int16_t* y) {
               const int64_t qx = x[((b * g.in_channels + first_in + ci) * g.in_h + ih) * g.in_w + iw];
               partial += (qx - p.input_zero_point) * p.weights[static_cast<size_t>(c * k + r)];
             }
-            const int64_t m =
-                p.groups.size > 0 ? p.groups.multipliers[static_cast<size_t>(c * groups_per_channel + grp)] : 1;
+            const int64_t m = p.groups.size > 0
+                                  ? p.groups.multipliers[static_cast<size_t>(c * groups_per_channel + grp)]
+                                  : 1;
             acc += m * partial;
           }
           y[((b * g.out_channels + c) * g.out_h + oh) * g.out_w + ow] =
@@ -84,7 +85,8 @@ void wideConvFast(const WideConvParams& p, const int16_t* x, int16_t* y) {
               const bool row_in = ih >= 0 && ih < g.in_h;
               for (int64_t kw = 0; kw < g.kernel_w; ++kw, ++r) {
                 const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-                row[r] = row_in && iw >= 0 && iw < g.in_w ? channel[ih * g.in_w + iw] - p.input_zero_point : 0;
+                row[r] =
+                    row_in && iw >= 0 && iw < g.in_w ? channel[ih * g.in_w + iw] - p.input_zero_point : 0;
               }
             }
           }

@@ -13,8 +13,8 @@ void validateWideLinear(const WideLinearParams& p, const std::string& what) {
   const bool ok = static_cast<int64_t>(p.weights.size()) == p.columns * p.depth &&
                   static_cast<int64_t>(p.bias.size()) == p.columns &&
                   static_cast<int64_t>(p.multipliers.size()) == p.columns &&
-                  (p.groups.size == 0 ||
-                   static_cast<int64_t>(p.groups.multipliers.size()) == p.columns * p.groups.groupsPer(p.depth));
+                  (p.groups.size == 0 || static_cast<int64_t>(p.groups.multipliers.size()) ==
+                                             p.columns * p.groups.groupsPer(p.depth));
   if (!ok) throw ConfigError(what + ": wide linear parameters do not match the shapes");
 }
 
@@ -28,12 +28,14 @@ void wideLinearReference(const WideLinearParams& p, const int16_t* x, int16_t* y
         const int64_t end = p.groups.size > 0 ? std::min(p.depth, begin + p.groups.size) : p.depth;
         int64_t partial = 0;
         for (int64_t k = begin; k < end; ++k)
-          partial += (int64_t{x[r * p.depth + k]} - p.input_zero_point) * p.weights[static_cast<size_t>(n * p.depth + k)];
+          partial += (int64_t{x[r * p.depth + k]} - p.input_zero_point) *
+                     p.weights[static_cast<size_t>(n * p.depth + k)];
         const int64_t m =
             p.groups.size > 0 ? p.groups.multipliers[static_cast<size_t>(n * groups_per_channel + grp)] : 1;
         acc += m * partial;
       }
-      y[r * p.columns + n] = requantizeToInt16(acc, p.multipliers[static_cast<size_t>(n)], p.output_zero_point);
+      y[r * p.columns + n] =
+          requantizeToInt16(acc, p.multipliers[static_cast<size_t>(n)], p.output_zero_point);
     }
   }
 }
@@ -43,17 +45,22 @@ void wideLinearFast(const WideLinearParams& p, const int16_t* x, int16_t* y) {
   const std::vector<int32_t> weights(p.weights.begin(), p.weights.end());
   std::vector<int32_t> row(static_cast<size_t>(p.depth));
   for (int64_t r = 0; r < p.rows; ++r) {
-    for (int64_t k = 0; k < p.depth; ++k) row[static_cast<size_t>(k)] = x[r * p.depth + k] - p.input_zero_point;
+    for (int64_t k = 0; k < p.depth; ++k)
+      row[static_cast<size_t>(k)] = x[r * p.depth + k] - p.input_zero_point;
     for (int64_t n = 0; n < p.columns; ++n) {
-      const int32_t* mults = p.groups.size > 0 ? p.groups.multipliers.data() + n * groups_per_channel : nullptr;
-      const int64_t acc = p.bias[static_cast<size_t>(n)] +
-                          groupedDotWide(weights.data() + n * p.depth, row.data(), p.depth, p.groups.size, mults);
-      y[r * p.columns + n] = requantizeToInt16(acc, p.multipliers[static_cast<size_t>(n)], p.output_zero_point);
+      const int32_t* mults =
+          p.groups.size > 0 ? p.groups.multipliers.data() + n * groups_per_channel : nullptr;
+      const int64_t acc =
+          p.bias[static_cast<size_t>(n)] +
+          groupedDotWide(weights.data() + n * p.depth, row.data(), p.depth, p.groups.size, mults);
+      y[r * p.columns + n] =
+          requantizeToInt16(acc, p.multipliers[static_cast<size_t>(n)], p.output_zero_point);
     }
   }
 }
 
-void wideBatchMatMulReference(const WideBatchMatMulParams& p, const int16_t* a, const int16_t* b, int16_t* y) {
+void wideBatchMatMulReference(const WideBatchMatMulParams& p, const int16_t* a, const int16_t* b,
+                              int16_t* y) {
   for (int64_t s = 0; s < p.batch; ++s) {
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {
@@ -73,9 +80,11 @@ void wideBatchMatMulFast(const WideBatchMatMulParams& p, const int16_t* a, const
   for (int64_t s = 0; s < p.batch; ++s) {
     // B transposed once per batch, centred: every dot product reads two contiguous rows.
     for (int64_t k = 0; k < p.k; ++k)
-      for (int64_t j = 0; j < p.n; ++j) bt[static_cast<size_t>(j * p.k + k)] = b[(s * p.k + k) * p.n + j] - p.zero_point_b;
+      for (int64_t j = 0; j < p.n; ++j)
+        bt[static_cast<size_t>(j * p.k + k)] = b[(s * p.k + k) * p.n + j] - p.zero_point_b;
     for (int64_t i = 0; i < p.m; ++i) {
-      for (int64_t k = 0; k < p.k; ++k) row[static_cast<size_t>(k)] = a[(s * p.m + i) * p.k + k] - p.zero_point_a;
+      for (int64_t k = 0; k < p.k; ++k)
+        row[static_cast<size_t>(k)] = a[(s * p.m + i) * p.k + k] - p.zero_point_a;
       for (int64_t j = 0; j < p.n; ++j) {
         const int64_t acc = dotWide(row.data(), bt.data() + j * p.k, p.k);
         y[(s * p.m + i) * p.n + j] = requantizeToInt16(acc, p.multiplier, p.output_zero_point);

@@ -49,7 +49,8 @@ int16_t referenceRequant16(int64_t acc, FixedPointMultiplier fm, int32_t zp) {
 
 TEST(QuantDTypes, WideRequantMatchesExactRationalReference) {
   std::mt19937_64 gen(17);
-  std::uniform_int_distribution<int64_t> any(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  std::uniform_int_distribution<int64_t> any(std::numeric_limits<int64_t>::min(),
+                                             std::numeric_limits<int64_t>::max());
   std::uniform_int_distribution<int64_t> mid(-(int64_t{1} << 40), int64_t{1} << 40);
   std::uniform_real_distribution<double> exponent(-60.0, 10.0);
   std::uniform_int_distribution<int32_t> zp(-32768, 32767);
@@ -109,7 +110,8 @@ TEST(QuantDTypes, WeightScalesPerScheme) {
                                                      QuantScheme::of(SchemeDType::W16A16I), "w");
   ASSERT_EQ(w16.values.dtype(), DType::Int16);
   int32_t peak = 0;
-  for (int64_t i = 0; i < w16.values.numel(); ++i) peak = std::max(peak, std::abs(int32_t{w16.values.data<int16_t>()[i]}));
+  for (int64_t i = 0; i < w16.values.numel(); ++i)
+    peak = std::max(peak, std::abs(int32_t{w16.values.data<int16_t>()[i]}));
   EXPECT_EQ(peak, 32767);
   const QuantizedWeights dfp = quantizeSchemeWeights(w, layout, WeightGranularity::PerChannel,
                                                      QuantScheme::of(SchemeDType::W16A16IDfp), "w");
@@ -122,7 +124,8 @@ TEST(QuantDTypes, WeightScalesPerScheme) {
                                                     QuantScheme::of(SchemeDType::W8A16), "w");
   ASSERT_EQ(w8.values.dtype(), DType::Int8);
   EXPECT_EQ(w8.scales[0], w8.scales[3]);  // per tensor: one scale
-  EXPECT_THROW(quantizeSchemeWeights(w, layout, WeightGranularity::PerChannel, QuantScheme{}, "w"), ConfigError);
+  EXPECT_THROW(quantizeSchemeWeights(w, layout, WeightGranularity::PerChannel, QuantScheme{}, "w"),
+               ConfigError);
 }
 
 TEST(QuantDTypes, GroupMultipliersBoundAndNothingClips) {
@@ -131,8 +134,8 @@ TEST(QuantDTypes, GroupMultipliersBoundAndNothingClips) {
   Tensor w = randomTensor({300, 5}, 9, -1.0f, 1.0f);
   for (int64_t k = 128; k < 256; ++k) w.data<float>()[k * 5] *= 0.01f;
   const WeightChannelLayout layout = matmulWeightLayout(w.shape(), "w");
-  const QuantizedWeights q =
-      quantizeSchemeWeights(w, layout, WeightGranularity::PerChannel, QuantScheme::of(SchemeDType::W4A16, 128), "w");
+  const QuantizedWeights q = quantizeSchemeWeights(w, layout, WeightGranularity::PerChannel,
+                                                   QuantScheme::of(SchemeDType::W4A16, 128), "w");
   ASSERT_EQ(q.group_size, 128);
   ASSERT_EQ(q.group_multipliers.size(), 5u * 3u);
   for (int32_t m : q.group_multipliers) {
@@ -144,15 +147,16 @@ TEST(QuantDTypes, GroupMultipliersBoundAndNothingClips) {
     const int64_t c = i % 5, k = i / 5;
     const int32_t v = q.values.data<int8_t>()[i];
     ASSERT_LE(std::abs(v), 7);
-    const double step = double{q.scales[static_cast<size_t>(c)]} * q.group_multipliers[static_cast<size_t>(c * 3 + k / 128)];
+    const double step =
+        double{q.scales[static_cast<size_t>(c)]} * q.group_multipliers[static_cast<size_t>(c * 3 + k / 128)];
     // Nothing clips: every weight is within half a step of its grid value.
     EXPECT_LE(std::abs(w.data<float>()[i] - step * v), step * 0.5 * (1 + 1e-6)) << i;
   }
   // A reduction shorter than the group is one group.
   const Tensor short_w = randomTensor({6, 20}, 3);
-  const QuantizedWeights one = quantizeSchemeWeights(short_w, gemmWeightLayout(short_w.shape(), true, "s"),
-                                                     WeightGranularity::PerChannel,
-                                                     QuantScheme::of(SchemeDType::W4A16, 32), "s");
+  const QuantizedWeights one =
+      quantizeSchemeWeights(short_w, gemmWeightLayout(short_w.shape(), true, "s"),
+                            WeightGranularity::PerChannel, QuantScheme::of(SchemeDType::W4A16, 32), "s");
   ASSERT_EQ(one.group_multipliers.size(), 6u);
   for (int32_t m : one.group_multipliers) EXPECT_EQ(m, 255);  // the group is the channel
 }
@@ -164,10 +168,12 @@ std::unique_ptr<Graph> convGemmGraph() {
                    attrs({{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
   Value* r1 = b.op("Relu", {c1});
   Value* dw = b.op("Conv", {r1, b.randomConstant({8, 1, 3, 3}, 3, -0.5f, 0.5f), b.randomConstant({8}, 4)},
-                   attrs({{"group", int64_t{8}}, {"strides", std::vector<int64_t>{2, 2}},
+                   attrs({{"group", int64_t{8}},
+                          {"strides", std::vector<int64_t>{2, 2}},
                           {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
-  Value* add = b.op("Add", {dw, b.op("MaxPool", {r1}, attrs({{"kernel_shape", std::vector<int64_t>{2, 2}},
-                                                               {"strides", std::vector<int64_t>{2, 2}}}))});
+  Value* add = b.op("Add", {dw, b.op("MaxPool", {r1},
+                                     attrs({{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                            {"strides", std::vector<int64_t>{2, 2}}}))});
   Value* flat = b.op("Flatten", {add});
   b.output(b.op("Gemm", {flat, b.randomConstant({10, 200}, 5, -0.1f, 0.1f), b.randomConstant({10}, 6)},
                 attrs({{"transB", int64_t{1}}})));
@@ -220,12 +226,14 @@ TEST(QuantDTypes, WholeGraphPerDTypeReferenceEqualsFastAndTracksFloat) {
       const Node* conv = *g->nodes().begin();
       EXPECT_EQ(plan.at(conv->input(2)->name()).dtype, QuantDType::Int64);
       const QuantDType wd = plan.at(conv->input(1)->name()).dtype;
-      EXPECT_EQ(wd, c.scheme.weight_bits == 4 ? QuantDType::Int4
-                                              : (c.scheme.weight_bits == 16 ? QuantDType::Int16 : QuantDType::Int8));
+      EXPECT_EQ(wd, c.scheme.weight_bits == 4
+                        ? QuantDType::Int4
+                        : (c.scheme.weight_bits == 16 ? QuantDType::Int16 : QuantDType::Int8));
       // Add has no 16-bit integer kernel yet: FP16 in the plan; the MAC ops are integer.
       for (const Node* n : g->nodes()) {
         if (n->opType() == "Add") EXPECT_EQ(plan.precisionOf(n->name()), NodePrecision::Float16);
-        if (n->opType() == "Conv" || n->opType() == "Gemm") EXPECT_EQ(plan.precisionOf(n->name()), NodePrecision::Int8);
+        if (n->opType() == "Conv" || n->opType() == "Gemm")
+          EXPECT_EQ(plan.precisionOf(n->name()), NodePrecision::Int8);
       }
     }
   }
@@ -240,7 +248,8 @@ std::vector<int16_t> randomInt16(size_t n, std::mt19937& gen, int lo, int hi) {
   return v;
 }
 
-std::vector<FixedPointMultiplier> randomWideMultipliers(size_t n, std::mt19937& gen, double lo_exp, double hi_exp) {
+std::vector<FixedPointMultiplier> randomWideMultipliers(size_t n, std::mt19937& gen, double lo_exp,
+                                                        double hi_exp) {
   std::uniform_real_distribution<double> e(lo_exp, hi_exp);
   std::vector<FixedPointMultiplier> m;
   for (size_t i = 0; i < n; ++i) m.push_back(quantizeWideMultiplier(std::exp2(e(gen))));
@@ -279,8 +288,9 @@ TEST(QuantDTypes, WideConvReferenceEqualsFast) {
     if (g.out_h < 1 || g.out_w < 1) continue;
     const int wmax = (1 << (weight_bits - 1)) - 1;
     const int64_t k = g.reduction();
-    p.weights = extreme ? std::vector<int16_t>(static_cast<size_t>(g.out_channels * k), static_cast<int16_t>(-wmax))
-                        : randomInt16(static_cast<size_t>(g.out_channels * k), gen, -wmax, wmax);
+    p.weights =
+        extreme ? std::vector<int16_t>(static_cast<size_t>(g.out_channels * k), static_cast<int16_t>(-wmax))
+                : randomInt16(static_cast<size_t>(g.out_channels * k), gen, -wmax, wmax);
     std::uniform_int_distribution<int64_t> bias(-(int64_t{1} << 45), int64_t{1} << 45);
     for (int64_t c = 0; c < g.out_channels; ++c) p.bias.push_back(bias(gen));
     if (weight_bits == 4) {
@@ -293,9 +303,11 @@ TEST(QuantDTypes, WideConvReferenceEqualsFast) {
     p.multipliers = randomWideMultipliers(static_cast<size_t>(g.out_channels), gen, -40, -10);
     validateWideConv(p, "test");
     const std::vector<int16_t> x =
-        extreme ? std::vector<int16_t>(static_cast<size_t>(g.batch * g.in_channels * g.in_h * g.in_w), -32768)
-                : randomInt16(static_cast<size_t>(g.batch * g.in_channels * g.in_h * g.in_w), gen, -32768, 32767);
-    std::vector<int16_t> ref(static_cast<size_t>(g.batch * g.out_channels * g.out_h * g.out_w)), fast(ref.size());
+        extreme
+            ? std::vector<int16_t>(static_cast<size_t>(g.batch * g.in_channels * g.in_h * g.in_w), -32768)
+            : randomInt16(static_cast<size_t>(g.batch * g.in_channels * g.in_h * g.in_w), gen, -32768, 32767);
+    std::vector<int16_t> ref(static_cast<size_t>(g.batch * g.out_channels * g.out_h * g.out_w)),
+        fast(ref.size());
     wideConvReference(p, x.data(), ref.data());
     wideConvFast(p, x.data(), fast.data());
     ASSERT_EQ(ref, fast) << "trial " << trial;
@@ -318,7 +330,8 @@ TEST(QuantDTypes, WideLinearAndBatchMatMulReferenceEqualFast) {
     p.weights = randomInt16(static_cast<size_t>(p.columns * p.depth), gen, -wmax, wmax);
     if (trial % 2 == 0) {
       p.groups.size = 32 << (trial % 8 / 2);
-      for (int64_t i = 0; i < p.columns * p.groups.groupsPer(p.depth); ++i) p.groups.multipliers.push_back(pick(1, 255));
+      for (int64_t i = 0; i < p.columns * p.groups.groupsPer(p.depth); ++i)
+        p.groups.multipliers.push_back(pick(1, 255));
     }
     p.bias.assign(static_cast<size_t>(p.columns), int64_t{3} << 33);
     p.input_zero_point = trial % 4 == 1 ? -32768 : pick(-32768, 32767);

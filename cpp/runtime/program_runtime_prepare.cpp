@@ -53,9 +53,10 @@ void ProgramRuntime::prepare() {
     if (!v || p.slot < 0)
       throw BlobError("program runtime: tensor '" + pt.value + "' is not a value of the graph");
     // The simulator's representation (QuantizedExecutor::simDType: a float value with a plan entry
-    // is int8 in INT8 mode; other floats are half-rounded float32; non-float values as they are).
+    // is int8 in INT8 mode, int16 with a 16-bit-activation dtype; other floats are half-rounded
+    // float32; non-float values as they are).
     p.dtype = sim_->simDType(*v);
-    p.quantized = v->dtype() == DType::Float32 && p.dtype == DType::Int8;
+    p.quantized = v->dtype() == DType::Float32 && (p.dtype == DType::Int8 || p.dtype == DType::Int16);
     if (p.quantized) p.params = sim_->plan().at(pt.value).params(pt.value);
     p.shape = v->shape();
     p.numel = shapeNumel(p.shape);

@@ -21,6 +21,7 @@
 #include "quant/scheme_weights.h"
 #include "quant/sim/quantized_executor.h"
 #include "quant/sim/wide_mac.h"
+#include "quant_test_util.h"
 
 namespace npuc::quant {
 namespace {
@@ -381,6 +382,37 @@ TEST(QuantDTypes, RefusesInconsistentSchemes) {
   bad.columns = 2;
   bad.depth = 3;
   EXPECT_THROW(validateWideLinear(bad, "node 'fc'"), ConfigError);
+}
+
+}  // namespace
+}  // namespace npuc::quant
+
+namespace npuc::quant {
+namespace {
+
+// Real graphs: ppocr_cls (real weights: depthwise, SE blocks, HardSwish) and tiny_vit (attention
+// MatMul of two activations, Gemm/MatMul weights) simulate to the bit on both paths per dtype.
+TEST(QuantDTypes, SharedModelsReferenceEqualsFast) {
+  size_t ran = 0;
+  for (const char* file : {"ppocr_cls.onnx", "tiny_vit.onnx"}) {
+    const std::unique_ptr<Graph> g = testing::optimizedSharedModel(file);
+    if (!g) continue;
+    Calibrator cal(*g);
+    const std::vector<Tensor> x = testing::randomNormalInputs(*g, 1);
+    cal.addSample(x);
+    for (const QuantScheme& s :
+         {QuantScheme::of(SchemeDType::W16A16IDfp), QuantScheme::of(SchemeDType::W4A16, 64)}) {
+      QuantizerOptions opts;
+      opts.scheme = s;
+      const QuantPlan plan = buildQuantPlan(*g, cal.ranges({}), opts);
+      const Tensor a = QuantizedExecutor(*g, plan, SimOptions{SimMode::Int8, SimPath::Reference}).run(x)[0];
+      const Tensor b = QuantizedExecutor(*g, plan, SimOptions{SimMode::Int8, SimPath::Fast}).run(x)[0];
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.nbytes())) << file << " " << describeScheme(s);
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "shared models not found (NPUC_SHARED_MODELS)";
 }
 
 }  // namespace

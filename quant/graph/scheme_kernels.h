@@ -3,10 +3,10 @@
 // lowering and the reports all read one decision from QuantPlan::nodes:
 //   integer  Conv, Gemm, MatMul (constant B or two activations): int64 accumulators, wide_mac.h;
 //            data movement / MaxPool (bytes move, parameters shared) and Relu/Clip (a clamp);
-//   FP16     Add, Mul, Concat, pools that average, LUT activations, and everything already FP16:
-//            dequantize, compute in FP16, quantize to the output's int16 parameters. At 16 bits a
-//            LUT needs 65536 entries per op and the binary requantization needs an int64 rewrite;
-//            both are left for later (docs/quantization.md "Quantized dtypes").
+//            Add, Mul, Concat, GlobalAveragePool (binary_requant_wide.h);
+//   FP16     AveragePool, LUT activations, and everything already FP16: dequantize, compute in
+//            FP16, quantize to the output's int16 parameters. At 16 bits a LUT needs 65536 entries
+//            per op; both are left for later (docs/quantization.md "Quantized dtypes").
 #pragma once
 
 #include "quant/graph/op_quant_class.h"
@@ -22,7 +22,11 @@ inline bool hasSchemeIntegerKernel(QuantOpKind k, const QuantScheme& scheme) {
     case QuantOpKind::MatMulConst:
     case QuantOpKind::MatMulActivation:
     case QuantOpKind::SharedScale:
-    case QuantOpKind::ClampActivation: return true;
+    case QuantOpKind::ClampActivation:
+    case QuantOpKind::Add:
+    case QuantOpKind::Mul:
+    case QuantOpKind::Concat:
+    case QuantOpKind::GlobalAveragePool: return true;
     default: return false;
   }
 }

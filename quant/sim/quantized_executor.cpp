@@ -44,6 +44,10 @@ StepFactory wideFactory(QuantOpKind kind) {
     case QuantOpKind::MatMulActivation: return makeWideBatchMatMulStep;
     case QuantOpKind::SharedScale: return makeWideSharedScaleStep;
     case QuantOpKind::ClampActivation: return makeClampStep;
+    case QuantOpKind::Add: return makeWideAddStep;
+    case QuantOpKind::Mul: return makeWideMulStep;
+    case QuantOpKind::Concat: return makeWideConcatStep;
+    case QuantOpKind::GlobalAveragePool: return makeWideGlobalAveragePoolStep;
     case QuantOpKind::NonFloat: return makePlainStep;
     default: return makeFloat16Step;
   }

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "opset/eval.h"
 #include "pass_test_util.h"
+#include "quant/binary_requant_wide.h"
 #include "quant/graph/calibrator.h"
 #include "quant/graph/quantizer.h"
 #include "quant/requant_wide.h"
@@ -75,6 +76,33 @@ TEST(QuantDTypes, WideRequantMatchesExactRationalReference) {
   EXPECT_EQ(requantizeToInt16(std::numeric_limits<int64_t>::max(), half, 100), 32767);
   EXPECT_EQ(requantizeToInt16(std::numeric_limits<int64_t>::min(), half, -100), -32768);
   EXPECT_THROW(quantizeWideMultiplier(0.0), ConfigError);
+}
+
+// Add / Mul / rescale on int16 against the exact real result, rounded once.
+TEST(QuantDTypes, ElementwiseInt16RoundsOnce) {
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> scale(1e-5f, 1e-1f);
+  std::uniform_int_distribution<int> q(-32768, 32767);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const QuantParams a{scale(gen), q(gen)}, b{scale(gen), q(gen)}, y{scale(gen) * 4, q(gen)};
+    const int16_t qa = static_cast<int16_t>(q(gen)), qb = static_cast<int16_t>(q(gen));
+    const double exact_add =
+        (double{a.scale} * (qa - a.zero_point) + double{b.scale} * (qb - b.zero_point)) / y.scale;
+    const int16_t got = addInt16(qa, qb, makeWideAddRequant(a, b, y));
+    const double want = std::clamp(std::round(exact_add) + y.zero_point, -32768.0, 32767.0);
+    // The multipliers carry 31 bits: only a value within ~2^-14 of a rounding tie may land one off.
+    if (std::abs(exact_add - std::trunc(exact_add)) - 0.5 > 1e-3 ||
+        std::abs(exact_add - std::trunc(exact_add)) < 0.499)
+      ASSERT_EQ(got, want) << trial;
+    const double exact_mul =
+        double{a.scale} * (qa - a.zero_point) * double{b.scale} * (qb - b.zero_point) / y.scale;
+    const int16_t got_mul = mulInt16(qa, qb, makeWideMulRequant(a, b, y));
+    if (std::abs(std::abs(exact_mul - std::trunc(exact_mul)) - 0.5) > 1e-3)
+      ASSERT_EQ(got_mul, std::clamp(std::round(exact_mul) + y.zero_point, -32768.0, 32767.0)) << trial;
+  }
+  const QuantParams p{0.01f, 5};
+  EXPECT_EQ(rescaleInt16(1234, makeWideRescale(p, p)), 1234);  // same grid: copied
+  EXPECT_EQ(rescaleInt16(1005, makeWideRescale(p, QuantParams{0.02f, -7})), -7 + 500);
 }
 
 TEST(QuantDTypes, ActivationParamsAt16Bits) {
@@ -230,12 +258,10 @@ TEST(QuantDTypes, WholeGraphPerDTypeReferenceEqualsFastAndTracksFloat) {
       EXPECT_EQ(wd, c.scheme.weight_bits == 4
                         ? QuantDType::Int4
                         : (c.scheme.weight_bits == 16 ? QuantDType::Int16 : QuantDType::Int8));
-      // Add has no 16-bit integer kernel yet: FP16 in the plan; the MAC ops are integer.
-      for (const Node* n : g->nodes()) {
-        if (n->opType() == "Add") EXPECT_EQ(plan.precisionOf(n->name()), NodePrecision::Float16);
-        if (n->opType() == "Conv" || n->opType() == "Gemm")
-          EXPECT_EQ(plan.precisionOf(n->name()), NodePrecision::Int8);
-      }
+      // Integer at 16 bits: MAC ops, Add, MaxPool, Relu (quant/graph/scheme_kernels.h).
+      for (const Node* n : g->nodes())
+        EXPECT_EQ(plan.precisionOf(n->name()), NodePrecision::Int8) << n->name();
+      EXPECT_NE(fast.describe().find("Add -> int16 add"), std::string::npos) << fast.describe();
     }
   }
 }

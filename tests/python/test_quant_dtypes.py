@@ -132,7 +132,7 @@ def test_hybrid_layers_at_16_bits(cnn) -> None:
         precisions = tk._quantized[1].node_precisions
     assert precisions["Conv_1"] == "fp16"
     assert precisions["Conv_0"] == "int8"  # the plan's integer precision (int16 activations here)
-    assert precisions["Add_0"] == "fp16"  # no 16-bit integer Add yet (quant/graph/scheme_kernels.h)
+    assert precisions["Add_0"] == "int8"  # integer Add on int16 (quant/binary_requant_wide.h)
     assert cosine_similarity(_fp32(model, x), got) >= 0.9999
 
 

@@ -190,3 +190,12 @@ def test_accuracy_analysis_at_16_bits(cnn, tmp_path: Path, dtype: str, method: s
         assert first["single_cosine"] > 0.999999
     else:
         assert first["single_cosine"] < 0.99999
+
+
+def test_kl_and_mmse_run_as_normal_at_16_bits_and_say_so(cnn, capfd) -> None:
+    model, samples, x = cnn
+    capfd.readouterr()
+    got = _run(model, "w8a16", "channel", samples, x, quantized_algorithm="mmse")
+    text = "".join(capfd.readouterr())
+    assert "quantized_algorithm mmse" in text and "using 'normal'" in text
+    assert np.array_equal(got, _run(model, "w8a16", "channel", samples, x))  # the normal ranges

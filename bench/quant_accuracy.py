@@ -372,6 +372,56 @@ def npuc_results(onnx_path: Path, calib: np.ndarray, evals: np.ndarray, referenc
     return results
 
 
+#: (quantized_dtype, quantized_method) of the --dtypes table (issue #17), algorithm normal.
+DTYPES = (("w8a8", "channel"), ("w8a16", "channel"), ("w16a16i", "channel"), ("w16a16i_dfp", "channel"),
+          ("w4a16", "group32"), ("w4a16", "group128"), ("w4a16", "group256"))
+
+
+def dtype_scores(name: str) -> Dict[str, Score]:
+    """Score of every quantized dtype on `name` (one calibration pass; algorithm normal)."""
+    import npuc
+    from npuc._npuc import Calibrator
+
+    size = BENCHES[name].input_size
+    model, onnx_path = build_and_export(name)
+    calib = synthetic_images(CALIB_SAMPLES, size, SEED_CALIB)
+    evals = synthetic_images(EVAL_SAMPLES, size, SEED_EVAL)
+    reference = torch_outputs(model, evals)
+    optimized, _ = npuc.optimize(npuc.Model.load(str(onnx_path)), 3, [], "")
+    calibrator = Calibrator(optimized)
+    for i in range(len(calib)):
+        calibrator.add_sample([calib[i:i + 1]])
+    scores: Dict[str, Score] = {}
+    for dtype, method in DTYPES:
+        q = calibrator.quantize("normal", method, [], False, dtype)
+        out = np.concatenate([q.run([evals[i:i + 1]])[0] for i in range(len(evals))])
+        scores[f"{dtype} {method}" if dtype == "w4a16" else dtype] = Score.of(reference, out)
+    return scores
+
+
+def dtype_table(models: Sequence[str]) -> None:
+    """--dtypes: mean output cosine (and top-1 agreement) per model and dtype, and the issue's targets."""
+    labels = [f"{d} {m}" if d == "w4a16" else d for d, m in DTYPES]
+    print("\n| model | " + " | ".join(labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    all_scores = {}
+    for name in models:
+        t0 = time.perf_counter()
+        scores = dtype_scores(name)
+        all_scores[name] = scores
+        print(f"| {name} | " + " | ".join(str(scores[k]) for k in labels) + f" |  ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
+    print("\ntargets:")
+    for name, sc in all_scores.items():
+        print(f"  {name}: w8a16 >= w8a8: {sc['w8a16'].cosine:.5f} vs {sc['w8a8'].cosine:.5f} "
+              f"({'met' if sc['w8a16'].cosine >= sc['w8a8'].cosine else 'MISSED'}); w16a16i >= 0.9999: "
+              f"{sc['w16a16i'].cosine:.6f} ({'met' if sc['w16a16i'].cosine >= 0.9999 else 'MISSED'})")
+    if "tiny_vit" in all_scores:
+        sc = all_scores["tiny_vit"]
+        gap = sc["w8a16"].cosine - sc["w4a16 group128"].cosine
+        print(f"  tiny_vit: w4a16 group128 within 0.005 of w8a16: gap {gap:.5f} ({'met' if gap <= 0.005 else 'MISSED'})")
+
+
 def float_ops_of(quantized: Any) -> List[str]:
     """Ops PyTorch left in float after convert_fx: float modules among the layer kinds we care
     about, plus float softmax calls in the generated code."""
@@ -516,8 +566,12 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=list(BENCHES), choices=list(BENCHES))
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     parser.add_argument("--skip-timing", action="store_true", help="skip the calibration timing")
+    parser.add_argument("--dtypes", action="store_true", help="only the quantized_dtype table (issue #17)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.dtypes:
+        dtype_table(args.models)
+        return 0
     print(f"calibration {CALIB_SAMPLES} samples, evaluation {EVAL_SAMPLES} samples (synthetic smooth "
           f"random fields, ImageNet-normalized); torch {torch.__version__}")
     print(TORCH_QCONFIG_TEXT)

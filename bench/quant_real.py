@@ -18,8 +18,12 @@ fresh Toolkit load_blob -> inference on raw RGB images.
 * accuracy_analysis of the best ppocrv4_det build on one evaluation page: the worst layers; then
   build(auto_hybrid=True): what it moved to FP16 and the metrics it recovered.
 
+* ``--dtypes``: only the table of RKNN 2.3.2's quantized dtypes (issue #17): each dtype on a SoC
+  that has it, algorithm normal, built and run through the Toolkit's simulator (no blob): ppocrv4_det
+  F1 / box recall / cosine against FP32, ppocr_cls decision agreement and cosine.
+
 Run: ``cd bench && PYTHONPATH=../python /usr/bin/python3 quant_real.py [--socs rk3588 ...]
-[--quick]`` (--quick: rk3588 only, algorithms normal and mmse).
+[--quick] [--dtypes]`` (--quick: rk3588 only, algorithms normal and mmse).
 """
 from __future__ import annotations
 
@@ -55,6 +59,10 @@ DET_MEAN, DET_STD = [[123.675, 116.28, 103.53]], [[58.395, 57.12, 57.375]]
 CLS_MEAN, CLS_STD = [[127.5, 127.5, 127.5]], [[127.5, 127.5, 127.5]]
 TARGET_F1 = 0.97
 TARGET_RECALL = 0.97
+#: (quantized_dtype, quantized_method, a SoC that has it) for the --dtypes table.
+DTYPE_BUILDS = (("w8a8", "channel", "rk3588"), ("w8a16", "channel", "rk3562"), ("w16a16i", "channel", "rv1106"),
+                ("w16a16i_dfp", "channel", "rv1106"), ("w4a16", "group32", "rk3576"),
+                ("w4a16", "group128", "rk3576"), ("w4a16", "group256", "rk3576"))
 #: auto_hybrid_cos_thresh values tried on the best ppocrv4_det build (RKNN's default is 0.98).
 HYBRID_THRESHOLDS = (0.98, 0.995)
 
@@ -95,6 +103,41 @@ def int8_flow(model: Path, soc: str, algorithm: str, method: str, mean, std, dat
         outs = [rt.inference(inputs=[im[None]], data_format="nhwc")[0] for im in images]
     blob.unlink()
     return outs, build_s, report
+
+
+def dtype_flow(model: Path, soc: str, dtype: str, method: str, mean, std, dataset: str,
+               images: Sequence[np.ndarray]) -> Tuple[List[np.ndarray], float]:
+    """Build with `dtype` on the simulator and infer every image (no blob: the outputs are the
+    built model's). Returns (outputs, build s)."""
+    with npuc.Toolkit() as tk, quiet():
+        tk.config(target_platform=soc, mean_values=mean, std_values=std, quantized_dtype=dtype,
+                  quantized_method=method)
+        tk.load_onnx(model=str(model))
+        t0 = time.perf_counter()
+        tk.build(do_quantization=True, dataset=dataset)
+        build_s = time.perf_counter() - t0
+        outs = [tk.inference(inputs=[im[None]], data_format="nhwc")[0] for im in images]
+    return outs, build_s
+
+
+def dtype_table(folder: Path) -> List[str]:
+    """The --dtypes table: one row per (model, dtype)."""
+    rows = ["| model | dtype | SoC | metric vs FP32 | cosine | build s |", "|---|---|---|---|---|---|"]
+    det, cls = Det(folder), Cls(folder)
+    for task in (det, cls):
+        for dtype, method, soc in DTYPE_BUILDS:
+            outs, build_s = dtype_flow(task.model, soc, dtype, method, task.mean, task.std, task.dataset,
+                                       task.images)
+            if task is det:
+                s, cos, _ = det.score(outs)
+                metric = f"F1 {s.pixel_f1:.4f}, box R {s.box_recall:.4f} / P {s.box_precision:.4f}"
+            else:
+                agree, _, cos, _ = cls.score(outs)
+                metric = f"decision = FP32 on {agree * 100:.1f} %"
+            rows.append(f"| {task.model.stem} | {dtype} {method if dtype == 'w4a16' else ''} | {soc} | {metric} | "
+                        f"{cos:.6f} | {build_s:.1f} |")
+            print(rows[-1], flush=True)
+    return rows
 
 
 def write_dataset(paths: Sequence[str], folder: Path, name: str) -> str:
@@ -213,7 +256,12 @@ def main() -> int:
     ap.add_argument("--socs", nargs="+", default=list(SOCS))
     ap.add_argument("--quick", action="store_true", help="rk3588 only, algorithms normal and mmse")
     ap.add_argument("--skip-digits", action="store_true")
+    ap.add_argument("--dtypes", action="store_true", help="only the quantized_dtype table (issue #17)")
     args = ap.parse_args()
+    if args.dtypes:
+        with tempfile.TemporaryDirectory() as tmp:
+            print("\n".join(dtype_table(Path(tmp))))
+        return 0
     socs = ["rk3588"] if args.quick else args.socs
     algorithms = ("normal", "mmse") if args.quick else ALGORITHMS
 

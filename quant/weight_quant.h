@@ -49,7 +49,9 @@ WeightChannelLayout gemmWeightLayout(const Shape& b, bool trans_b, const std::st
 WeightChannelLayout matmulWeightLayout(const Shape& b, const std::string& tensor);
 
 struct QuantizedWeights {
-  Tensor values;              // int8, same shape as the float weight, in [-127, 127]
+  // Same shape as the float weight: int8 in [-127, 127] (w8a8, w8a16), int8 holding int4 values in
+  // [-7, 7] one per byte (w4a16), or int16 in [-32767, 32767] (w16a16i, w16a16i_dfp).
+  Tensor values;
   std::vector<float> scales;  // one per output channel in both modes (all equal for PerTensor)
   WeightGranularity granularity = WeightGranularity::PerChannel;
   // Channels whose scale was raised above max|w| / 127 so that their int32 bias fits the
@@ -58,6 +60,10 @@ struct QuantizedWeights {
   // Channels whose own scale would not be a normal float (all-zero weights, or "dead" channels
   // with max|w| near 1e-38): they take the tensor-wide scale, and their weights quantize to 0.
   std::vector<int64_t> borrowed_channels;
+  // Grouped weights (w4a16, quant/scheme_weights.h): groups of `group_size` reduction elements per
+  // channel, group g of channel c at scale scales[c] * group_multipliers[c * groups + g].
+  int64_t group_size = 0;
+  std::vector<int32_t> group_multipliers;
 };
 
 // The layer's float bias and the scale of its input activation. Given to quantizeWeights, it

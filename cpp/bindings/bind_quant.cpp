@@ -50,6 +50,29 @@ std::unique_ptr<Graph> separated(const Graph& g) {
   return copy;
 }
 
+// QuantizerOptions from RKNN's quantized_dtype and quantized_method: "channel" / "layer" set the
+// weight granularity, "group32" .. "group256" the w4a16 weight groups (QuantScheme::of refuses a
+// group method without w4a16 and w4a16 without one, naming both).
+quant::QuantizerOptions quantizerOptions(const std::string& dtype, const std::string& method,
+                                         const std::vector<std::string>& hybrid_layers) {
+  const std::optional<quant::SchemeDType> d = quant::schemeDTypeFromName(dtype);
+  if (!d)
+    throw ConfigError("unknown quantized_dtype '" + dtype + "' (w8a8, w8a16, w16a16i, w16a16i_dfp, w4a16)");
+  quant::QuantizerOptions opts;
+  int64_t group = 0;
+  if (method.rfind("group", 0) == 0) {
+    const std::string n = method.substr(5);
+    group = n == "32" ? 32 : n == "64" ? 64 : n == "128" ? 128 : n == "256" ? 256 : -1;
+    if (group < 0)
+      throw ConfigError("unknown quantized_method '" + method + "' (group32, group64, group128, group256)");
+  } else {
+    opts.granularity = quant::weightGranularityFromName(method);
+  }
+  opts.scheme = quant::QuantScheme::of(*d, group);
+  opts.hybrid_layers = std::set<std::string>(hybrid_layers.begin(), hybrid_layers.end());
+  return opts;
+}
+
 class PyCalibrator {
  public:
   // The clone is quantized: its weights and biases get constants of their own (the FP32 values the
@@ -69,12 +92,11 @@ class PyCalibrator {
     return out;
   }
   PyQuantizedModel quantize(const std::string& algorithm, const std::string& method,
-                            const std::vector<std::string>& hybrid_layers, bool reference) const {
+                            const std::vector<std::string>& hybrid_layers, bool reference,
+                            const std::string& dtype) const {
     quant::CalibrationOptions calib;
     calib.algorithm = quant::calibrationAlgorithmFromName(algorithm);
-    quant::QuantizerOptions opts;
-    opts.granularity = quant::weightGranularityFromName(method);
-    opts.hybrid_layers = std::set<std::string>(hybrid_layers.begin(), hybrid_layers.end());
+    const quant::QuantizerOptions opts = quantizerOptions(dtype, method, hybrid_layers);
     py::gil_scoped_release release;
     quant::QuantPlan plan = quant::buildQuantPlan(*graph_, calibrator_.ranges(calib), opts);
     quant::SimOptions sim_opts;
@@ -170,13 +192,11 @@ py::dict accuracyReport(const PyQuantizedModel& qm, const py::sequence& inputs, 
 // ranges come from the edited quantization config instead of a calibration run).
 PyQuantizedModel quantizeFromRanges(const Model& model,
                                     const std::map<std::string, std::pair<float, float>>& ranges,
-                                    const std::string& method,
-                                    const std::vector<std::string>& hybrid_layers) {
+                                    const std::string& method, const std::vector<std::string>& hybrid_layers,
+                                    const std::string& dtype) {
   std::map<std::string, quant::ClipRange> clip;
   for (const auto& [name, r] : ranges) clip[name] = quant::ClipRange{r.first, r.second};
-  quant::QuantizerOptions opts;
-  opts.granularity = quant::weightGranularityFromName(method);
-  opts.hybrid_layers = std::set<std::string>(hybrid_layers.begin(), hybrid_layers.end());
+  const quant::QuantizerOptions opts = quantizerOptions(dtype, method, hybrid_layers);
   py::gil_scoped_release release;
   std::unique_ptr<Graph> graph = separated(model.graph());
   quant::QuantPlan plan = quant::buildQuantPlan(*graph, clip, opts);
@@ -301,13 +321,15 @@ void bindQuant(py::module_& m) {
            "Calibrated (min, max) per activation name.")
       .def("quantize", &PyCalibrator::quantize, py::arg("algorithm") = "normal",
            py::arg("method") = "channel", py::arg("hybrid_layers") = std::vector<std::string>{},
-           py::arg("reference") = false,
-           "Builds the quantization plan and the INT8 simulator (reference=True: plain reference loops).");
+           py::arg("reference") = false, py::arg("dtype") = "w8a8",
+           "Builds the quantization plan and the integer simulator (reference=True: plain reference loops); "
+           "dtype is RKNN's quantized_dtype, method 'channel', 'layer' or 'group32'..'group256' (w4a16).");
 
   m.def("quantized_from_plan", &quantizedFromPlan, py::arg("model"), py::arg("plan"),
         "The simulator of `model` with the given plan (a QUNT payload, as QuantizedModel.plan_bytes).");
   m.def("quantize_from_ranges", &quantizeFromRanges, py::arg("model"), py::arg("ranges"),
         py::arg("method") = "channel", py::arg("hybrid_layers") = std::vector<std::string>{},
+        py::arg("dtype") = "w8a8",
         "The INT8 simulator of `model` from given (min, max) ranges per activation (no calibration run).");
   m.def(
       "fp16_model",

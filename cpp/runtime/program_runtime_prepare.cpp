@@ -53,7 +53,7 @@ void ProgramRuntime::prepare() {
     if (!v || p.slot < 0)
       throw BlobError("program runtime: tensor '" + pt.value + "' is not a value of the graph");
     // The simulator's representation (QuantizedExecutor::simDType: a float value with a plan entry
-    // is int8 in INT8 mode, int16 for the a16 schemes of issue #17; other floats are half-rounded
+    // is int8 in INT8 mode, int16 with a 16-bit-activation dtype; other floats are half-rounded
     // float32; non-float values as they are).
     p.dtype = sim_->simDType(*v);
     p.quantized = v->dtype() == DType::Float32 && (p.dtype == DType::Int8 || p.dtype == DType::Int16);

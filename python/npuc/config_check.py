@@ -224,12 +224,12 @@ def _pass_names(key: str, value: Any) -> None:
 
 
 def _checkers() -> Dict[str, Callable[[str, Any], None]]:
-    from npuc.quantize import ALGORITHMS, INT8_DTYPES, METHODS
+    from npuc.quantize import ALGORITHMS, DTYPES, GROUP_METHODS, METHODS
 
     checks: Dict[str, Callable[[str, Any], None]] = {
-        "quantized_dtype": _one_of(INT8_DTYPES),
+        "quantized_dtype": _one_of(DTYPES),
         "quantized_algorithm": _one_of(ALGORITHMS),
-        "quantized_method": _one_of(METHODS),
+        "quantized_method": _one_of(METHODS + GROUP_METHODS),
         "optimization_level": _one_of(OPTIMIZATION_LEVELS),
         "float_dtype": _one_of(FLOAT_DTYPES),
         "custom_string": _custom_string,

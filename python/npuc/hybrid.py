@@ -31,7 +31,7 @@ from npuc.config_check import check_config_values, finite_float32
 from npuc.errors import ConfigError, ModelLoadError
 from npuc.messages import capped, shown, shown_key, shown_path
 from npuc.output_files import JobInputs, atomic_output, make_folder, refuse_output, write_text_output
-from npuc.quantize import calibrate, settings_from_config
+from npuc.quantize import calibrate, calibration_algorithm_for, dtype_from_config, settings_from_config
 from npuc.yaml_config import load_yaml_config
 
 __all__ = [
@@ -193,12 +193,14 @@ def build_auto_hybrid(
     calibrator, samples = calibrate(model, dataset, normalize, bool(config.get("quant_img_RGB2BGR")),
                                     keep=AUTO_HYBRID_SAMPLES)
     given = list(config.get("hybrid_layers") or [])
-    int8 = calibrator.quantize(algorithm, method, given)
+    dtype = dtype_from_config(config)
+    algorithm = calibration_algorithm_for(algorithm, dtype, log)
+    int8 = calibrator.quantize(algorithm, method, given, False, dtype)
     worst, before = _measure(int8, samples)
     chosen = _choose(worst, cos, euc)
     hybrid, after = int8, before
     if chosen:
-        hybrid = calibrator.quantize(algorithm, method, given + [c.node for c in chosen])
+        hybrid = calibrator.quantize(algorithm, method, given + [c.node for c in chosen], False, dtype)
         after = _output_cosine(model, hybrid, samples)
     text = _format_report(chosen, before, after, cos, euc, len(samples))
     for warning in hybrid.warnings:
@@ -245,7 +247,8 @@ def step1(
                                     keep=proposal_dataset_size)
     ranges = calibrator.ranges(algorithm)
     given = list(config.get("hybrid_layers") or [])
-    qmodel = calibrator.quantize(algorithm, method, given)
+    dtype = dtype_from_config(config)
+    qmodel = calibrator.quantize(calibration_algorithm_for(algorithm, dtype), method, given, False, dtype)
     custom = {name: FLOAT16 for name in given}
     worst, _ = _measure(qmodel, samples)
     if proposal:
@@ -353,7 +356,8 @@ def step2(
     ranges.update(edited)
     method = config.get("quantized_method") or data_method
     settings_from_config(dict(config, quantized_method=method))  # validates dtype and method
-    all_int8 = quantize_from_ranges(model, ranges, method, [])
+    dtype = dtype_from_config(config)
+    all_int8 = quantize_from_ranges(model, ranges, method, [], dtype)
     by_output = _layers_by_output(model_input)
     layers = set()
     for name in custom:
@@ -365,7 +369,7 @@ def step2(
             )
         layers.add(layer)
     hybrid = sorted(layers | set(config.get("hybrid_layers") or []))
-    return model, (quantize_from_ranges(model, ranges, method, hybrid) if hybrid else all_int8)
+    return model, (quantize_from_ranges(model, ranges, method, hybrid, dtype) if hybrid else all_int8)
 
 
 def _read_data(path: str) -> Tuple[Dict[str, Tuple[float, float]], str]:

@@ -30,15 +30,23 @@ __all__ = [
     "build_for_toolkit",
     "calibrate",
     "settings_from_config",
+    "dtype_from_config",
+    "calibration_algorithm_for",
     "cosine_similarity",
 ]
 
 #: ``quantized_algorithm`` values (RKNN-Toolkit2's, plus percentile).
 ALGORITHMS = ("normal", "kl_divergence", "mmse", "percentile")
-#: ``quantized_method`` values: per output channel or per tensor weight scales.
+#: ``quantized_method`` values: per output channel or per tensor weight scales, or (w4a16 only)
+#: per-channel scales with per-group multipliers over 32..256 reduction elements.
 METHODS = ("channel", "layer")
+GROUP_METHODS = ("group32", "group64", "group128", "group256")
 #: ``quantized_dtype`` values meaning int8 activations and weights.
 INT8_DTYPES = ("asymmetric_quantized-8", "w8a8", "int8")
+#: RKNN-Toolkit2 2.3.2's other ``quantized_dtype`` values (docs/quantization.md "Quantized dtypes"):
+#: int16 activations with int8 / int16 / power-of-two int16 / grouped int4 weights.
+WIDE_DTYPES = ("w8a16", "w16a16i", "w16a16i_dfp", "w4a16")
+DTYPES = INT8_DTYPES + WIDE_DTYPES
 
 _log = logging.getLogger("npuc.quantize")
 
@@ -53,14 +61,17 @@ def quantize(
     rgb2bgr: bool = False,
     reference: bool = False,
     logger: Optional[logging.Logger] = None,
+    dtype: str = "w8a8",
 ) -> QuantizedModel:
-    """Calibrates `model` on `dataset` and returns its INT8 simulator.
+    """Calibrates `model` on `dataset` and returns its integer simulator.
 
     Args:
         model: the (optimized) FP32 model.
         dataset: a ``dataset.txt`` path or an iterable of samples (see :mod:`npuc.dataset`).
-        algorithm: one of :data:`ALGORITHMS`.
-        method: one of :data:`METHODS`.
+        algorithm: one of :data:`ALGORITHMS` (at 16-bit activations see
+            :func:`calibration_algorithm_for`).
+        method: one of :data:`METHODS`, or of :data:`GROUP_METHODS` with ``dtype='w4a16'``.
+        dtype: one of :data:`DTYPES` (RKNN's ``quantized_dtype``).
         hybrid_layers: node names computed in FP16 instead of INT8.
         normalize: mean/std normalization applied to samples read from a ``dataset.txt``.
         rgb2bgr: reverse the channels of images read from a ``dataset.txt``.
@@ -71,21 +82,65 @@ def quantize(
         InputError: a sample that cannot be read or has the wrong shape (named by line).
     """
     log = logger or _log
-    check_algorithm_and_method(algorithm, method)
+    check_algorithm_and_method(algorithm, method, dtype)
     calibrator, _ = calibrate(model, dataset, normalize, rgb2bgr)
-    log.info("calibration: %d sample(s), algorithm %s, method %s", calibrator.num_samples, algorithm, method)
-    quantized = calibrator.quantize(algorithm, method, list(hybrid_layers or []), reference)
+    used = calibration_algorithm_for(algorithm, dtype, log)
+    log.info(
+        "calibration: %d sample(s), algorithm %s, method %s, dtype %s", calibrator.num_samples, used, method, dtype
+    )
+    quantized = calibrator.quantize(used, method, list(hybrid_layers or []), reference, dtype)
     for warning in quantized.warnings:
         log.warning("quantization: %s", warning)
     return quantized
 
 
-def check_algorithm_and_method(algorithm: str, method: str) -> None:
-    """Raises ConfigError naming an unknown ``quantized_algorithm`` / ``quantized_method``."""
+def check_algorithm_and_method(algorithm: str, method: str, dtype: str = "w8a8") -> None:
+    """Raises ConfigError naming an unknown ``quantized_algorithm`` / ``quantized_method`` /
+    ``quantized_dtype``, or a group method and a dtype that do not go together (naming both)."""
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"quantized_algorithm {shown(algorithm)} is not one of {', '.join(ALGORITHMS)}")
-    if method not in METHODS:
-        raise ConfigError(f"quantized_method {shown(method)} is not one of {', '.join(METHODS)}")
+    if dtype not in DTYPES:
+        raise ConfigError(f"quantized_dtype {shown(dtype)} is not one of {', '.join(DTYPES)}")
+    if method not in METHODS + GROUP_METHODS:
+        raise ConfigError(
+            f"quantized_method {shown(method)} is not one of {', '.join(METHODS + GROUP_METHODS)}"
+        )
+    if dtype == "w4a16" and method not in GROUP_METHODS:
+        raise ConfigError(
+            f"quantized_dtype w4a16 needs quantized_method {', '.join(GROUP_METHODS)} (got {shown(method)})"
+        )
+    if method in GROUP_METHODS and dtype != "w4a16":
+        raise ConfigError(f"quantized_method {method} applies to quantized_dtype w4a16 only, not {shown(dtype)}")
+
+
+#: Calibration algorithms that keep their meaning at 16-bit activations. kl_divergence compares
+#: the clipped distribution with its quantization on a 2048-bin histogram: at 32768 levels per side
+#: every bin is its own level, so nothing is ever clipped (its own rule returns min/max). mmse's
+#: search is laid out for 256 levels; at 65536 levels the rounding noise is 2^16 times smaller and
+#: the optimum is (measured on ppocrv4_det, docs/quantization.md) the min/max range within its
+#: search step. Both therefore run as ``normal`` at 16 bits, and the log says so.
+_ALGORITHMS_AT_16_BITS = ("normal", "percentile")
+
+
+def calibration_algorithm_for(algorithm: str, dtype: str, logger: Optional[logging.Logger] = None) -> str:
+    """The calibration algorithm actually used for `algorithm` with `dtype` (logged when it differs)."""
+    if dtype not in WIDE_DTYPES or algorithm in _ALGORITHMS_AT_16_BITS:
+        return algorithm
+    (logger or _log).warning(
+        "quantized_algorithm %s is tuned for 256 levels; %s has 16-bit activations: using 'normal' (min/max) "
+        "ranges instead (docs/quantization.md, 'Quantized dtypes')",
+        algorithm,
+        dtype,
+    )
+    return "normal"
+
+
+def dtype_from_config(config: Dict[str, Any]) -> str:
+    """The ``quantized_dtype`` of the Toolkit config, canonical (the int8 spellings -> ``w8a8``)."""
+    dtype = config.get("quantized_dtype") or "w8a8"
+    if dtype not in DTYPES:
+        raise ConfigError(f"quantized_dtype {shown(dtype)} is not supported ({', '.join(DTYPES)})")
+    return "w8a8" if dtype in INT8_DTYPES else dtype
 
 
 def calibrate(
@@ -116,13 +171,12 @@ def calibrate(
 
 
 def settings_from_config(config: Dict[str, Any]) -> Tuple[str, str]:
-    """(algorithm, method) from the Toolkit config keys, validated (int8 dtypes only)."""
-    dtype = config.get("quantized_dtype") or INT8_DTYPES[0]
-    if dtype not in INT8_DTYPES:
-        raise ConfigError(f"quantized_dtype {shown(dtype)} is not supported (int8: {', '.join(INT8_DTYPES)})")
+    """(algorithm, method) from the Toolkit config keys, validated together with the dtype
+    (:func:`dtype_from_config` gives the dtype)."""
+    dtype = dtype_from_config(config)
     algorithm = config.get("quantized_algorithm") or "normal"
     method = config.get("quantized_method") or "channel"
-    check_algorithm_and_method(algorithm, method)
+    check_algorithm_and_method(algorithm, method, dtype)
     return algorithm, method
 
 
@@ -159,6 +213,7 @@ def build_for_toolkit(
         normalize=normalize,
         rgb2bgr=bool(config.get("quant_img_RGB2BGR", False)),
         logger=logger,
+        dtype=dtype_from_config(config),
     )
 
 

@@ -9,6 +9,9 @@
 #include "opset/op_traits.h"
 #include "quant/graph/given_params.h"
 #include "quant/graph/op_quant_class.h"
+#include "quant/graph/scheme_kernels.h"
+#include "quant/scheme_qparams.h"
+#include "quant/scheme_weights.h"
 
 namespace npuc::quant {
 
@@ -18,9 +21,16 @@ bool isFloatActivation(const Value* v) {
   return v && v->dtype() == DType::Float32 && !v->isConstant();
 }
 
+// The plan entry of an activation: int8 or int16 per tensor, as the scheme says.
+TensorQuant activationEntry(QuantParams p, const QuantScheme& scheme) {
+  TensorQuant t = TensorQuant::perTensor(p);
+  if (scheme.activation_bits == 16) t.dtype = QuantDType::Int16;
+  return t;
+}
+
 // Per-tensor activation parameters for a float constant feeding an element-wise int8 op
 // (e.g. Mul by a constant): its own min/max, so the constant is represented as well as int8 can.
-QuantParams constantParams(const Value* v) {
+QuantParams constantParams(const Value* v, const QuantScheme& scheme) {
   const Tensor& t = v->constant();
   const float* d = t.data<float>();
   float lo = 0.0f, hi = 0.0f;
@@ -28,7 +38,7 @@ QuantParams constantParams(const Value* v) {
     lo = std::min(lo, d[i]);
     hi = std::max(hi, d[i]);
   }
-  return chooseActivationParams(lo, hi, v->name().c_str());
+  return chooseSchemeActivationParams(lo, hi, scheme, v->name().c_str());
 }
 
 // The only consumer of `v` when it is an int8 Relu/Clip, else null.
@@ -44,6 +54,7 @@ class PlanBuilder {
   PlanBuilder(const Graph& g, const std::map<std::string, ClipRange>& ranges, const QuantizerOptions& o)
       : graph_(g), ranges_(ranges), options_(o) {
     plan_.weight_granularity = o.granularity;
+    plan_.scheme = o.scheme;
   }
 
   QuantPlan build() {
@@ -96,8 +107,9 @@ class PlanBuilder {
     auto it = ranges_.find(range_of);
     if (it == ranges_.end())
       throw ConfigError("calibration produced no range for activation '" + range_of + "'");
-    plan_.tensors[value] =
-        TensorQuant::perTensor(chooseActivationParams(it->second.min, it->second.max, value.c_str()));
+    plan_.tensors[value] = activationEntry(
+        chooseSchemeActivationParams(it->second.min, it->second.max, options_.scheme, value.c_str()),
+        options_.scheme);
   }
 
   const TensorQuant& paramsOfInput(const Value* v) {
@@ -105,7 +117,7 @@ class PlanBuilder {
       if (!v->isConstant())
         throw ConfigError("activation '" + v->name() + "' has no quantization parameters");
       const TensorQuant* given = givenActivation(options_, v->name(), v->name());
-      plan_.tensors[v->name()] = given ? *given : TensorQuant::perTensor(constantParams(v));
+      plan_.tensors[v->name()] = given ? *given : activationEntry(constantParams(v, options_.scheme), options_.scheme);
     }
     return plan_.tensors.at(v->name());
   }
@@ -114,8 +126,10 @@ class PlanBuilder {
     const QuantOpKind kind = classifyForInt8(n);
     if (kind == QuantOpKind::NonFloat) return;
     const bool hybrid = options_.hybrid_layers.count(n.name()) != 0;
-    const NodePrecision precision =
-        (kind == QuantOpKind::Float16 || hybrid) ? NodePrecision::Float16 : NodePrecision::Int8;
+    // At 16-bit activations the kinds without a wide integer kernel run FP16 (scheme_kernels.h).
+    const NodePrecision precision = (!hasSchemeIntegerKernel(kind, options_.scheme) || hybrid)
+                                        ? NodePrecision::Float16
+                                        : NodePrecision::Int8;
     plan_.nodes[n.name()] = precision;
     if (hybrid)
       plan_.warnings.push_back("node '" + n.name() + "' (" + n.opType() + ") runs in FP16 (hybrid_layers)");
@@ -156,6 +170,10 @@ class PlanBuilder {
   }
 
   void planWeights(const Node& n) {
+    if (options_.scheme.dtype != SchemeDType::W8A8) {
+      planSchemeWeights(n);
+      return;
+    }
     const Value* w = n.input(1);
     const Value* b = n.hasInput(2) && n.input(2)->isConstant() ? n.input(2) : nullptr;
     const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
@@ -194,6 +212,41 @@ class PlanBuilder {
     bq.zero_points.assign(bq.scales.size(), 0);
     bq.axis = 0;
     bq.dtype = QuantDType::Int32;
+    plan_.tensors[b->name()] = bq;
+  }
+
+  static int64_t weightAxisOf(const Node& n) {
+    return n.opType() == "Conv" ? 0 : (n.opType() == "Gemm" && n.attrs().i("transB", 0) ? 0 : 1);
+  }
+
+  // The wide-accumulator dtypes (quant/scheme_weights.h): weights at 4/8/16 bits (grouped for
+  // w4a16), int64 biases at s_in * scales[c] (no bias floor: int64 holds any real bias).
+  void planSchemeWeights(const Node& n) {
+    const QuantScheme& scheme = options_.scheme;
+    const Value* w = n.input(1);
+    const Value* b = n.hasInput(2) && n.input(2)->isConstant() ? n.input(2) : nullptr;
+    const float s_in = paramsOfInput(n.input(0)).params(n.input(0)->name()).scale;
+    const QuantizedWeights qw =
+        quantizeSchemeWeights(w->constant(), weightLayoutOf(n), options_.granularity, scheme, w->name());
+    TensorQuant wq;
+    wq.scales = qw.scales;
+    wq.zero_points.assign(qw.scales.size(), 0);
+    wq.axis = weightAxisOf(n);
+    wq.dtype = scheme.weight_bits == 4 ? QuantDType::Int4
+                                       : (scheme.weight_bits == 16 ? QuantDType::Int16 : QuantDType::Int8);
+    wq.group_size = qw.group_size;
+    wq.group_multipliers = qw.group_multipliers;
+    plan_.tensors[w->name()] = wq;
+    reportScaleAdjustments(n, qw, b);
+    WeightOutlierRow row =
+        measureWeightOutliers(w->name(), w->constant().data<float>(), w->constant().numel());
+    plan_.weight_outliers.push_back(std::move(row));
+    if (!b) return;
+    TensorQuant bq;
+    for (float s : qw.scales) bq.scales.push_back(static_cast<float>(static_cast<double>(s_in) * s));
+    bq.zero_points.assign(bq.scales.size(), 0);
+    bq.axis = 0;
+    bq.dtype = QuantDType::Int64;
     plan_.tensors[b->name()] = bq;
   }
 
@@ -245,8 +298,14 @@ QuantizedWeights quantizeNodeWeights(const Node& node, const QuantPlan& plan) {
   if (!plan.has(w->name()))
     throw ConfigError("node '" + node.name() + "' (" + node.opType() + "): weight '" + w->name() +
                       "' has no scales in the quantization plan");
-  return quantizeWeightsWithScales(w->constant(), weightLayoutOf(node), plan.at(w->name()).scales,
-                                   plan.weight_granularity, w->name());
+  const TensorQuant& entry = plan.at(w->name());
+  if (plan.scheme.dtype != SchemeDType::W8A8) {
+    return quantizeSchemeWeightsWithScales(w->constant(), weightLayoutOf(node), entry.scales,
+                                           entry.group_size, entry.group_multipliers, plan.weight_granularity,
+                                           plan.scheme, w->name());
+  }
+  return quantizeWeightsWithScales(w->constant(), weightLayoutOf(node), entry.scales, plan.weight_granularity,
+                                   w->name());
 }
 
 namespace {

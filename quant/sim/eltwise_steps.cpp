@@ -13,6 +13,7 @@
 #include "quant/graph/op_quant_class.h"
 #include "quant/int_limits.h"
 #include "quant/lut.h"
+#include "quant/scheme_qparams.h"
 #include "quant/sim/requant_row.h"
 #include "quant/sim/requant_vector.h"
 #include "quant/sim/sim_step.h"
@@ -246,11 +247,21 @@ class ClampStep : public SimStep {
     const Node& n = ctx.node;
     const QuantParams p = ctx.paramsOf(n.output(0));
     const ClampBounds bounds = clampBoundsOf(n);
+    if (ctx.activationStorage() == DType::Int16) {
+      wide_ = true;
+      lo16_ = static_cast<int16_t>(quantizeValueWide(bounds.lo, p, -32768, 32767));
+      hi16_ = static_cast<int16_t>(quantizeValueWide(bounds.hi, p, -32768, 32767));
+      return;
+    }
     lo_ = quantizeValue(bounds.lo, p);
     hi_ = quantizeValue(bounds.hi, p);
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
+    if (wide_) {
+      runWide(slots, x);
+      return;
+    }
     if (lo_ == kActivationQMin && hi_ == kActivationQMax) {
       // The clamp is the int8 saturation its producer already applied (a fused clamp: ReLU with
       // z = -128, ReLU6 on a [0, 6] grid), so the output is the input's bytes: share them
@@ -269,7 +280,21 @@ class ClampStep : public SimStep {
   }
 
  private:
+  // int16 activations: the same clamp on the int16 grid (a saturating producer's clamp is kept as
+  // a copy: simpler than sharing, and the step is cheap next to the convs around it).
+  void runWide(SimSlots& slots, const SimValue& x) const {
+    SimValue y{Tensor::uninitialized(DType::Int16, x.tensor.shape()), true, x.params};
+    const int16_t* s = x.tensor.data<int16_t>();
+    int16_t* d = y.tensor.data<int16_t>();
+    const int16_t lo = lo16_, hi = hi16_;
+    const int64_t n = x.tensor.numel();
+    for (int64_t i = 0; i < n; ++i) d[i] = std::clamp(s[i], lo, hi);
+    out(slots, 0) = std::move(y);
+  }
+
   int8_t lo_ = -128, hi_ = 127;
+  bool wide_ = false;
+  int16_t lo16_ = -32768, hi16_ = 32767;
 };
 
 // acc = sum over H*W of (q - z_in) (int32: 255 * H*W fits for any image below 8M pixels),
@@ -350,7 +375,7 @@ class SharedScaleStep : public SimStep {
     std::vector<const Tensor*> ins{&data};
     for (size_t i = 1; i < node_.numInputs(); ++i) ins.push_back(hasIn(i) ? &in(slots, i).tensor : nullptr);
     std::vector<Tensor> outs = evalNode(node_, ins);
-    for (size_t i = 0; i < numOut(); ++i) out(slots, i) = quantizeFloat(outs[i], x.params);
+    for (size_t i = 0; i < numOut(); ++i) out(slots, i) = quantizeFloat(outs[i], x.params, x.tensor.dtype());
   }
 
  private:
@@ -389,6 +414,9 @@ std::unique_ptr<SimStep> makeGlobalAveragePoolStep(const StepContext& ctx) {
 }
 std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx) {
   return std::make_unique<LutStep>(ctx);
+}
+std::unique_ptr<SimStep> makeWideSharedScaleStep(const StepContext& ctx) {
+  return std::make_unique<SharedScaleStep>(ctx);
 }
 std::unique_ptr<SimStep> makeSharedScaleStep(const StepContext& ctx) {
   if (supportsInt8MaxPool(ctx.node)) return makeMaxPoolStep(ctx);

@@ -2,6 +2,7 @@
 // FP16 path: inputs dequantized (INT8 mode) and rounded to half, the FP32 kernel, outputs rounded
 // to half and, in INT8 mode, quantized with their planned parameters.
 #include "opset/eval.h"
+#include "quant/scheme_qparams.h"
 #include "quant/sim/sim_step.h"
 
 namespace npuc::quant {
@@ -14,10 +15,14 @@ Tensor roundToHalf(const Tensor& t) {
   return r;
 }
 
-SimValue quantizeFloat(const Tensor& t, QuantParams p) {
+SimValue quantizeFloat(const Tensor& t, QuantParams p, DType storage) {
   SimValue v;
-  v.tensor = Tensor::uninitialized(DType::Int8, t.shape());  // quantizeTensor writes every byte
-  quantizeTensor(t.data<float>(), t.numel(), p, v.tensor.data<int8_t>());
+  v.tensor = Tensor::uninitialized(storage, t.shape());  // the quantizer writes every element
+  if (storage == DType::Int16) {
+    quantizeTensorInt16(t.data<float>(), t.numel(), p, v.tensor.data<int16_t>());
+  } else {
+    quantizeTensor(t.data<float>(), t.numel(), p, v.tensor.data<int8_t>());
+  }
   v.quantized = true;
   v.params = p;
   return v;
@@ -26,6 +31,10 @@ SimValue quantizeFloat(const Tensor& t, QuantParams p) {
 Tensor dequantize(const SimValue& v) {
   if (!v.quantized) return v.tensor;
   Tensor r(DType::Float32, v.tensor.shape());
+  if (v.tensor.dtype() == DType::Int16) {
+    dequantizeTensorInt16(v.tensor.data<int16_t>(), v.tensor.numel(), v.params, r.data<float>());
+    return r;
+  }
   dequantizeTensor(v.tensor.data<int8_t>(), v.tensor.numel(), v.params, r.data<float>());
   return r;
 }
@@ -48,7 +57,8 @@ class PlainStep : public SimStep {
 
 class Float16Step : public SimStep {
  public:
-  explicit Float16Step(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node) {
+  explicit Float16Step(const StepContext& ctx)
+      : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node), storage_(ctx.activationStorage()) {
     for (const Value* v : ctx.node.outputs()) {
       const bool q = ctx.plan && v && ctx.plan->has(v->name());
       quantize_output_.push_back(q);
@@ -74,7 +84,7 @@ class Float16Step : public SimStep {
       if (outs[i].dtype() != DType::Float32) {
         out(slots, i) = SimValue{std::move(outs[i]), false, {}};
       } else if (quantize_output_[i]) {
-        out(slots, i) = quantizeFloat(roundToHalf(outs[i]), output_params_[i]);
+        out(slots, i) = quantizeFloat(roundToHalf(outs[i]), output_params_[i], storage_);
       } else {
         out(slots, i) = SimValue{roundToHalf(outs[i]), false, {}};
       }
@@ -83,6 +93,7 @@ class Float16Step : public SimStep {
 
  private:
   const Node& node_;
+  DType storage_;
   std::vector<bool> quantize_output_;
   std::vector<QuantParams> output_params_;
 };

@@ -9,6 +9,7 @@
 #include "quant/sim/int8_linear.h"
 #include "quant/sim/scratch.h"
 #include "quant/sim/sim_step.h"
+#include "quant/sim/wide_mac.h"
 
 namespace npuc::quant {
 
@@ -47,7 +48,9 @@ std::pair<int64_t, int64_t> beginPad(const Node& n, size_t axis, int64_t in, int
   return {first, total - first};
 }
 
-ConvGeometry convGeometry(const Node& n) {
+}  // namespace
+
+ConvGeometry convGeometryOf(const Node& n) {
   const Shape& x = n.input(0)->shape();
   const Shape& w = n.input(1)->shape();
   const Shape& y = n.output(0)->shape();
@@ -73,6 +76,8 @@ ConvGeometry convGeometry(const Node& n) {
   return g;
 }
 
+namespace {
+
 class ConvStep : public SimStep {
  public:
   explicit ConvStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), path_(ctx.path) {
@@ -81,7 +86,7 @@ class ConvStep : public SimStep {
     const QuantParams py = ctx.paramsOf(n.output(0));
     QuantizedWeights qw = quantizeNodeWeights(n, *ctx.plan);
     Int8ConvParams p;
-    p.geometry = convGeometry(n);
+    p.geometry = convGeometryOf(n);
     const int8_t* w = qw.values.data<int8_t>();
     p.weights.assign(w, w + qw.values.numel());
     p.bias = nodeBias(n, px.scale, qw.scales);

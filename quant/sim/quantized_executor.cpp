@@ -1,11 +1,12 @@
-#include "opset/bounded_output.h"
 #include "quant/sim/quantized_executor.h"
 
 #include <sstream>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "opset/bounded_output.h"
 #include "quant/graph/op_quant_class.h"
+#include "quant/graph/scheme_kernels.h"
 
 namespace npuc::quant {
 
@@ -31,6 +32,25 @@ StepFactory int8Factory(QuantOpKind kind) {
     case QuantOpKind::Float16: return makeFloat16Step;
   }
   return makeFloat16Step;
+}
+
+// The a16 dtypes: the wide kernels (quant/sim/wide_mac.h); kinds without one are FP16 in the
+// plan (scheme_kernels.h) and never reach this table.
+StepFactory wideFactory(QuantOpKind kind) {
+  switch (kind) {
+    case QuantOpKind::Conv: return makeWideConvStep;
+    case QuantOpKind::Gemm:
+    case QuantOpKind::MatMulConst: return makeWideLinearStep;
+    case QuantOpKind::MatMulActivation: return makeWideBatchMatMulStep;
+    case QuantOpKind::SharedScale: return makeWideSharedScaleStep;
+    case QuantOpKind::ClampActivation: return makeClampStep;
+    case QuantOpKind::Add: return makeWideAddStep;
+    case QuantOpKind::Mul: return makeWideMulStep;
+    case QuantOpKind::Concat: return makeWideConcatStep;
+    case QuantOpKind::GlobalAveragePool: return makeWideGlobalAveragePoolStep;
+    case QuantOpKind::NonFloat: return makePlainStep;
+    default: return makeFloat16Step;
+  }
 }
 
 // The constant weight of a MAC op (Conv, ConvTranspose, Gemm, MatMul input 1): what the NPU holds
@@ -102,7 +122,7 @@ void QuantizedExecutor::compile() {
       if (as_int8 && v->isConstant() && v->dtype() == DType::Float32 && readsAsActivation(kind, i)) {
         // A float constant read as an activation (Mul by a constant, ...): its own int8 copy.
         slot = static_cast<int>(initial_.size());
-        initial_.push_back(quantizeFloat(v->constant(), ctx.paramsOf(v)));
+        initial_.push_back(quantizeFloat(v->constant(), ctx.paramsOf(v), ctx.activationStorage()));
       }
       ctx.inputs.push_back(slot);
     }
@@ -115,12 +135,13 @@ void QuantizedExecutor::compile() {
     }
     const QuantOpKind effective =
         as_int8 ? kind : (kind == QuantOpKind::NonFloat ? kind : QuantOpKind::Float16);
-    steps_.push_back(int8Factory(effective)(ctx));
+    const bool wide = int8 && plan_.scheme.activation_bits == 16;
+    steps_.push_back((wide ? wideFactory(effective) : int8Factory(effective))(ctx));
     step_float_values_.push_back(std::move(float_values));
     step_kinds_.push_back(n->name() + ": " + n->opType() + " -> " +
                           (effective == QuantOpKind::Float16 || effective == QuantOpKind::NonFloat
                                ? std::string(quantOpKindName(effective))
-                               : std::string("int8 ") + quantOpKindName(effective)));
+                               : std::string(wide ? "int16 " : "int8 ") + quantOpKindName(effective)));
   }
   for (const Value* v : g.outputs()) output_slots_.push_back(slotFor(v));
   for (const auto& [v, slot] : slot_of) slot_by_name_[v->name()] = slot;
@@ -160,7 +181,8 @@ void QuantizedExecutor::checkInputs(const std::vector<Tensor>& inputs) const {
 
 DType QuantizedExecutor::simDType(const Value& v) const {
   const bool quantized = options_.mode == SimMode::Int8 && v.dtype() == DType::Float32 && plan_.has(v.name());
-  return quantized ? DType::Int8 : v.dtype();
+  if (!quantized) return v.dtype();
+  return plan_.scheme.activation_bits == 16 ? DType::Int16 : DType::Int8;
 }
 
 std::vector<Tensor> QuantizedExecutor::run(const std::vector<Tensor>& inputs,
@@ -193,7 +215,8 @@ SimSlots QuantizedExecutor::execute(const std::vector<Tensor>& inputs) const {
 
 SimValue QuantizedExecutor::toSimFloat(const Value& v, const Tensor& t) const {
   if (options_.mode == SimMode::Int8 && plan_.has(v.name())) {
-    return quantizeFloat(t, plan_.at(v.name()).params(v.name()));
+    return quantizeFloat(t, plan_.at(v.name()).params(v.name()),
+                         plan_.scheme.activation_bits == 16 ? DType::Int16 : DType::Int8);
   }
   return SimValue{roundToHalf(t), false, {}};
 }

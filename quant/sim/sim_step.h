@@ -51,12 +51,17 @@ struct StepContext {
   SimPath path = SimPath::Fast;
 
   QuantParams paramsOf(const Value* v) const { return plan->at(v->name()).params(v->name()); }
+  // How quantized activations are stored: int8, or int16 for the a16 dtypes.
+  DType activationStorage() const {
+    return plan && plan->scheme.activation_bits == 16 ? DType::Int16 : DType::Int8;
+  }
 };
 
 // ---- conversions shared by the steps
 Tensor roundToHalf(const Tensor& t);  // float32 tensor with every element rounded to IEEE half
-SimValue quantizeFloat(const Tensor& t, QuantParams p);
-Tensor dequantize(const SimValue& v);  // quantized -> float32; plain float returned as is
+// `storage` Int8 (w8a8) or Int16 (the a16 dtypes): the activation width of the plan's scheme.
+SimValue quantizeFloat(const Tensor& t, QuantParams p, DType storage = DType::Int8);
+Tensor dequantize(const SimValue& v);  // quantized (int8 or int16) -> float32; plain float as is
 
 // ---- step factories (one file per family)
 std::unique_ptr<SimStep> makePlainStep(const StepContext& ctx);    // non-float nodes
@@ -75,5 +80,16 @@ std::unique_ptr<SimStep> makeAveragePoolStep(const StepContext& ctx);
 bool supportsInt8MaxPool(const Node& n);
 std::unique_ptr<SimStep> makeMaxPoolStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx);
+// The wide-accumulator dtypes (int16 activations; quant/sim/wide_mac.h, wide_steps.cpp).
+std::unique_ptr<SimStep> makeWideConvStep(const StepContext& ctx);
+std::unique_ptr<SimStep> makeWideLinearStep(const StepContext& ctx);
+std::unique_ptr<SimStep> makeWideBatchMatMulStep(const StepContext& ctx);
+// Data movement / MaxPool on int16 bytes: the generic dequantize -> move -> quantize step (exact).
+std::unique_ptr<SimStep> makeWideSharedScaleStep(const StepContext& ctx);
+// Add, Mul, Concat, GlobalAveragePool on int16 (quant/binary_requant_wide.h, wide_eltwise_steps.cpp).
+std::unique_ptr<SimStep> makeWideAddStep(const StepContext& ctx);
+std::unique_ptr<SimStep> makeWideMulStep(const StepContext& ctx);
+std::unique_ptr<SimStep> makeWideConcatStep(const StepContext& ctx);
+std::unique_ptr<SimStep> makeWideGlobalAveragePoolStep(const StepContext& ctx);
 
 }  // namespace npuc::quant

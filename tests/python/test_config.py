@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import npuc
-from npuc.quantize import ALGORITHMS, INT8_DTYPES, METHODS
+from npuc.quantize import ALGORITHMS, DTYPES, METHODS
 from npuc.toolkit import CONFIG_KEYS, TARGET_PLATFORMS
 
 GOOD_VALUES = {
@@ -33,7 +33,7 @@ GOOD_VALUES = {
 
 # (key, bad value, text the message must hold: the key and, where finite, every valid choice)
 BAD_VALUES = [
-    ("quantized_dtype", "w8a16", list(INT8_DTYPES)),
+    ("quantized_dtype", "w8a4", list(DTYPES)),
     ("quantized_dtype", 8, ["quantized_dtype"]),
     ("quantized_algorithm", "minmax", list(ALGORITHMS)),
     ("quantized_method", "tensor", list(METHODS)),

@@ -132,6 +132,7 @@ py::tuple quantizeGiven(const Model& model, const Model& source, const std::stri
                         " (QDQ model: the file has no Q/DQ pair there and no shared-scale rule derives one; "
                         "build(do_quantization=True, dataset=...) calibrates what the file lacks)");
     }
+    fit.inexact_biases += quant::givenBiasesNotUsed(plan, fit.given);
     for (const std::string& line : fit.notes) plan.warnings.push_back("QDQ import: " + line);
     for (const std::string& line : quant::givenNotKept(plan, fit.given))
       plan.warnings.push_back("QDQ import: " + line);
@@ -143,6 +144,7 @@ py::tuple quantizeGiven(const Model& model, const Model& source, const std::stri
   report["dropped_changed"] = fit.dropped_changed;
   report["requantized"] = fit.requantized;
   report["inexact_biases"] = fit.inexact_biases;
+  report["bias_integers_needed"] = fit.bias_integers_needed;
   report["notes"] = fit.notes;
   auto sim = std::make_shared<const QuantizedExecutor>(*graph, plan);
   return py::make_tuple(PyQuantizedModel(std::move(sim), std::move(plan)), report);

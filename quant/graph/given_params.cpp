@@ -171,15 +171,22 @@ class Fitter {
     ++out_.requantized;
   }
 
-  // The simulator requantizes each bias at s_in * s_w[c] from its float value; says where that
-  // does not give back the file's integers (a different bias scale in the file, or an integer
-  // beyond float's 24-bit mantissa).
+  // Each kept int32 bias carries the file's integers (TensorQuant::given_values): the float
+  // constant holds integers exactly only up to 2^24, so requantizing it at s_in * s_w[c] can miss
+  // the file's value by a few units (npuc's raised scales of dead channels put biases near 2^31).
+  // The quantizer uses them when the bias scale it plans equals the file's (givenBiasIntegers).
+  // Says which biases the float value alone would not have reproduced.
   void checkBiases() {
     for (const auto& [name, ints] : integers_) {
       const Value* b = g_.findValue(name);
       if (!b || ints.dtype() != DType::Int32 || !out_.given.count(name)) continue;
       const Node* n = macReader(b, 2);
       if (!n) continue;
+      const bool attached = ints.numel() == b->constant().numel();
+      if (attached) {
+        std::vector<int64_t>& kept = out_.given.at(name).given_values;
+        kept.assign(ints.data<int32_t>(), ints.data<int32_t>() + ints.numel());
+      }
       auto x = out_.given.find(n->input(0)->name());
       auto w = out_.given.find(n->input(1)->name());
       if (x == out_.given.end() || w == out_.given.end() || !x->second.isPerTensor()) continue;
@@ -194,11 +201,11 @@ class Fitter {
         worst = std::max(worst, d);
       }
       if (differ == 0) continue;
-      ++out_.inexact_biases;
-      out_.notes.push_back(
-          fmt::format("bias '{}' of node '{}': {} of {} int32 values differ from the file's by up to "
-                      "{} (requantized at s_in * s_w from the given scales)",
-                      name, n->name(), differ, f.numel(), worst));
+      ++(attached ? out_.bias_integers_needed : out_.inexact_biases);
+      out_.notes.push_back(fmt::format(
+          "bias '{}' of node '{}': {} of {} int32 values requantized from the float constant "
+          "would differ from the file's by up to {}{}",
+          name, n->name(), differ, f.numel(), worst, attached ? "; the file's integers are kept" : ""));
     }
   }
 
@@ -236,6 +243,41 @@ std::optional<std::vector<float>> givenWeightScales(const QuantizerOptions& opti
     return std::vector<float>(static_cast<size_t>(channels), it->second.scales.at(0));
   if (static_cast<int64_t>(it->second.scales.size()) != channels) return std::nullopt;
   return it->second.scales;
+}
+
+std::vector<int64_t> givenBiasIntegers(const QuantizerOptions& options, const std::string& bias,
+                                       const std::vector<float>& scales, std::vector<std::string>& warnings) {
+  auto it = options.given.find(bias);
+  if (it == options.given.end() || it->second.given_values.empty()) return {};
+  const TensorQuant& t = it->second;
+  const std::vector<float> file =
+      t.isPerTensor() && !t.scales.empty() ? std::vector<float>(scales.size(), t.scales[0]) : t.scales;
+  std::string why;
+  if (t.given_values.size() != scales.size() || file.size() != scales.size()) {
+    why = fmt::format("{} integers and {} scales for {} channels", t.given_values.size(), file.size(),
+                      scales.size());
+  } else {
+    for (size_t c = 0; c < scales.size() && why.empty(); ++c) {
+      // The file's bias scale is float(s_x * s_w[c]) as npuc and ONNX Runtime write it; a relative
+      // difference above a few float ulps means the integers are on another grid.
+      const double rel =
+          std::fabs(double{file[c]} - scales[c]) / std::max(1e-45, std::fabs(double{scales[c]}));
+      if (rel > 1e-6)
+        why =
+            fmt::format("channel {}: the file's bias scale {} is not s_in * s_w = {}", c, file[c], scales[c]);
+    }
+  }
+  if (why.empty()) return t.given_values;
+  warnings.push_back("bias '" + bias + "': the file's integers are not used (" + why +
+                     "); requantized from the float constant");
+  return {};
+}
+
+int64_t givenBiasesNotUsed(const QuantPlan& plan, const std::map<std::string, TensorQuant>& given) {
+  int64_t n = 0;
+  for (const auto& [name, t] : given)
+    n += !t.given_values.empty() && plan.has(name) && plan.at(name).given_values.empty();
+  return n;
 }
 
 std::vector<std::string> givenNotKept(const QuantPlan& plan,

@@ -27,6 +27,9 @@ struct GivenFit {
   int64_t kept = 0, rekeyed = 0, dropped_missing = 0, dropped_changed = 0, requantized = 0;
   // Bias integers the build does not reproduce bit for bit (reported in notes).
   int64_t inexact_biases = 0;
+  // Biases whose float constant would not give back the file's integers (beyond 2^24), exact
+  // because the entry carries them (TensorQuant::given_values).
+  int64_t bias_integers_needed = 0;
 };
 
 // Matches `given` (and the file's integers) to `graph` (separateSharedParameters done), `source`
@@ -46,6 +49,16 @@ const TensorQuant* givenActivation(const QuantizerOptions& options, const std::s
                                    const std::string& range_of);
 // The given per-output-channel scales of MAC node `n`'s weight, if any.
 std::optional<std::vector<float>> givenWeightScales(const QuantizerOptions& options, const Node& n);
+
+// The integers an imported file fixed for bias `bias` (TensorQuant::given_values), when the
+// plan's bias scales `scales` (s_in * s_w[c]) are the file's; else empty, with a line in
+// `warnings` saying why they were not used.
+std::vector<int64_t> givenBiasIntegers(const QuantizerOptions& options, const std::string& bias,
+                                       const std::vector<float>& scales, std::vector<std::string>& warnings);
+
+// After buildQuantPlan: how many given biases carry integers the plan did not take (givenBiasIntegers
+// said why in the plan's warnings).
+int64_t givenBiasesNotUsed(const QuantPlan& plan, const std::map<std::string, TensorQuant>& given);
 
 // After buildQuantPlan: one line per given activation whose parameters the plan replaced (a
 // shared-scale rule: the output of a Reshape, MaxPool, ... keeps its input's parameters).

@@ -288,7 +288,7 @@ class QdqBuilder {
     return g_->addConstant(std::move(out), w->name() + "_dequantized");
   }
 
-  // int32 at s_in * s_w[c], computed by the quantizer's quantizeBias (as the simulator does).
+  // int32 at s_in * s_w[c], from nodeBiasIntegers (as the simulator reads them).
   // Schemes with a wide accumulator (every one but w8a8) have int64 biases, which ONNX's
   // DequantizeLinear cannot read: those are written as the float q * s_in * s_w[c] (wideBias).
   Value* dequantizedBias(Node& n, float s_in, const std::vector<float>& s_w) {
@@ -297,9 +297,11 @@ class QdqBuilder {
     if (plan_.scheme.wideAccumulator() ||
         (plan_.has(b->name()) && plan_.at(b->name()).dtype == QuantDType::Int64))
       return wideBias(n, s_in, s_w);
-    const QuantizedBias qb = quantizeBias(bias.data<float>(), bias.numel(), s_in, s_w, b->name());
+    // The plan's integers (an imported file's, kept so a second round trip is exact too).
+    const std::vector<int64_t> ints = nodeBiasIntegers(n, plan_, s_in, s_w);
     Tensor values(DType::Int32, bias.shape());
-    std::copy(qb.values.begin(), qb.values.end(), values.data<int32_t>());
+    std::transform(ints.begin(), ints.end(), values.data<int32_t>(),
+                   [](int64_t v) { return static_cast<int32_t>(v); });
     std::vector<float> scales;
     for (float s : s_w) scales.push_back(static_cast<float>(static_cast<double>(s_in) * s));
     QuantConstants qc;
@@ -313,20 +315,18 @@ class QdqBuilder {
     return dequantizeBefore(n, q, std::move(qc));
   }
 
-  // int64 at s_in * s_w[c] (round half away from zero of bias / scale, in double, as quantizeBias
-  // does for int32), written as the float32 of q * scale.
+  // int64 at s_in * s_w[c] (nodeBiasIntegers: quantizeBiasWide), written as the float32 of q * scale.
   Value* wideBias(Node& n, float s_in, const std::vector<float>& s_w) {
     const Value* b = n.input(2);
     const Tensor& bias = b->constant();
     if (static_cast<size_t>(bias.numel()) != s_w.size())
       throw ConfigError(fmt::format("QDQ export: bias '{}' of {} has {} elements for {} channels", b->name(),
                                     nodeLabel(n), bias.numel(), s_w.size()));
+    const std::vector<int64_t> ints = nodeBiasIntegers(n, plan_, s_in, s_w);
     Tensor out(DType::Float32, bias.shape());
     for (int64_t c = 0; c < bias.numel(); ++c) {
       const double scale = static_cast<double>(s_in) * s_w[static_cast<size_t>(c)];
-      const int64_t q = roundHalfAwayClamped(static_cast<double>(bias.data<float>()[c]) / scale,
-                                             -(int64_t{1} << 62), int64_t{1} << 62, 0);
-      out.data<float>()[c] = static_cast<float>(static_cast<double>(q) * scale);
+      out.data<float>()[c] = static_cast<float>(static_cast<double>(ints[static_cast<size_t>(c)]) * scale);
     }
     return g_->addConstant(std::move(out), b->name() + "_dequantized");
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -182,6 +183,13 @@ class Importer {
         continue;
       }
       if (!in || !in->isConstant()) continue;
+      // A float constant's Cast(float16) -> Cast(float) pair marks its reader FP16 (npuc's export of
+      // an FP16 node's weights): stripHalfCasts drops it, so the reader keeps the float32 constant
+      // the exporting build computed with instead of a half-rounded copy.
+      if (isCastTo(n, DType::Float16) && in->dtype() == DType::Float32 && out->hasUses() &&
+          std::all_of(out->uses().begin(), out->uses().end(),
+                      [](const Use& u) { return isCastTo(u.user, DType::Float32); }))
+        continue;
       inferNode(*n);  // the raw import has not typed the outputs yet
       std::vector<Tensor> results = evalNode(*n, {&in->constant()});
       Value* c = g_->addConstant(std::move(results.at(0)), g_->uniqueName(out->name() + "_folded"));

@@ -32,6 +32,10 @@ struct TensorQuant {
   // one requantization per channel follows. 0 and empty: not grouped.
   int64_t group_size = 0;
   std::vector<int32_t> group_multipliers;
+  // The integers of a constant an imported QDQ file fixed (biases, one per output channel): used
+  // as they are instead of quantizing the float constant, which cannot hold integers beyond 2^24
+  // exactly. Empty otherwise.
+  std::vector<int64_t> given_values;
 
   static TensorQuant perTensor(QuantParams p);
   bool isPerTensor() const { return axis < 0; }

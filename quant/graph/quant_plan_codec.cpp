@@ -23,6 +23,10 @@ constexpr uint8_t kZeroPointsAllZero = 1;  // none stored: one 0 per scale
 constexpr uint8_t kNotGrouped = 0;
 constexpr uint8_t kGrouped = 1;  // i64 group_size, u32 count, count x u8 multiplier
 
+// Codec 3: whether an entry carries integers an imported QDQ file fixed (TensorQuant::given_values).
+constexpr uint8_t kNoGivenValues = 0;
+constexpr uint8_t kGivenValues = 1;  // u32 count (one per scale), count x i64
+
 uint8_t dtypeCode(QuantDType t) {
   return static_cast<uint8_t>(t);
 }
@@ -66,6 +70,18 @@ void decodeGroups(blob::ByteReader& r, const std::string& name, TensorQuant& q) 
   }
 }
 
+void decodeGivenValues(blob::ByteReader& r, const std::string& name, TensorQuant& q) {
+  const uint8_t kind = r.u8("given values flag");
+  if (kind == kNoGivenValues) return;
+  if (kind != kGivenValues) r.fail(fmt::format("tensor '{}': given values flag {} is invalid", name, kind));
+  const uint32_t n = r.count("given values", 8);
+  // One integer per output channel, as the plan's scales.
+  if (n != q.scales.size())
+    r.fail(fmt::format("tensor '{}': {} given values for {} scales", name, n, q.scales.size()));
+  q.given_values.reserve(n);
+  for (uint32_t k = 0; k < n; ++k) q.given_values.push_back(r.i64("given value"));
+}
+
 }  // namespace
 
 std::string encodeQuantPlan(const QuantPlan& plan) {
@@ -91,16 +107,23 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
     }
     if (q.group_size == 0 && q.group_multipliers.empty()) {
       w.u8(kNotGrouped);
-      continue;
+    } else {
+      w.u8(kGrouped);
+      w.i64(q.group_size);
+      w.count(q.group_multipliers.size(), "group multipliers");
+      for (int32_t m : q.group_multipliers) {
+        if (m < 1 || m > 255)
+          throw ConfigError(fmt::format("tensor '{}': group multiplier {} is outside [1, 255]", name, m));
+        w.u8(static_cast<uint8_t>(m));
+      }
     }
-    w.u8(kGrouped);
-    w.i64(q.group_size);
-    w.count(q.group_multipliers.size(), "group multipliers");
-    for (int32_t m : q.group_multipliers) {
-      if (m < 1 || m > 255)
-        throw ConfigError(fmt::format("tensor '{}': group multiplier {} is outside [1, 255]", name, m));
-      w.u8(static_cast<uint8_t>(m));
-    }
+    w.u8(q.given_values.empty() ? kNoGivenValues : kGivenValues);
+    if (q.given_values.empty()) continue;
+    if (q.given_values.size() != q.scales.size())
+      throw ConfigError(fmt::format("tensor '{}': {} given values for {} scales", name, q.given_values.size(),
+                                    q.scales.size()));
+    w.count(q.given_values.size(), "given values");
+    for (int64_t v : q.given_values) w.i64(v);
   }
   w.count(plan.nodes.size(), "node precisions");
   for (const auto& [name, p] : plan.nodes) {
@@ -124,8 +147,9 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
   plan.weight_granularity = granularity ? WeightGranularity::PerChannel : WeightGranularity::PerTensor;
   if (version >= 3) plan.scheme = decodeScheme(r);  // older payloads are w8a8 plans
   // Each tensor entry takes at least: name length (4) + dtype (1) + axis (8) + a count (4) + the
-  // zero-point flag (1, codec 2) or count (4, codec 1) + the grouping flag (1, codec 3).
-  const uint32_t n_tensors = r.count("quantized tensors", version == 1 ? 21 : version == 2 ? 18 : 19);
+  // zero-point flag (1, codec 2) or count (4, codec 1) + the grouping and given-values flags (2,
+  // codec 3).
+  const uint32_t n_tensors = r.count("quantized tensors", version == 1 ? 21 : version == 2 ? 18 : 20);
   for (uint32_t i = 0; i < n_tensors; ++i) {
     std::string name = r.str("tensor name", kMaxNameBytes);
     TensorQuant q;
@@ -151,7 +175,10 @@ QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
       r.fail(fmt::format("tensor '{}': {} scales and {} zero points do not describe axis {}", name,
                          q.scales.size(), q.zero_points.size(), q.axis));
     }
-    if (version >= 3) decodeGroups(r, name, q);
+    if (version >= 3) {
+      decodeGroups(r, name, q);
+      decodeGivenValues(r, name, q);
+    }
     if (!plan.tensors.emplace(std::move(name), std::move(q)).second) r.fail("a tensor is listed twice");
   }
   const uint32_t n_nodes = r.count("node precisions", 5);

@@ -117,7 +117,8 @@ class PlanBuilder {
       if (!v->isConstant())
         throw ConfigError("activation '" + v->name() + "' has no quantization parameters");
       const TensorQuant* given = givenActivation(options_, v->name(), v->name());
-      plan_.tensors[v->name()] = given ? *given : activationEntry(constantParams(v, options_.scheme), options_.scheme);
+      plan_.tensors[v->name()] =
+          given ? *given : activationEntry(constantParams(v, options_.scheme), options_.scheme);
     }
     return plan_.tensors.at(v->name());
   }
@@ -212,6 +213,7 @@ class PlanBuilder {
     bq.zero_points.assign(bq.scales.size(), 0);
     bq.axis = 0;
     bq.dtype = QuantDType::Int32;
+    bq.given_values = givenBiasIntegers(options_, b->name(), bq.scales, plan_.warnings);
     plan_.tensors[b->name()] = bq;
   }
 
@@ -349,6 +351,24 @@ QuantPlan buildQuantPlan(const Graph& graph, const std::map<std::string, ClipRan
                           "' and has other readers: run separateSharedParameters before quantizing");
   }
   return PlanBuilder(graph, ranges, options).build();
+}
+
+std::vector<int64_t> nodeBiasIntegers(const Node& node, const QuantPlan& plan, float s_x,
+                                      const std::vector<float>& s_w) {
+  if (!node.hasInput(2)) return std::vector<int64_t>(s_w.size(), 0);
+  const Value* b = node.input(2);
+  const TensorQuant* planned = plan.has(b->name()) ? &plan.at(b->name()) : nullptr;
+  if (planned && !planned->given_values.empty()) {
+    if (planned->given_values.size() != s_w.size())
+      throw ConfigError(fmt::format("bias '{}' of node '{}': the plan gives {} integers for {} channels",
+                                    b->name(), node.name(), planned->given_values.size(), s_w.size()));
+    return planned->given_values;
+  }
+  const Tensor& f = b->constant();
+  if (plan.scheme.wideAccumulator() || (planned && planned->dtype == QuantDType::Int64))
+    return quantizeBiasWide(f.data<float>(), f.numel(), s_x, s_w, b->name());
+  const QuantizedBias qb = quantizeBias(f.data<float>(), f.numel(), s_x, s_w, b->name());
+  return std::vector<int64_t>(qb.values.begin(), qb.values.end());
 }
 
 }  // namespace npuc::quant

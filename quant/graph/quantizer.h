@@ -52,5 +52,11 @@ WeightChannelLayout weightLayoutOf(const Node& node);
 // scales once (max|w| / 127, floored for the int32 bias); the simulator, the lowering and the
 // QDQ export read them here. Throws ConfigError if the plan has no entry for the weight.
 QuantizedWeights quantizeNodeWeights(const Node& node, const QuantPlan& plan);
+// The integers of MAC node `node`'s bias (input 2) at s_x * s_w[c], the one place every reader
+// (simulator, QDQ export) takes them from: the integers an imported QDQ file fixed
+// (TensorQuant::given_values) when the plan holds them, else the float constant quantized (int32 by
+// quantizeBias, int64 by quantizeBiasWide for the wide-accumulator schemes). Zeros without a bias.
+std::vector<int64_t> nodeBiasIntegers(const Node& node, const QuantPlan& plan, float s_x,
+                                      const std::vector<float>& s_w);
 
 }  // namespace npuc::quant

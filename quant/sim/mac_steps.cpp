@@ -28,10 +28,11 @@ std::vector<FixedPointMultiplier> channelMultipliers(float s_x, const std::vecto
   return m;
 }
 
-std::vector<int32_t> nodeBias(const Node& n, float s_x, const std::vector<float>& s_w) {
-  if (!n.hasInput(2)) return std::vector<int32_t>(s_w.size(), 0);
-  const Tensor& b = n.input(2)->constant();
-  return quantizeBias(b.data<float>(), b.numel(), s_x, s_w, n.input(2)->name()).values;
+// int32 here: nodeBiasIntegers gives the int32 quantizeBias values, or an imported file's int32s.
+std::vector<int32_t> nodeBias(const Node& n, const QuantPlan& plan, float s_x,
+                              const std::vector<float>& s_w) {
+  const std::vector<int64_t> b = nodeBiasIntegers(n, plan, s_x, s_w);
+  return std::vector<int32_t>(b.begin(), b.end());
 }
 
 // Explicit pads of one spatial axis, resolving auto_pad from the known output size.
@@ -89,7 +90,7 @@ class ConvStep : public SimStep {
     p.geometry = convGeometryOf(n);
     const int8_t* w = qw.values.data<int8_t>();
     p.weights.assign(w, w + qw.values.numel());
-    p.bias = nodeBias(n, px.scale, qw.scales);
+    p.bias = nodeBias(n, *ctx.plan, px.scale, qw.scales);
     p.input_zero_point = px.zero_point;
     p.multipliers = channelMultipliers(px.scale, qw.scales, py.scale, nodeLabel(n));
     p.output_zero_point = py.zero_point;
@@ -140,7 +141,7 @@ class LinearStep : public SimStep {
     p.columns = n.output(0)->shape().back();
     p.rows = shapeNumel(x) / p.depth;
     p.weights = weightRows(n, qw.values, p.depth, p.columns);
-    p.bias = nodeBias(n, px.scale, qw.scales);
+    p.bias = nodeBias(n, *ctx.plan, px.scale, qw.scales);
     p.input_zero_point = px.zero_point;
     p.multipliers = channelMultipliers(px.scale, qw.scales, py.scale, nodeLabel(n));
     p.output_zero_point = py.zero_point;

@@ -22,10 +22,9 @@ std::vector<FixedPointMultiplier> wideMultipliers(float s_x, const std::vector<f
   return m;
 }
 
-std::vector<int64_t> wideBias(const Node& n, float s_x, const std::vector<float>& s_w) {
-  if (!n.hasInput(2)) return std::vector<int64_t>(s_w.size(), 0);
-  const Tensor& b = n.input(2)->constant();
-  return quantizeBiasWide(b.data<float>(), b.numel(), s_x, s_w, n.input(2)->name());
+std::vector<int64_t> wideBias(const Node& n, const QuantPlan& plan, float s_x,
+                              const std::vector<float>& s_w) {
+  return nodeBiasIntegers(n, plan, s_x, s_w);
 }
 
 // The quantized weight values widened to int16, in the tensor's own order.
@@ -47,7 +46,7 @@ class WideConvStep : public SimStep {
     const QuantizedWeights qw = quantizeNodeWeights(n, *ctx.plan);
     p_.geometry = convGeometryOf(n);
     p_.weights = widened(qw.values);
-    p_.bias = wideBias(n, px.scale, qw.scales);
+    p_.bias = wideBias(n, *ctx.plan, px.scale, qw.scales);
     p_.groups = WeightGroups{qw.group_size, qw.group_multipliers};
     p_.input_zero_point = px.zero_point;
     p_.multipliers = wideMultipliers(px.scale, qw.scales, py_.scale, nodeLabel(n));
@@ -94,7 +93,7 @@ class WideLinearStep : public SimStep {
         for (int64_t j = 0; j < p_.columns; ++j)
           p_.weights[static_cast<size_t>(j * p_.depth + k)] = w[static_cast<size_t>(k * p_.columns + j)];
     }
-    p_.bias = wideBias(n, px.scale, qw.scales);
+    p_.bias = wideBias(n, *ctx.plan, px.scale, qw.scales);
     p_.groups = WeightGroups{qw.group_size, qw.group_multipliers};
     p_.input_zero_point = px.zero_point;
     p_.multipliers = wideMultipliers(px.scale, qw.scales, py_.scale, nodeLabel(n));

@@ -88,8 +88,8 @@ TEST(QuantPlanCodec, AllZeroZeroPointsAreAFlagAndVersion1StillReads) {
   const std::string v2 = encodeQuantPlan(plan);  // codec 3: codec 2's layout plus the fields below
   // Three entries each gain a flag byte; the two per-channel ones drop a count and 3 zero points,
   // the per-tensor x (zero point -3) keeps its count and zero point. Codec 3 adds the scheme (9
-  // bytes) and a grouping flag per entry (3).
-  EXPECT_EQ(v1.size() - v2.size(), 2 * (4 + 3 * 4) - 3 - 9 - 3);
+  // bytes), a grouping flag and a given-values flag per entry (3 + 3).
+  EXPECT_EQ(v1.size() - v2.size(), 2 * (4 + 3 * 4) - 3 - 9 - 3 - 3);
   EXPECT_EQ(decodeQuantPlan(v1).summary(), plan.summary());
   EXPECT_EQ(decodeQuantPlan(v1).tensors.at("conv.bias").zero_points, (std::vector<int32_t>{0, 0, 0}));
   EXPECT_EQ(decodeQuantPlan(v2).tensors.at("conv.weight").zero_points, (std::vector<int32_t>{0, 0, 0}));

@@ -70,6 +70,8 @@ def _decode(b: bytes) -> Dict:
         if take("B") == 1:
             t["group_size"] = take("q")
             t["mult"] = [take("B") for _ in range(take("I"))]
+        # The given-values flag (an imported QDQ file's bias integers): count, then i64 each.
+        t["given"] = [take("q") for _ in range(take("I"))] if take("B") == 1 else []
         plan["tensors"][name] = t
     for _ in range(take("I")):
         name = string()
@@ -98,6 +100,8 @@ def _encode(plan: Dict) -> bytes:
             out.append(struct.pack("<BqI", 1, t["group_size"], len(t["mult"])) + bytes(t["mult"]))
         else:
             out.append(b"\0")
+        given = t.get("given", [])
+        out.append(struct.pack(f"<BI{len(given)}q", 1, len(given), *given) if given else b"\0")
     out.append(struct.pack("<I", len(plan["nodes"])))
     for name in sorted(plan["nodes"]):
         string(name)

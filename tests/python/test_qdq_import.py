@@ -2,8 +2,9 @@
 
 * Round trip: npuc INT8 build -> export_onnx (QDQ) -> load_onnx -> build(do_quantization=False)
   gives bit-identical simulator outputs, with no dataset. The default run covers the real-weight
-  ppocr_cls and three random-weight shared models at their reference input; bench/qdq_import.py
-  runs every shared model (ppocrv4_det at 480x480 included).
+  ppocr_cls and the random-weight shared models at their reference input, and ppocrv4_det on a
+  160x160 crop (its biases near 2^31 need the file's integers, TensorQuant::given_values);
+  bench/qdq_import.py runs every shared model (ppocrv4_det at 480x480 included).
 * Mapping: uint8 activations become int8 with the zero point minus 128 (exact); per-tensor weights
   become per-channel all equal (exact); asymmetric weights are requantized symmetric and
   reported with their error, or refused under load_onnx(qdq_strict=True).
@@ -77,6 +78,58 @@ def test_round_trip_through_qdq_export_is_bit_identical(name: str, tmp_path: Pat
     for w, g in zip(want, got):
         assert w.shape == g.shape
         assert np.array_equal(w, g), f"{name}: {int((w != g).sum())}/{w.size} outputs differ"
+
+
+#: ppocrv4_det's round trip runs on a crop of its reference page (the net is fully convolutional,
+#: its Resizes take scales): 480x480 takes about a minute on CI's cores.
+PPOCR_DET_CROP = 160
+
+
+def _ppocr_det_at(size: int, tmp_path: Path) -> Tuple[Path, np.ndarray]:
+    """ppocrv4_det with its input fixed at size x size, and the top-left crop of its reference page."""
+    path, x = _shared("ppocrv4_det")
+    model = onnx.load(str(path))
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    dims[2].dim_value = size
+    dims[3].dim_value = size
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        out.type.tensor_type.shape.ClearField("dim")
+    return _save(model, tmp_path, "ppocrv4_det_crop.onnx"), np.ascontiguousarray(x[:, :, :size, :size])
+
+
+def test_ppocrv4_det_round_trip_keeps_the_files_bias_integers(tmp_path: Path) -> None:
+    """ppocrv4_det has dead channels whose int32 biases npuc puts near 2^31 (the bias floor): a
+    float32 constant cannot hold them, so the import carries the file's integers (given_values),
+    through the plan, the blob and a second QDQ export."""
+    path, x = _ppocr_det_at(PPOCR_DET_CROP, tmp_path)
+    with npuc.Toolkit() as tk:
+        tk.load_onnx(model=str(path))
+        tk.build(do_quantization=True, dataset=_samples(x))
+        want = tk.inference(inputs=[x], data_format="nchw")[0]
+        tk.export_onnx(tmp_path / "qdq.onnx")
+    with npuc.Toolkit() as tk:
+        tk.config(target_platform="rk3588")
+        tk.load_onnx(model=str(tmp_path / "qdq.onnx"))
+        tk.build(do_quantization=False)
+        got = tk.inference(inputs=[x], data_format="nchw")[0]
+        report = tk.qdq_report
+        tk.export_onnx(tmp_path / "qdq_again.onnx")
+        assert tk.export_rknn(str(tmp_path / "m.npub")) == 0
+    print(f"ppocrv4_det {PPOCR_DET_CROP}x{PPOCR_DET_CROP}: {report['bias_integers_needed']} biases exact only "
+          f"through the file's integers, {report['inexact_biases']} inexact")
+    # The integers matter here (the float constants alone would miss them), and all are kept.
+    assert report["bias_integers_needed"] >= 1 and report["inexact_biases"] == 0, report["notes"]
+    assert np.array_equal(want, got), f"{int((want != got).sum())}/{want.size} outputs differ"
+    with npuc.Toolkit() as tk:
+        tk.load_rknn(str(tmp_path / "m.npub"))
+        tk.init_runtime()
+        assert np.array_equal(tk.inference(inputs=[x], data_format="nchw")[0], want)
+    b_first = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(tmp_path / "qdq.onnx")).graph.initializer
+               if t.data_type == TensorProto.INT32}
+    b_again = {t.name: numpy_helper.to_array(t) for t in
+               onnx.load(str(tmp_path / "qdq_again.onnx")).graph.initializer if t.data_type == TensorProto.INT32}
+    assert sorted(map(np.ndarray.tolist, b_first.values())) == sorted(map(np.ndarray.tolist, b_again.values()))
 
 
 # ---------------------------------------------------------------------- small hand-made QDQ models

@@ -31,7 +31,7 @@ double FixedPointMultiplier::value() const {
   return std::ldexp(static_cast<double>(multiplier), shift - kQ31FractionBits);
 }
 
-FixedPointMultiplier quantizeMultiplier(double real, const char* what) {
+FixedPointMultiplier quantizeMultiplier(double real, const char* what, int32_t min_shift) {
   if (!std::isfinite(real) || real <= 0.0) throwBadMultiplier(real, what, "must be finite and > 0");
   int exponent = 0;
   // real = fraction * 2^exponent with fraction in [0.5, 1): exact, no rounding yet.
@@ -43,8 +43,9 @@ FixedPointMultiplier quantizeMultiplier(double real, const char* what) {
     ++exponent;
   }
   if (exponent > kMaxMultiplierShift) throwBadMultiplier(real, what, "is >= 2^30 (scales are inconsistent)");
-  // Below 2^-33, |acc| * M < 2^31 * 2^-33 = 0.25 for every int32 acc, so the result is always 0.
-  if (exponent < kMinMultiplierShift) return FixedPointMultiplier{0, 0};
+  // Below 2^-33, |acc| * M < 2^31 * 2^-33 = 0.25 for every int32 acc, so the result is always 0
+  // (min_shift = kMinMultiplierShift; the wide accumulators' floor is lower, requant_wide.h).
+  if (exponent < min_shift) return FixedPointMultiplier{0, 0};
   return FixedPointMultiplier{static_cast<int32_t>(q31), exponent};
 }
 

@@ -33,7 +33,10 @@ constexpr int32_t kMaxMultiplierShift = 30;
 constexpr int32_t kMinMultiplierShift = -32;
 
 // Encodes M (finite, > 0, < 2^30). Throws ConfigError naming `what` (e.g. the node) otherwise.
-FixedPointMultiplier quantizeMultiplier(double real_multiplier, const char* what = "requantization");
+// `min_shift`: below 2^min_shift M is the zero multiplier (kMinMultiplierShift for int32
+// accumulators; the int64 ones of requant_wide.h pass their own floor).
+FixedPointMultiplier quantizeMultiplier(double real_multiplier, const char* what = "requantization",
+                                        int32_t min_shift = kMinMultiplierShift);
 
 // Reference: acc * M rounded once, half away from zero, saturated to int32.
 int32_t applyMultiplier(int32_t acc, FixedPointMultiplier m);

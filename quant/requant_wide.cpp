@@ -1,38 +1,10 @@
 #include "quant/requant_wide.h"
 
-#include <cmath>
 #include <limits>
-#include <sstream>
-
-#include "common/error.h"
-
 namespace npuc::quant {
 
-namespace {
-
-constexpr int kQ31FractionBits = 31;
-
-[[noreturn]] void throwBadMultiplier(double real, const char* what, const char* why) {
-  std::ostringstream msg;
-  msg.precision(17);
-  msg << what << ": real multiplier " << real << " " << why;
-  throw ConfigError(msg.str());
-}
-
-}  // namespace
-
 FixedPointMultiplier quantizeWideMultiplier(double real, const char* what) {
-  if (!std::isfinite(real) || real <= 0.0) throwBadMultiplier(real, what, "must be finite and > 0");
-  int exponent = 0;
-  const double fraction = std::frexp(real, &exponent);
-  int64_t q31 = std::llround(std::ldexp(fraction, kQ31FractionBits));
-  if (q31 == (int64_t{1} << kQ31FractionBits)) {
-    q31 >>= 1;
-    ++exponent;
-  }
-  if (exponent > kMaxMultiplierShift) throwBadMultiplier(real, what, "is >= 2^30 (scales are inconsistent)");
-  if (exponent < kMinWideMultiplierShift) return FixedPointMultiplier{0, 0};
-  return FixedPointMultiplier{static_cast<int32_t>(q31), exponent};
+  return quantizeMultiplier(real, what, kMinWideMultiplierShift);
 }
 
 int64_t applyWideMultiplier(int64_t acc, FixedPointMultiplier m) {

@@ -13,6 +13,7 @@
 #include "quant/graph/op_quant_class.h"
 #include "quant/int_limits.h"
 #include "quant/lut.h"
+#include "quant/requant_wide.h"
 #include "quant/scheme_qparams.h"
 #include "quant/sim/requant_row.h"
 #include "quant/sim/requant_vector.h"
@@ -297,9 +298,13 @@ class ClampStep : public SimStep {
   int16_t lo16_ = -32768, hi16_ = 32767;
 };
 
-// acc = sum over H*W of (q - z_in) (int32: 255 * H*W fits for any image below 8M pixels),
-// y = requant(acc, s_in / (H*W * s_out)).
+// acc = sum over H*W of (q - z_in) in int64, y = requant(acc, s_in / (H*W * s_out)): int8
+// activations (the int32 accumulator of w8a8: 255 * H*W fits for any image below 8M pixels) or
+// int16 ones (the a16 dtypes: int64 accumulator, requant_wide.h).
+template <typename T>
 class GlobalAveragePoolStep : public SimStep {
+  static constexpr bool kWide = sizeof(T) == 2;
+
  public:
   explicit GlobalAveragePoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
     const Node& n = ctx.node;
@@ -309,18 +314,23 @@ class GlobalAveragePoolStep : public SimStep {
     planes_ = x[0] * x[1];
     area_ = shapeNumel(x) / planes_;
     zero_point_in_ = pi.zero_point;
-    multiplier_ = quantizeMultiplier(double{pi.scale} / (static_cast<double>(area_) * params_.scale),
-                                     nodeLabel(n).c_str());
+    const double real = double{pi.scale} / (static_cast<double>(area_) * params_.scale);
+    multiplier_ = kWide ? quantizeWideMultiplier(real, nodeLabel(n).c_str())
+                        : quantizeMultiplier(real, nodeLabel(n).c_str());
     shape_ = n.output(0)->shape();
   }
   void run(SimSlots& slots) const override {
-    const int8_t* s = in(slots, 0).tensor.data<int8_t>();
-    SimValue y{Tensor::uninitialized(DType::Int8, shape_), true, params_};
-    int8_t* d = y.tensor.data<int8_t>();
+    const T* s = in(slots, 0).tensor.data<T>();
+    SimValue y{Tensor::uninitialized(kWide ? DType::Int16 : DType::Int8, shape_), true, params_};
+    T* d = y.tensor.data<T>();
     for (int64_t p = 0; p < planes_; ++p) {
       int64_t acc = 0;
       for (int64_t i = 0; i < area_; ++i) acc += int64_t{s[p * area_ + i]} - zero_point_in_;
-      d[p] = requantizeToInt8(saturateToInt32(acc), multiplier_, params_.zero_point);
+      if constexpr (kWide) {
+        d[p] = requantizeToInt16(acc, multiplier_, params_.zero_point);
+      } else {
+        d[p] = requantizeToInt8(saturateToInt32(acc), multiplier_, params_.zero_point);
+      }
     }
     out(slots, 0) = std::move(y);
   }
@@ -410,7 +420,8 @@ std::unique_ptr<SimStep> makeClampStep(const StepContext& ctx) {
   return std::make_unique<ClampStep>(ctx);
 }
 std::unique_ptr<SimStep> makeGlobalAveragePoolStep(const StepContext& ctx) {
-  return std::make_unique<GlobalAveragePoolStep>(ctx);
+  if (ctx.activationStorage() == DType::Int16) return std::make_unique<GlobalAveragePoolStep<int16_t>>(ctx);
+  return std::make_unique<GlobalAveragePoolStep<int8_t>>(ctx);
 }
 std::unique_ptr<SimStep> makeLutStep(const StepContext& ctx) {
   return std::make_unique<LutStep>(ctx);

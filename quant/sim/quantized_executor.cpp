@@ -47,7 +47,7 @@ StepFactory wideFactory(QuantOpKind kind) {
     case QuantOpKind::Add: return makeWideAddStep;
     case QuantOpKind::Mul: return makeWideMulStep;
     case QuantOpKind::Concat: return makeWideConcatStep;
-    case QuantOpKind::GlobalAveragePool: return makeWideGlobalAveragePoolStep;
+    case QuantOpKind::GlobalAveragePool: return makeGlobalAveragePoolStep;  // int16 by activationStorage()
     case QuantOpKind::NonFloat: return makePlainStep;
     default: return makeFloat16Step;
   }

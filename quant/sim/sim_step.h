@@ -86,10 +86,10 @@ std::unique_ptr<SimStep> makeWideLinearStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeWideBatchMatMulStep(const StepContext& ctx);
 // Data movement / MaxPool on int16 bytes: the generic dequantize -> move -> quantize step (exact).
 std::unique_ptr<SimStep> makeWideSharedScaleStep(const StepContext& ctx);
-// Add, Mul, Concat, GlobalAveragePool on int16 (quant/binary_requant_wide.h, wide_eltwise_steps.cpp).
+// Add, Mul, Concat on int16 (quant/binary_requant_wide.h, wide_eltwise_steps.cpp); GlobalAveragePool
+// on int16 is makeGlobalAveragePoolStep (one step templated on the storage).
 std::unique_ptr<SimStep> makeWideAddStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeWideMulStep(const StepContext& ctx);
 std::unique_ptr<SimStep> makeWideConcatStep(const StepContext& ctx);
-std::unique_ptr<SimStep> makeWideGlobalAveragePoolStep(const StepContext& ctx);
 
 }  // namespace npuc::quant

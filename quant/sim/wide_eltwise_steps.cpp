@@ -1,6 +1,6 @@
 // Simulator steps of the element-wise ops at 16-bit activations (quant/binary_requant_wide.h):
 // Add and Mul with numpy broadcasting, Concat (inputs rescaled onto the output grid when their
-// parameters differ) and GlobalAveragePool (int64 sum, one requantization).
+// parameters differ); GlobalAveragePool is eltwise_steps.cpp's step for both widths.
 #include "opset/registry.h"
 #include "quant/binary_requant_wide.h"
 #include "quant/requant_wide.h"
@@ -106,39 +106,21 @@ class WideConcatStep : public SimStep {
   std::vector<int64_t> chunks_;
 };
 
-// acc = sum over H*W of (q - z_in) in int64, y = requantizeToInt16(acc, s_in / (H*W * s_out)).
-class WideGlobalAveragePoolStep : public SimStep {
- public:
-  explicit WideGlobalAveragePoolStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs) {
-    const Node& n = ctx.node;
-    const Shape& x = n.input(0)->shape();
-    const QuantParams pi = ctx.paramsOf(n.input(0));
-    params_ = ctx.paramsOf(n.output(0));
-    planes_ = x[0] * x[1];
-    area_ = shapeNumel(x) / planes_;
-    zero_point_in_ = pi.zero_point;
-    multiplier_ = quantizeWideMultiplier(double{pi.scale} / (static_cast<double>(area_) * params_.scale),
-                                         nodeLabel(n).c_str());
-    shape_ = n.output(0)->shape();
-  }
-  void run(SimSlots& slots) const override {
-    const int16_t* s = in(slots, 0).tensor.data<int16_t>();
-    SimValue y{Tensor::uninitialized(DType::Int16, shape_), true, params_};
-    int16_t* d = y.tensor.data<int16_t>();
-    for (int64_t p = 0; p < planes_; ++p) {
-      int64_t acc = 0;
-      for (int64_t i = 0; i < area_; ++i) acc += int64_t{s[p * area_ + i]} - zero_point_in_;
-      d[p] = requantizeToInt16(acc, multiplier_, params_.zero_point);
-    }
-    out(slots, 0) = std::move(y);
-  }
+int16_t* d = y.tensor.data<int16_t>();
+for (int64_t p = 0; p < planes_; ++p) {
+  int64_t acc = 0;
+  for (int64_t i = 0; i < area_; ++i) acc += int64_t{s[p * area_ + i]} - zero_point_in_;
+  d[p] = requantizeToInt16(acc, multiplier_, params_.zero_point);
+}
+out(slots, 0) = std::move(y);
+}
 
- private:
-  Shape shape_;
-  QuantParams params_;
-  int64_t planes_ = 1, area_ = 1;
-  int32_t zero_point_in_ = 0;
-  FixedPointMultiplier multiplier_;
+private:
+Shape shape_;
+QuantParams params_;
+int64_t planes_ = 1, area_ = 1;
+int32_t zero_point_in_ = 0;
+FixedPointMultiplier multiplier_;
 };
 
 }  // namespace
@@ -157,9 +139,6 @@ std::unique_ptr<SimStep> makeWideMulStep(const StepContext& ctx) {
 }
 std::unique_ptr<SimStep> makeWideConcatStep(const StepContext& ctx) {
   return std::make_unique<WideConcatStep>(ctx);
-}
-std::unique_ptr<SimStep> makeWideGlobalAveragePoolStep(const StepContext& ctx) {
-  return std::make_unique<WideGlobalAveragePoolStep>(ctx);
 }
 
 }  // namespace npuc::quant

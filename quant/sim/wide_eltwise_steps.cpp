@@ -106,23 +106,6 @@ class WideConcatStep : public SimStep {
   std::vector<int64_t> chunks_;
 };
 
-int16_t* d = y.tensor.data<int16_t>();
-for (int64_t p = 0; p < planes_; ++p) {
-  int64_t acc = 0;
-  for (int64_t i = 0; i < area_; ++i) acc += int64_t{s[p * area_ + i]} - zero_point_in_;
-  d[p] = requantizeToInt16(acc, multiplier_, params_.zero_point);
-}
-out(slots, 0) = std::move(y);
-}
-
-private:
-Shape shape_;
-QuantParams params_;
-int64_t planes_ = 1, area_ = 1;
-int32_t zero_point_in_ = 0;
-FixedPointMultiplier multiplier_;
-};
-
 }  // namespace
 
 std::unique_ptr<SimStep> makeWideAddStep(const StepContext& ctx) {

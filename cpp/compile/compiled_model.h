@@ -18,6 +18,7 @@
 #include "memory/npu_memory_plan.h"
 #include "perf/tiling.h"
 #include "quant/graph/quant_plan.h"
+#include "sched/core_schedule.h"
 #include "target/partition.h"
 #include "target/soc_profile.h"
 
@@ -54,6 +55,13 @@ struct CompiledModel {
   std::optional<lower::LoweredProgram> program;
   std::optional<memory::NpuMemoryPlan> memory_plan;
   std::optional<BlobOrigin> origin;  // set when loaded from a blob
+  // Issue #18. Multi-core: the program's schedule for each number of usable NPU cores (1 .. the
+  // SoC's; only 1 with single_core_mode), eval_perf reads the one init_runtime's core_mask gives.
+  std::vector<sched::CoreSchedule> core_schedules;
+  // config(dynamic_input): the shape sets after the first (this model is the first), each compiled
+  // whole with the same SoC, options and quantization plan; the blob stores their packed weights
+  // once. A variant's own shape_variants is empty. inference() picks the one the input shapes match.
+  std::vector<CompiledModel> shape_variants;
 
   const quant::QuantPlan* quantPlan() const { return quant_plan ? &*quant_plan : nullptr; }
 };

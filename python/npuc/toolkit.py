@@ -19,7 +19,7 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -156,6 +156,11 @@ class Toolkit(RknnOnlyCalls):
         self._custom_set: Optional[Any] = None
         # load_onnx(qdq_strict=...): how build() treats a QDQ model's weights it cannot keep exactly.
         self._qdq_strict = False
+        # Re-imports the loaded model at other input shapes (issue #18: config(dynamic_input) sets,
+        # build(rknn_batch_size)); None for a loader whose graph has fixed shapes.
+        self._reload: Optional[Callable[[List[Shape]], Any]] = None
+        # What build() passed to optimize(), so _specialized() optimizes another shape the same way.
+        self._optimize_args: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------------ context manager
 
@@ -310,8 +315,10 @@ class Toolkit(RknnOnlyCalls):
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
             loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, qdq_strict, self._log)
         self._qdq_strict = qdq_strict
+        source = bytes(model) if isinstance(model, (bytes, bytearray)) else path
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
+        self._reload = partial(_reload_onnx, source, names, outs, self._custom_set, qdq_strict, self._log)
         self._stage = Stage.LOADED
         self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
@@ -347,6 +354,7 @@ class Toolkit(RknnOnlyCalls):
         job = self._new_job([(os.fspath(model), "the loaded model")] if is_path else [])
         onnx_bytes, names = pytorch_to_onnx(model, input_size_list, inputs, outputs, opset)
         self.load_onnx(onnx_bytes, inputs=names, input_size_list=input_size_list)
+        self._reload = partial(_reload_pytorch, model, inputs, outputs, opset, self._custom_set, self._log)
         self._inputs = job
         return 0
 
@@ -380,6 +388,7 @@ class Toolkit(RknnOnlyCalls):
         loaded = Model.load_darknet(cfg, weights)
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
+        self._reload = None  # a fixed-shape graph (load_onnx / load_pytorch set it again)
         self._stage = Stage.LOADED
         self._model_name = Path(cfg).stem
         self._log.info("load_darknet: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
@@ -420,6 +429,7 @@ class Toolkit(RknnOnlyCalls):
         loaded = Model.load_tflite(path, input_is_nchw)
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
+        self._reload = None  # a fixed-shape graph (load_onnx / load_pytorch set it again)
         self._stage = Stage.LOADED
         self._model_name = Path(path).stem
         quantized = " (quantized: %d activation ranges from the file)" % len(loaded.imported_ranges) \
@@ -470,6 +480,7 @@ class Toolkit(RknnOnlyCalls):
         loaded = Model.load_caffe(path, weights, input_name or "", custom_ops=self._custom_set)
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
+        self._reload = None  # a fixed-shape graph (load_onnx / load_pytorch set it again)
         self._stage = Stage.LOADED
         self._model_name = Path(os.fspath(model)).stem
         self._log.info("load_caffe: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
@@ -539,11 +550,11 @@ class Toolkit(RknnOnlyCalls):
         check_op_target_names(self._config.get("op_target") or {}, [n["name"] for n in source.nodes],
                               _npuc.supported_ops(), list(self._custom_ops))
         with staged_folder(dump_dir, "an optimizer dump", self._inputs) as staging:
-            soc = self._config.get("target_platform") or ""
-            optimized, report = optimize(
-                source, level, disabled, staging, soc=soc, dtype="int8" if do_quantization or from_file or from_qdq else "fp16",
-                op_target=dict(self._config.get("op_target") or {}),
-            )
+            self._optimize_args = dict(
+                level=level, disabled=disabled, soc=self._config.get("target_platform") or "",
+                dtype="int8" if do_quantization or from_file or from_qdq else "fp16",
+                op_target=dict(self._config.get("op_target") or {}))
+            optimized, report = _optimize(source, self._optimize_args, staging)
         self.optimization_report = report
         self._emit(report["text"])
         if verify:
@@ -718,6 +729,7 @@ class Toolkit(RknnOnlyCalls):
                                         self._custom_set)
         self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
+        self._reload = None  # a fixed-shape graph (load_onnx / load_pytorch set it again)
         self._stage = Stage.BUILT
         self._built_float = False
         self._report_partition()
@@ -769,6 +781,35 @@ class Toolkit(RknnOnlyCalls):
         self.accuracy_report = accuracy.analyze(simulator, arrays, output_dir, self._inputs)
         self._emit(self.accuracy_report.text)
         return 0
+
+    def _specialized(self, shapes: List[Shape]) -> Tuple[Any, Any]:
+        """The current build made again for other input shapes (issue #18: each
+        ``config(dynamic_input)`` set, ``build(rknn_batch_size=N)``): the loaded model re-imported
+        at ``shapes`` (one full shape per input), optimized as build() did, and given build()'s
+        quantization plan (the same scales, so the same integer weights and, per sample, the same
+        integer outputs), or the FP16 simulator for a float build.
+
+        Returns (optimized model, simulator). Raises NotSupportedError for a model whose loader
+        fixed its shapes (TFLite, Darknet, Caffe, a loaded blob), ShapeError for shapes the
+        model's graph cannot take, QuantizationError when the re-optimized graph differs from the
+        one the plan was made for (a value or node the plan does not cover).
+        """
+        from npuc._npuc import quantized_from_plan
+
+        require("build", self._stage)
+        if self._reload is None or self._optimize_args is None:
+            raise NotSupportedError(
+                "other input shapes need a model loaded with load_onnx or load_pytorch (re-imported at "
+                "each shape); this model's loader fixed its shapes")
+        optimized, _ = _optimize(self._reload(shapes), self._optimize_args, None)
+        if self._built_float:
+            from npuc.quantize import fp16
+
+            return optimized, fp16(optimized)
+        built = self._simulator()
+        if built is None or built.mode != "int8":
+            raise NpucError("_specialized: build() has not quantized this model")
+        return optimized, quantized_from_plan(optimized, built.plan_bytes)
 
     def _simulator(self) -> Optional[Any]:
         """The INT8 simulator of the current model when build() quantized it, else None."""
@@ -830,6 +871,7 @@ class Toolkit(RknnOnlyCalls):
                 f"'{unknown[0]['name']}'); register them with reg_custom_op() before loading the blob")
         self._inputs = job
         self._model, self._runtime, self._float_model = model, None, model
+        self._reload = None  # a fixed-shape graph (load_onnx / load_pytorch set it again)
         self._stage = Stage.BLOB_LOADED
         # The simulator runs the blob's compiled program over its planned activation arena when the
         # blob carries them (TASK + MPLN sections; `.runtime == "program"`): INT8 kernels for a
@@ -1091,6 +1133,7 @@ class Toolkit(RknnOnlyCalls):
         self._model = None
         self._runtime = None
         self._float_model = None
+        self._reload = None
         self._stage = Stage.EMPTY
         self._inputs = JobInputs()
 
@@ -1354,3 +1397,25 @@ def _to_nchw(x: Any, data_format: str, info: Dict[str, Any], where: str) -> Any:
     if add_batch:
         x = x[np.newaxis]
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if transpose else x
+
+
+def _optimize(source: Any, args: Dict[str, Any], staging: Optional[Any]) -> Tuple[Any, Dict[str, Any]]:
+    """optimize() with what build() decided (Toolkit._optimize_args)."""
+    return optimize(source, args["level"], args["disabled"], staging, soc=args["soc"], dtype=args["dtype"],
+                    op_target=args["op_target"])
+
+
+def _reload_onnx(source: Union[str, bytes], names: Sequence[str], outputs: Sequence[str], custom_ops: Any,
+                 strict: bool, log: logging.Logger, sizes: List[Shape]) -> Any:
+    """load_onnx's import again, at other input shapes (Toolkit._reload)."""
+    return qdq_import.load(source, names, check_shapes(sizes, "input shapes"), outputs, custom_ops, strict, log)
+
+
+def _reload_pytorch(model: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]], opset: int,
+                    custom_ops: Any, log: logging.Logger, sizes: List[Shape]) -> Any:
+    """load_pytorch's export and import again, at other input shapes (Toolkit._reload)."""
+    from npuc.pytorch_import import pytorch_to_onnx
+
+    sizes = check_shapes(sizes, "input shapes")
+    onnx_bytes, names = pytorch_to_onnx(model, sizes, inputs, outputs, opset)
+    return qdq_import.load(onnx_bytes, names, sizes, [], custom_ops, False, log)

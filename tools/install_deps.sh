@@ -10,6 +10,7 @@ build_pkgs=(cmake ninja-build g++ make pkg-config python3 python3-dev python3-ve
   python3-onnx python3-pybind11 pybind11-dev libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev ocl-icd-opencl-dev libgtest-dev libyaml-cpp-dev libxxhash-dev libfmt-dev python3-yaml python3-pil python3-matplotlib python3-tqdm
   python3-setuptools python3-wheel python3-pip
+  ccache  # a second build of the same sources (pip install after make build) reuses the objects
   libflatbuffers-dev flatbuffers-compiler)  # the TFLite frontend: flatc compiles its schema subset at build time
 # The tests also run PyTorch (load_pytorch, the resnet50 export) and ONNX Runtime from npm (node);
 # RKNN-Toolkit2's example scripts (tests/rknn_examples) import cv2 and scipy.

@@ -25,7 +25,7 @@ import numpy as np
 
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
-from npuc import arg_check, qdq_import
+from npuc import arg_check, batch as batching, qdq_import
 from npuc.config_check import (
     check_config_values,
     check_op_target_names,
@@ -509,7 +509,11 @@ class Toolkit(RknnOnlyCalls):
             dataset: RKNN ``dataset.txt`` path (images get mean/std, as ``inference`` inputs do), or an
                 iterable of numpy samples taken as the model's input as they are (no mean/std; a
                 uint8 array for an input with mean/std is refused as a raw image).
-            rknn_batch_size: accepted for RKNN compatibility; must be None or 1.
+            rknn_batch_size: the batch the built model takes (1..32; None: the batch of
+                ``input_size_list``, else 1): its inputs and outputs get dim 0 = N and
+                ``inference`` runs N images at once. Quantization is planned at batch 1, so each
+                item's output equals the single-image output bit for bit (INT8 and FP16). Needs
+                a model loaded with ``load_onnx`` / ``load_pytorch`` (re-imported at batch N).
             auto_hybrid: move layers whose isolated cosine is below
                 ``config(auto_hybrid_cos_thresh)`` to FP16 (quantization only).
             verify: run the original and the optimized graph on the same random inputs, print the
@@ -529,9 +533,11 @@ class Toolkit(RknnOnlyCalls):
         verify = arg_check.flag("build", "verify", verify)
         dump_dir = arg_check.optional_path("build", "dump_dir", dump_dir)
         _check_dataset("build", dataset)
-        arg_check.one_of("build", "rknn_batch_size", rknn_batch_size, (None, 1))  # RKNN compatibility
         self._refuse_dynamic_input("build")
-        self._preprocessor.check_model((self._float_model or self._model).inputs)
+        loaded = self._float_model or self._model
+        batch = batching.resolve("build", rknn_batch_size, loaded.inputs)
+        batching.require_reloadable("build", self._reload, batch)
+        self._preprocessor.check_model(loaded.inputs)
         level = self._config.get("optimization_level")
         level = 3 if level is None else level
         if level not in (0, 1, 2, 3):
@@ -541,7 +547,9 @@ class Toolkit(RknnOnlyCalls):
             self._add_inputs(dataset_files(dataset))
             _refuse_raw_images_in_memory("build", dataset, self._preprocessor,
                                          (self._float_model or self._model).inputs)
-        source = self._float_model or self._model
+        # A batch build is planned on the model at batch 1 (calibration statistics per image), then
+        # re-made at batch N with that plan (npuc.batch).
+        source = self._reload(batching.shapes_at(loaded.inputs, 1)) if batch > 1 else loaded
         # A quantized TFLite file carries its scales: building it "without quantization" keeps them
         # (RKNN's rule for pre-quantized models) and makes an INT8 program with no calibration.
         from_file = not do_quantization and bool(source.imported_ranges)
@@ -559,7 +567,7 @@ class Toolkit(RknnOnlyCalls):
         self._emit(report["text"])
         if verify:
             verify_optimization(source, optimized, self._emit)
-        self._float_model = source
+        self._float_model = loaded
         self._model, self._runtime = optimized, None
         self._stage = Stage.BUILT
         self._report_partition()
@@ -572,7 +580,18 @@ class Toolkit(RknnOnlyCalls):
             self._quantize_from_file(source)
         else:
             self._use_fp16()
+        if batch > 1:
+            self._rebatch(batch)
         return 0
+
+    def _rebatch(self, batch: int) -> None:
+        """The batch-1 build just made, re-made at ``batch`` with its quantization plan."""
+        single = self._model
+        batched, simulator = self._specialized(batching.shapes_at(single.inputs, batch))
+        batching.check_batched(single, batched, batch)
+        self._model, self._quantized = batched, (batched, simulator)
+        self._emit(f"batch: built at batch {batch} with the batch-1 quantization plan (inputs "
+                   + ", ".join(f"{i['name']} {list(i['shape'])}" for i in batched.inputs) + ")")
 
     def _quantize_from_file(self, source: Any) -> None:
         """INT8 from the activation ranges a quantized TFLite file declares (no calibration run).
@@ -665,7 +684,8 @@ class Toolkit(RknnOnlyCalls):
 
         Args:
             dataset: calibration ``dataset.txt`` path or iterable of samples.
-            rknn_batch_size: RKNN compatibility; must be None or 1.
+            rknn_batch_size: RKNN compatibility; must be None or 1 (the edited config is for
+                a batch-1 graph; build at batch N after step 2 is not supported yet).
             proposal: pre-fill ``custom_quantize_layers`` with the layers whose single cosine is
                 below ``config(auto_hybrid_cos_thresh)`` (default 0.98).
             proposal_dataset_size: calibration samples the proposal is measured on.
@@ -801,7 +821,7 @@ class Toolkit(RknnOnlyCalls):
             raise NotSupportedError(
                 "other input shapes need a model loaded with load_onnx or load_pytorch (re-imported at "
                 "each shape); this model's loader fixed its shapes")
-        optimized, _ = _optimize(self._reload(shapes), self._optimize_args, None)
+        optimized, _ = _optimize(self._reload(shapes), self._optimize_args, "")  # "": no dump
         if self._built_float:
             from npuc.quantize import fp16
 

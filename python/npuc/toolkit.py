@@ -38,6 +38,7 @@ from npuc.errors import (ConfigError, InputError, ModelLoadError, NotSupportedEr
                          UnsupportedOpError)
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
+from npuc.onnx_rebatch import load_at_batch
 from npuc.shapes import check_shapes
 from npuc.output_files import AppendedLog, JobInputs, atomic_output, onnx_external_files, refuse_output, staged_folder
 from npuc.preprocess import InputPreprocessor
@@ -306,14 +307,14 @@ class Toolkit(RknnOnlyCalls):
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
-            loaded = qdq_import.load(bytes(model), names, sizes, outs, self._custom_set, qdq_strict, self._log)
+            loaded = load_at_batch(self._onnx_loader(qdq_strict), bytes(model), names, sizes, outs)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
-            loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, qdq_strict, self._log)
+            loaded = load_at_batch(self._onnx_loader(qdq_strict), path, names, sizes, outs)
         self._qdq_strict = qdq_strict
         source = bytes(model) if isinstance(model, (bytes, bytearray)) else path
         self._inputs = job
@@ -323,6 +324,10 @@ class Toolkit(RknnOnlyCalls):
         self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
+
+    def _onnx_loader(self, strict: bool) -> Callable[..., Any]:
+        """load_onnx's import as ``load(source, names, sizes, outputs)``."""
+        return partial(_load_onnx, custom_ops=self._custom_set, strict=strict, log=self._log)
 
     def load_pytorch(
         self,
@@ -1428,7 +1433,8 @@ def _optimize(source: Any, args: Dict[str, Any], staging: Optional[Any]) -> Tupl
 def _reload_onnx(source: Union[str, bytes], names: Sequence[str], outputs: Sequence[str], custom_ops: Any,
                  strict: bool, log: logging.Logger, sizes: List[Shape]) -> Any:
     """load_onnx's import again, at other input shapes (Toolkit._reload)."""
-    return qdq_import.load(source, names, check_shapes(sizes, "input shapes"), outputs, custom_ops, strict, log)
+    load = partial(_load_onnx, custom_ops=custom_ops, strict=strict, log=log)
+    return load_at_batch(load, source, names, check_shapes(sizes, "input shapes"), outputs)
 
 
 def _reload_pytorch(model: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]], opset: int,
@@ -1438,4 +1444,11 @@ def _reload_pytorch(model: Any, inputs: Optional[Sequence[str]], outputs: Option
 
     sizes = check_shapes(sizes, "input shapes")
     onnx_bytes, names = pytorch_to_onnx(model, sizes, inputs, outputs, opset)
-    return qdq_import.load(onnx_bytes, names, sizes, [], custom_ops, False, log)
+    load = partial(_load_onnx, custom_ops=custom_ops, strict=False, log=log)
+    return load_at_batch(load, onnx_bytes, names, sizes, [])
+
+
+def _load_onnx(source: Union[str, bytes], names: Sequence[str], sizes: List[Shape], outputs: Sequence[str],
+               custom_ops: Any, strict: bool, log: logging.Logger) -> Any:
+    """qdq_import.load with the loader arguments first (onnx_rebatch.load_at_batch's ``load``)."""
+    return qdq_import.load(source, names, sizes, outputs, custom_ops, strict, log)

@@ -153,3 +153,26 @@ def test_a_fixed_shape_loader_is_refused(tmp_path: Path) -> None:
     tk.load_darknet(model=str(cfg), weight=str(weights))
     with pytest.raises(npuc.NotSupportedError, match="batch 2 needs a model loaded with load_onnx or load_pytorch"):
         tk.build(do_quantization=False, rknn_batch_size=2)
+
+
+def test_cli_batch_flag_and_yaml_key_give_identical_blobs(conv_relu_path: Path, tmp_path: Path) -> None:
+    from test_cli import npuc_cli, user_error
+    from test_cli_compile import write_yaml
+
+    flag_blob = tmp_path / "flags.npub"
+    r = npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(flag_blob), "--batch", "4")
+    assert r.returncode == 0, r.stderr
+    assert "us per batch of 4" in r.stdout and "images/s on rk3588" in r.stdout
+    config = write_yaml(tmp_path / "model_config.yml", conv_relu_path, extra_model_keys="  rknn_batch_size: 4\n")
+    r = npuc_cli("convert", "-i", str(config), "-t", "rk3588", "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "conv_relu.npub").read_bytes() == flag_blob.read_bytes()
+    loaded = npuc.Toolkit()
+    loaded.load_blob(str(flag_blob))
+    loaded.init_runtime()
+    assert loaded.inference(inputs=[np.zeros((4, 3, 8, 8), np.float32)])[0].shape[0] == 4
+    user_error(npuc_cli("convert", str(conv_relu_path), "-t", "rk3588", "-o", str(tmp_path / "x.npub"), "--batch", "0"),
+               "rknn_batch_size")
+    bad = write_yaml(tmp_path / "bad.yml", conv_relu_path, extra_model_keys="  rknn_batch_size: four\n")
+    user_error(npuc_cli("convert", "-i", str(bad), "-t", "rk3588", "-o", str(tmp_path / "o2")),
+               "rknn_batch_size: expected an integer")

@@ -705,6 +705,10 @@ class Toolkit(RknnOnlyCalls):
         require("hybrid_quantization_step1", self._stage)
         _check_dataset("hybrid_quantization_step1", dataset)
         arg_check.one_of("hybrid_quantization_step1", "rknn_batch_size", rknn_batch_size, (None, 1))
+        if batching.loaded_batch((self._float_model or self._model).inputs) > 1:
+            raise NotSupportedError("hybrid_quantization_step1: the model was loaded at batch "
+                                    f"{batching.loaded_batch((self._float_model or self._model).inputs)}; hybrid "
+                                    "quantization works on a batch-1 graph (load it with input_size_list at batch 1)")
         proposal = arg_check.flag("hybrid_quantization_step1", "proposal", proposal)
         arg_check.integer("hybrid_quantization_step1", "proposal_dataset_size", proposal_dataset_size, 1)
         output_prefix = arg_check.optional_path("hybrid_quantization_step1", "output_prefix", output_prefix)

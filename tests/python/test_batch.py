@@ -176,3 +176,13 @@ def test_cli_batch_flag_and_yaml_key_give_identical_blobs(conv_relu_path: Path, 
     bad = write_yaml(tmp_path / "bad.yml", conv_relu_path, extra_model_keys="  rknn_batch_size: four\n")
     user_error(npuc_cli("convert", "-i", str(bad), "-t", "rk3588", "-o", str(tmp_path / "o2")),
                "rknn_batch_size: expected an integer")
+
+
+def test_hybrid_step1_refuses_a_model_loaded_at_batch_n(tmp_path: Path) -> None:
+    import onnx
+
+    path = tmp_path / "m.onnx"
+    onnx.save(conv_relu_model(), str(path))
+    tk = _toolkit(str(path), input_size_list=[[2, 3, 8, 8]])
+    with pytest.raises(npuc.NotSupportedError, match="loaded at batch 2; hybrid quantization works on a batch-1"):
+        tk.hybrid_quantization_step1(dataset=_samples([1, 3, 8, 8], 1, 0), output_prefix=str(tmp_path / "h"))

@@ -36,14 +36,14 @@ def loaded_batch(inputs: Sequence[Mapping[str, Any]]) -> int:
     return firsts.pop() if len(firsts) == 1 else 1
 
 
-def resolve(call: str, rknn_batch_size: Any, inputs: Sequence[Mapping[str, Any]]) -> int:
-    """The batch the build makes: ``rknn_batch_size`` or the batch of ``input_size_list``.
+def resolve(call: str, rknn_batch_size: Any, inputs: Sequence[Mapping[str, Any]], loaded: int) -> int:
+    """The batch the build makes: ``rknn_batch_size`` or ``loaded``, the batch ``input_size_list``
+    gave (1 when it kept the file's own dim 0).
 
     Raises ConfigError when both are above 1 and differ (RKNN's rknn_batch_size re-batches a
     batch-1 model), or when an input has no batch axis to set.
     """
     asked = check_size(call, rknn_batch_size)
-    loaded = loaded_batch(inputs)
     if asked > 1:
         bad = [f"'{i['name']}' {list(i['shape'])}" for i in inputs if len(i["shape"]) == 0 or i["shape"][0] != 1]
         if loaded > 1 and loaded != asked:

@@ -76,7 +76,7 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
             tk.export_blob(job.output)
             report = tk.optimization_report or {}
             partition = tk.partition_report
-            tk_batch = _built_batch(tk)
+            tk_batch = tk.built_batch
     return {
         "blob": job.output,
         "blob_bytes": os.path.getsize(job.output),
@@ -105,13 +105,6 @@ def _print_summary(summary: Dict[str, Any]) -> None:
     else:
         print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
     print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
-
-
-def _built_batch(tk: Any) -> int:
-    """The batch the built model takes (dim 0 its inputs share)."""
-    from npuc.batch import loaded_batch
-
-    return loaded_batch(tk._model.inputs)
 
 
 def _parse_op_target(items: Sequence[str]) -> Dict[str, str]:

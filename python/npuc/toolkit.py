@@ -38,7 +38,7 @@ from npuc.errors import (ConfigError, InputError, ModelLoadError, NotSupportedEr
                          UnsupportedOpError)
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
-from npuc.onnx_rebatch import load_at_batch
+from npuc.onnx_rebatch import load_at_batch, rebatched_to
 from npuc.shapes import check_shapes
 from npuc.output_files import AppendedLog, JobInputs, atomic_output, onnx_external_files, refuse_output, staged_folder
 from npuc.preprocess import InputPreprocessor
@@ -160,6 +160,11 @@ class Toolkit(RknnOnlyCalls):
         # Re-imports the loaded model at other input shapes (issue #18: config(dynamic_input) sets,
         # build(rknn_batch_size)); None for a loader whose graph has fixed shapes.
         self._reload: Optional[Callable[[List[Shape]], Any]] = None
+        # The batch load_onnx / load_pytorch's input_size_list set (1: the file's own dim 0);
+        # read only while _reload is set (issue #18).
+        self._loaded_batch = 1
+        #: The batch the last build() made (its inputs' dim 0): rknn_batch_size or input_size_list's.
+        self.built_batch = 1
         # What build() passed to optimize(), so _specialized() optimizes another shape the same way.
         self._optimize_args: Optional[Dict[str, Any]] = None
 
@@ -320,6 +325,7 @@ class Toolkit(RknnOnlyCalls):
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
         self._reload = partial(_reload_onnx, source, names, outs, self._custom_set, qdq_strict, self._log)
+        self._loaded_batch = rebatched_to(source, names, sizes)
         self._stage = Stage.LOADED
         self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
@@ -360,6 +366,8 @@ class Toolkit(RknnOnlyCalls):
         onnx_bytes, names = pytorch_to_onnx(model, input_size_list, inputs, outputs, opset)
         self.load_onnx(onnx_bytes, inputs=names, input_size_list=input_size_list)
         self._reload = partial(_reload_pytorch, model, inputs, outputs, opset, self._custom_set, self._log)
+        # PyTorch exports at the given shapes, so a dim 0 above 1 shared by every input is a batch.
+        self._loaded_batch = batching.loaded_batch([{"shape": s} for s in input_size_list])
         self._inputs = job
         return 0
 
@@ -540,7 +548,7 @@ class Toolkit(RknnOnlyCalls):
         _check_dataset("build", dataset)
         self._refuse_dynamic_input("build")
         loaded = self._float_model or self._model
-        batch = batching.resolve("build", rknn_batch_size, loaded.inputs)
+        batch = batching.resolve("build", rknn_batch_size, loaded.inputs, self._input_batch())
         batching.require_reloadable("build", self._reload, batch)
         self._preprocessor.check_model(loaded.inputs)
         level = self._config.get("optimization_level")
@@ -587,7 +595,12 @@ class Toolkit(RknnOnlyCalls):
             self._use_fp16()
         if batch > 1:
             self._rebatch(batch)
+        self.built_batch = batch
         return 0
+
+    def _input_batch(self) -> int:
+        """The batch input_size_list loaded the model at (1 for a fixed-shape loader)."""
+        return self._loaded_batch if self._reload is not None else 1
 
     def _rebatch(self, batch: int) -> None:
         """The batch-1 build just made, re-made at ``batch`` with its quantization plan."""
@@ -705,9 +718,9 @@ class Toolkit(RknnOnlyCalls):
         require("hybrid_quantization_step1", self._stage)
         _check_dataset("hybrid_quantization_step1", dataset)
         arg_check.one_of("hybrid_quantization_step1", "rknn_batch_size", rknn_batch_size, (None, 1))
-        if batching.loaded_batch((self._float_model or self._model).inputs) > 1:
+        if self._input_batch() > 1:
             raise NotSupportedError("hybrid_quantization_step1: the model was loaded at batch "
-                                    f"{batching.loaded_batch((self._float_model or self._model).inputs)}; hybrid "
+                                    f"{self._input_batch()}; hybrid "
                                     "quantization works on a batch-1 graph (load it with input_size_list at batch 1)")
         proposal = arg_check.flag("hybrid_quantization_step1", "proposal", proposal)
         arg_check.integer("hybrid_quantization_step1", "proposal_dataset_size", proposal_dataset_size, 1)

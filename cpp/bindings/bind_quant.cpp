@@ -208,33 +208,11 @@ PyQuantizedModel quantizeFromRanges(const Model& model,
 // consumers of a plan (run, export_onnx) on a plan npuc did not calibrate, e.g. a hand-made one of
 // another quantized dtype. BlobError naming the field when the payload is malformed; ConfigError
 // when it does not fit the graph.
-// A plan made for the same model at another shape (issue #18: build(rknn_batch_size=N) reuses the
-// batch-1 plan) can meet layout-only nodes the optimizer added at that shape only (a Reshape
-// folding a 3-D MatMul's leading dims at batch N). They move int8 values without arithmetic, so
-// their output takes their input's per-tensor parameters: the integers, hence the outputs, are
-// those of the batch-1 program.
-void coverLayoutOnlyNodes(const Graph& graph, quant::QuantPlan& plan) {
-  for (const Node* n : graph.nodes()) {
-    const std::string& op = n->opType();
-    if (op != "Reshape" && op != "Flatten" && op != "Squeeze" && op != "Unsqueeze") continue;
-    if (n->inputs().empty() || n->outputs().size() != 1) continue;
-    const std::string& in = n->inputs()[0]->name();
-    const std::string& out = n->outputs()[0]->name();
-    if (plan.has(out) || !plan.has(in) || !plan.at(in).isPerTensor()) continue;
-    plan.tensors[out] = plan.at(in);
-    if (!plan.nodes.count(n->name())) {
-      const Node* producer = n->inputs()[0]->producer();
-      plan.nodes[n->name()] = producer ? plan.precisionOf(producer->name()) : quant::NodePrecision::Int8;
-    }
-  }
-}
-
 PyQuantizedModel quantizedFromPlan(const Model& model, const py::bytes& plan_bytes) {
   const std::string bytes = plan_bytes;
   py::gil_scoped_release release;
   quant::QuantPlan plan = quant::decodeQuantPlan(bytes);
   std::unique_ptr<Graph> graph = separated(model.graph());
-  coverLayoutOnlyNodes(*graph, plan);
   auto sim = std::make_shared<const QuantizedExecutor>(*graph, plan);
   return PyQuantizedModel(std::move(sim), std::move(plan));
 }

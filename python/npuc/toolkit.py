@@ -605,7 +605,13 @@ class Toolkit(RknnOnlyCalls):
     def _rebatch(self, batch: int) -> None:
         """The batch-1 build just made, re-made at ``batch`` with its quantization plan."""
         single = self._model
-        batched, simulator = self._specialized(batching.shapes_at(single.inputs, batch))
+        try:
+            batched, simulator = self._specialized(batching.shapes_at(single.inputs, batch))
+        except ConfigError as e:  # the plan names a value the batch-N graph lacks, or the reverse
+            raise NotSupportedError(
+                f"build: at batch {batch} the optimizer shapes this model's graph differently from batch 1, so "
+                f"the batch-1 quantization plan does not fit it ({e}); build it with do_quantization=False "
+                f"(FP16), or at batch 1") from e
         batching.check_batched(single, batched, batch)
         self._model, self._quantized = batched, (batched, simulator)
         self._emit(f"batch: built at batch {batch} with the batch-1 quantization plan (inputs "

@@ -1,8 +1,8 @@
 """Batch > 1 (issue #18): the full bit-exactness matrix and the eval_perf scaling table.
 
-1. Every shared model x N = 1..8, INT8 (calibrated at batch 1 on 2 seeded noise samples): the N
-   outputs of a batch build equal the single-image outputs bit for bit? ("ok", "DIFF", or the
-   error class when the model is refused at batch N).
+1. Every shared model x N = 1..8, INT8 (calibrated at batch 1 on 2 seeded noise samples) and
+   FP16: the N outputs of a batch build equal the single-image outputs bit for bit? ("ok",
+   "DIFF", or the error class when the model is refused at batch N).
 2. Predicted per-image FPS and DDR traffic per image vs N (1, 2, 4, 8) on rk3588, INT8, for
    mobilenet_v2, resnet18, resnet50 and ppocrv4_det. ResNets are built here with onnx.helper
    (the torchvision layer structure, seeded random weights: the cost model reads only shapes), as
@@ -40,17 +40,17 @@ def _samples(shape: List[int], count: int, seed: int) -> List[List[np.ndarray]]:
     return [[rng.standard_normal(shape).astype(np.float32)] for _ in range(count)]
 
 
-def exact_row(path: Path, batches: List[int]) -> Tuple[str, List[str], float]:
+def exact_row(path: Path, batches: List[int], quantize: bool) -> Tuple[str, List[str], float]:
     tk = _toolkit(str(path))
     shape = list(tk._model.inputs[0]["shape"])
     dataset = _samples(shape, 2, 0)
-    tk.build(dataset=dataset)
+    tk.build(do_quantization=quantize, dataset=dataset)
     x = np.random.default_rng(1).standard_normal([max(batches)] + shape[1:]).astype(np.float32)
     singles = [tk.inference(inputs=[x[i:i + 1]]) for i in range(x.shape[0])]
     cells, start = [], time.perf_counter()
     for n in batches:
         try:
-            tk.build(dataset=dataset, rknn_batch_size=n)
+            tk.build(do_quantization=quantize, dataset=dataset, rknn_batch_size=n)
             outs = tk.inference(inputs=[x[:n]])
             same = all(np.array_equal(o[i:i + 1], singles[i][k]) for i in range(n) for k, o in enumerate(outs))
             cells.append("ok" if same else "DIFF")
@@ -147,13 +147,14 @@ def main() -> None:
     shared = shared_models_dir()
     if not args.perf_only:
         batches = list(range(1, 9))
-        print("Bit-exactness, INT8: batch-N item outputs == single-image outputs (rk3588)")
-        print(f"{'model':<22}" + "".join(f"{'N=' + str(n):>18}" for n in batches) + f"{'time s':>9}")
-        for path in sorted(shared.glob("*.onnx")):
-            if chosen and path.stem not in chosen:
-                continue
-            name, cells, secs = exact_row(path, batches)
-            print(f"{name:<22}" + "".join(f"{c:>18}" for c in cells) + f"{secs:>9.1f}", flush=True)
+        for quantize, label in ((True, "INT8"), (False, "FP16")):
+            print(f"Bit-exactness, {label}: batch-N item outputs == single-image outputs (rk3588)")
+            print(f"{'model':<22}" + "".join(f"{'N=' + str(n):>18}" for n in batches) + f"{'time s':>9}")
+            for path in sorted(shared.glob("*.onnx")):
+                if chosen and path.stem not in chosen:
+                    continue
+                name, cells, secs = exact_row(path, batches, quantize)
+                print(f"{name:<22}" + "".join(f"{c:>18}" for c in cells) + f"{secs:>9.1f}", flush=True)
     if not args.exact_only:
         models = {"mobilenet_v2": shared / "mobilenet_v2.onnx", "resnet18": resnet(18, CACHE / "resnet18_helper.onnx"),
                   "resnet50": resnet(50, CACHE / "resnet50_helper.onnx"), "ppocrv4_det": shared / "ppocrv4_det.onnx"}

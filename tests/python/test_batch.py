@@ -69,6 +69,23 @@ def test_batch_items_equal_single_images_bit_for_bit(name: str, quantize: bool, 
 
 
 @needs_models
+def test_sequence_first_attention_rebatches_in_fp16_and_int8_is_refused_naming_why() -> None:
+    # tiny_vit's exporter froze its attention Reshapes at batch 1 with the batch merged into the
+    # heads axis ([64, 4, 16] at batch 1 is [64, 4N, 16] at batch N, then [64N, 64] for the
+    # output projection): the re-batching search finds both placements.
+    path = str(MODELS_DIR / "tiny_vit.onnx")
+    tk = _toolkit(path)
+    shape = list(tk._model.inputs[0]["shape"])
+    tk.build(do_quantization=False)
+    x = np.random.default_rng(3).standard_normal([3] + shape[1:]).astype(np.float32)
+    singles = _singles(tk, x)
+    tk.build(do_quantization=False, rknn_batch_size=3)
+    _assert_items_equal(tk.inference(inputs=[x]), singles)
+    with pytest.raises(npuc.NotSupportedError, match="optimizer shapes this model's graph differently"):
+        tk.build(dataset=_samples(shape, 1, 0), rknn_batch_size=3)
+
+
+@needs_models
 def test_batch_in_input_size_list_calibrates_at_batch_1() -> None:
     # The same scales whatever N: a model loaded at batch 2 gives the batch-1 build's outputs.
     path = str(MODELS_DIR / "ppocr_cls.onnx")

@@ -15,9 +15,9 @@ from typing import Any, List, Mapping, Optional, Sequence
 from npuc import arg_check
 from npuc.errors import ConfigError, NotSupportedError, ShapeError
 
-# npuc's own bound (RKNN-Toolkit2 documents no upper limit): beyond it the arena of a typical
-# detection model no longer fits the SoC profiles' assumed NPU-visible DDR budget, and per-image
-# throughput stops improving long before (docs/perf_model.md, "Batch").
+# npuc's own bound, a choice (no RKNN-Toolkit2 limit was found to copy): memory grows N times while
+# the predicted per-image throughput has flattened by N = 8 on every model measured
+# (docs/perf_model.md, "Batch").
 MAX_BATCH = 32
 
 Shape = List[int]

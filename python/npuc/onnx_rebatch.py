@@ -4,11 +4,12 @@ Exporters often freeze a Reshape's target shape at the export batch (``[1, 2, 24
 ShuffleNet channel shuffle, ``[64, 4, 16]`` for sequence-first attention heads). Loaded at batch
 N such a Reshape either fails shape inference or, with a ``-1`` in its target, silently mixes
 batch items (``[1, -1]`` flattens all N images into one row). This module rewrites each constant
-Reshape target so that the batch axis of its input lands on the output axis whose leading
-elements match: with the input's batch on axis ``a`` (``S1[a] * N`` at batch N), the output axis
-``b`` with ``prod(O1[:b]) == prod(S1[:a])`` takes ``O1[b] * N``. Items are contiguous blocks
-inside each of those ``prod(S1[:a])`` outer rows both before and after, so no item's elements
-move into another's.
+Reshape target so that the items stay where they are in the flat layout: after ``p`` outer
+elements (``p = prod(S1[:a])`` with the items the outer factor of input axis ``a``), N multiplies
+an output axis bounded there. Items are then contiguous blocks inside each of the ``p`` outer
+rows before and after, so no item's elements move into another's. Two axes can qualify (N as
+the outer factor of the axis after the boundary, or the inner factor of the one before); the
+graph's later ops decide, by a search checked with shape inference (``rebatch``).
 """
 
 from __future__ import annotations

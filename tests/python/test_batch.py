@@ -203,3 +203,12 @@ def test_hybrid_step1_refuses_a_model_loaded_at_batch_n(tmp_path: Path) -> None:
     tk = _toolkit(str(path), input_size_list=[[2, 3, 8, 8]])
     with pytest.raises(npuc.NotSupportedError, match="loaded at batch 2; hybrid quantization works on a batch-1"):
         tk.hybrid_quantization_step1(dataset=_samples([1, 3, 8, 8], 1, 0), output_prefix=str(tmp_path / "h"))
+
+
+@needs_models
+def test_cli_info_rebatches_a_frozen_reshape_model() -> None:
+    from test_cli import npuc_cli
+
+    r = npuc_cli("info", str(MODELS_DIR / "shufflenet_v2_x0_5.onnx"), "--input-size", "4,3,224,224")
+    assert r.returncode == 0, r.stderr
+    assert "output: float32[4,1000]" in r.stdout

@@ -2,7 +2,8 @@
 
 1. Every shared model x N = 1..8, INT8 (calibrated at batch 1 on 2 seeded noise samples) and
    FP16: the N outputs of a batch build equal the single-image outputs bit for bit? ("ok",
-   "DIFF", or the error class when the model is refused at batch N).
+   "DIFF", or the error class when the model is refused at batch N); then each model's batch-4
+   blob on the compiled program runtime (load_blob) against the same single-image outputs.
 2. Predicted per-image FPS and DDR traffic per image vs N (1, 2, 4, 8) on rk3588, INT8, for
    mobilenet_v2, resnet18, resnet50 and ppocrv4_det. ResNets are built here with onnx.helper
    (the torchvision layer structure, seeded random weights: the cost model reads only shapes), as
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import List, Tuple
@@ -38,6 +40,29 @@ def _toolkit(path: str) -> npuc.Toolkit:
 def _samples(shape: List[int], count: int, seed: int) -> List[List[np.ndarray]]:
     rng = np.random.default_rng(seed)
     return [[rng.standard_normal(shape).astype(np.float32)] for _ in range(count)]
+
+
+def blob_check(path: Path, n: int, quantize: bool, folder: Path) -> str:
+    """The batch-n blob on the compiled program runtime (load_blob) vs single images on the
+    batch-1 simulator: "ok", "DIFF" or the error class."""
+    tk = _toolkit(str(path))
+    shape = list(tk._model.inputs[0]["shape"])
+    dataset = _samples(shape, 2, 0)
+    tk.build(do_quantization=quantize, dataset=dataset)
+    x = np.random.default_rng(1).standard_normal([n] + shape[1:]).astype(np.float32)
+    singles = [tk.inference(inputs=[x[i:i + 1]]) for i in range(n)]
+    try:
+        tk.build(do_quantization=quantize, dataset=dataset, rknn_batch_size=n)
+        blob = folder / f"{path.stem}_b{n}.npub"
+        tk.export_blob(str(blob))
+        loaded = npuc.Toolkit()
+        loaded.load_blob(str(blob))
+        loaded.init_runtime()
+        outs = loaded.inference(inputs=[x])
+    except npuc.NpucError as e:
+        return type(e).__name__
+    same = all(np.array_equal(o[i:i + 1], singles[i][k]) for i in range(n) for k, o in enumerate(outs))
+    return "ok" if same else "DIFF"
 
 
 def exact_row(path: Path, batches: List[int], quantize: bool) -> Tuple[str, List[str], float]:
@@ -155,6 +180,14 @@ def main() -> None:
                     continue
                 name, cells, secs = exact_row(path, batches, quantize)
                 print(f"{name:<22}" + "".join(f"{c:>18}" for c in cells) + f"{secs:>9.1f}", flush=True)
+        print("\nBlob round trip at N=4: the compiled program runtime vs single images")
+        print(f"{'model':<22}{'INT8':>18}{'FP16':>18}")
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in sorted(shared.glob("*.onnx")):
+                if chosen and path.stem not in chosen:
+                    continue
+                cells = [blob_check(path, 4, q, Path(tmp)) for q in (True, False)]
+                print(f"{path.stem:<22}" + "".join(f"{c:>18}" for c in cells), flush=True)
     if not args.exact_only:
         models = {"mobilenet_v2": shared / "mobilenet_v2.onnx", "resnet18": resnet(18, CACHE / "resnet18_helper.onnx"),
                   "resnet50": resnet(50, CACHE / "resnet50_helper.onnx"), "ppocrv4_det": shared / "ppocrv4_det.onnx"}

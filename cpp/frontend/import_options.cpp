@@ -28,7 +28,9 @@ void fixInputShape(Value* in, const Shape& given) {
   }
   if (in->hasShape()) {
     if (in->rank() != static_cast<int64_t>(given.size())) throw mismatch("the ranks differ");
-    for (size_t i = 0; i < given.size(); ++i) {
+    // Dim 0 is the batch: a model exported at a fixed batch may be loaded at another (issue #18,
+    // RKNN's batch in input_size_list); shape inference then re-derives every tensor from it.
+    for (size_t i = 1; i < given.size(); ++i) {
       const int64_t declared = in->shape()[i];
       if (declared >= 0 && declared != given[i]) throw mismatch("dim " + std::to_string(i) + " differs");
     }

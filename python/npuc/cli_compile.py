@@ -41,6 +41,7 @@ class ConvertJob:
     verify: bool = False
     blobs: Optional[str] = None  # the .caffemodel of a Caffe .prototxt model
     platform: str = ""  # the YAML's platform ("tflite" reads the model as TFLite whatever its name)
+    batch: Optional[int] = None  # build(rknn_batch_size); None: the batch of input_size_list, else 1
 
 
 def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
@@ -69,12 +70,13 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
                     raise ConfigFileError("--blobs applies to a Caffe .prototxt model")
                 tk.load_onnx(model=job.model, inputs=job.inputs or None,
                              input_size_list=job.input_size_list or None, outputs=job.outputs or None)
-            tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify)
+            tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify, rknn_batch_size=job.batch)
             perf = tk.eval_perf(is_print=False)
             make_folder(os.path.dirname(job.output) or ".", "the blob")
             tk.export_blob(job.output)
             report = tk.optimization_report or {}
             partition = tk.partition_report
+            tk_batch = tk.built_batch
     return {
         "blob": job.output,
         "blob_bytes": os.path.getsize(job.output),
@@ -82,6 +84,7 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
         "nodes": (report.get("nodes_before"), report.get("nodes_after")),
         "perf": perf,
         "partition": partition,
+        "batch": tk_batch,
     }
 
 
@@ -95,7 +98,12 @@ def _print_summary(summary: Dict[str, Any]) -> None:
     print(f"placement:  {s['npu_tasks']} NPU tasks, {s['cpu_ops']} CPU ops, {s['handovers']} NPU<->CPU hand-overs")
     for n in summary["partition"]["cpu_nodes"]:
         print(f"  CPU: {n['node']} ({n['op_type']}): {n['reason']}: {n['detail']}")
-    print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
+    if summary.get("batch", 1) > 1:
+        n = summary["batch"]
+        print(f"predicted:  {s['total_time_us']:.1f} us per batch of {n} = {s['fps'] * n:.1f} images/s on {s['soc']} "
+              f"({s['dtype']})")
+    else:
+        print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
     print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
 
 
@@ -131,11 +139,13 @@ def _job_from_flags(args: argparse.Namespace) -> ConvertJob:
         raise ConfigFileError("--quantize needs --dataset (a dataset.txt listing calibration samples)")
     return ConvertJob(model=args.model, soc=args.target, output=args.output, quantize=args.quantize,
                       dataset=args.dataset, inputs=args.input_name, input_size_list=args.input_size,
-                      outputs=args.output_name, config=config, verify=args.verify, blobs=args.blobs)
+                      outputs=args.output_name, config=config, verify=args.verify, blobs=args.blobs,
+                      batch=args.batch)
 
 
 #: Keys of an rknn_convert-style YAML ``models`` entry, and of its ``subgraphs``.
-YAML_MODEL_KEYS = ("name", "platform", "model_file_path", "subgraphs", "quantize", "dataset", "configs")
+YAML_MODEL_KEYS = ("name", "platform", "model_file_path", "subgraphs", "quantize", "dataset", "rknn_batch_size",
+                   "configs")
 YAML_SUBGRAPH_KEYS = ("input_size_list", "inputs", "outputs")
 
 
@@ -196,6 +206,9 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
         _expect(isinstance(quantize, bool), f"{where}.quantize", "true or false", quantize)
         dataset = entry.get("dataset")
         _expect(dataset is None or isinstance(dataset, str), f"{where}.dataset", "a path (a string)", dataset)
+        batch = entry.get("rknn_batch_size")
+        _expect(batch is None or isinstance(batch, int) and not isinstance(batch, bool), f"{where}.rknn_batch_size",
+                "an integer (the batch the blob takes)", batch)
         sub = entry.get("subgraphs") or {}
         _expect(isinstance(sub, dict), f"{where}.subgraphs", "a mapping", sub)
         unknown = sorted(shown_key(k) for k in set(sub) - set(YAML_SUBGRAPH_KEYS))
@@ -225,7 +238,7 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
             inputs=_string_list(f"{where}.subgraphs.inputs", sub.get("inputs")),
             input_size_list=sizes,
             outputs=_string_list(f"{where}.subgraphs.outputs", sub.get("outputs")), config=configs,
-            platform=platform))
+            platform=platform, batch=batch))
     _refuse_duplicate_outputs(path, jobs)
     return jobs
 
@@ -380,6 +393,8 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--optimization-level", type=int, choices=[0, 1, 2, 3],
                    help="graph passes to run: 0 none, 1-2 only exact ones, 3 all (default 3)")
     p.add_argument("--verify", action="store_true", help="check the optimized graph against the original")
+    p.add_argument("--batch", type=int, metavar="N",
+                   help="batch the blob takes (RKNN's rknn_batch_size, 1..32; ONNX models only)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
     p.add_argument("--input-size", type=_shape, action="append", default=[], metavar="SHAPE",
                    help="full shape of one input (e.g. 1,3,224,224); repeat per input")

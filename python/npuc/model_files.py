@@ -11,7 +11,7 @@ command keeps its one ``MODEL`` argument. A Caffe net's weights come with ``--bl
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from npuc.errors import ModelLoadError
 from npuc.messages import MAX_SHOWN_PATH, shown
@@ -61,4 +61,12 @@ def load_model(path: str, input_names: Sequence[str] = (), input_sizes: Sequence
         if input_names:
             raise ModelLoadError("--input-name does not apply to a darknet model: it has one input, 'data'")
         return Model.load_darknet(path, darknet_weights_for(path), sizes, list(output_names))
-    return Model.load(path, list(input_names), sizes, list(output_names))
+    from npuc.onnx_rebatch import load_at_batch
+
+    def load(source: Any, names: Sequence[str], shapes: List[List[int]], outputs: Sequence[str]) -> Any:
+        if isinstance(source, (bytes, bytearray)):
+            return Model.from_bytes(bytes(source), list(names), shapes, list(outputs))
+        return Model.load(source, list(names), shapes, list(outputs))
+
+    # A batch in --input-size re-batches Reshape targets the exporter froze (issue #18).
+    return load_at_batch(load, path, input_names, sizes, output_names)

@@ -25,7 +25,7 @@ import numpy as np
 
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
-from npuc import arg_check, qdq_import
+from npuc import arg_check, batch as batching, qdq_import
 from npuc.config_check import (
     check_config_values,
     check_op_target_names,
@@ -38,6 +38,7 @@ from npuc.errors import (ConfigError, InputError, ModelLoadError, NotSupportedEr
                          UnsupportedOpError)
 from npuc.input_dtype import as_array, coerce_input
 from npuc.messages import MAX_SHOWN_PATH, shown, shown_key
+from npuc.onnx_rebatch import load_at_batch, rebatched_to
 from npuc.shapes import check_shapes
 from npuc.output_files import AppendedLog, JobInputs, atomic_output, onnx_external_files, refuse_output, staged_folder
 from npuc.preprocess import InputPreprocessor
@@ -159,6 +160,11 @@ class Toolkit(RknnOnlyCalls):
         # Re-imports the loaded model at other input shapes (issue #18: config(dynamic_input) sets,
         # build(rknn_batch_size)); None for a loader whose graph has fixed shapes.
         self._reload: Optional[Callable[[List[Shape]], Any]] = None
+        # The batch load_onnx / load_pytorch's input_size_list set (1: the file's own dim 0);
+        # read only while _reload is set (issue #18).
+        self._loaded_batch = 1
+        #: The batch the last build() made (its inputs' dim 0): rknn_batch_size or input_size_list's.
+        self.built_batch = 1
         # What build() passed to optimize(), so _specialized() optimizes another shape the same way.
         self._optimize_args: Optional[Dict[str, Any]] = None
 
@@ -306,23 +312,28 @@ class Toolkit(RknnOnlyCalls):
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
-            loaded = qdq_import.load(bytes(model), names, sizes, outs, self._custom_set, qdq_strict, self._log)
+            loaded = load_at_batch(self._onnx_loader(qdq_strict), bytes(model), names, sizes, outs)
         else:
             path = arg_check.path("load_onnx", "model", model)
             if not os.path.isfile(path):
                 raise ModelLoadError(f"cannot open model {shown(path, MAX_SHOWN_PATH)}: no such file")
             job = self._new_job([(path, "the loaded model")]
                                 + [(f, "external data of the model") for f in onnx_external_files(path)])
-            loaded = qdq_import.load(path, names, sizes, outs, self._custom_set, qdq_strict, self._log)
+            loaded = load_at_batch(self._onnx_loader(qdq_strict), path, names, sizes, outs)
         self._qdq_strict = qdq_strict
         source = bytes(model) if isinstance(model, (bytes, bytearray)) else path
         self._inputs = job
         self._model, self._runtime, self._float_model = loaded, None, None
         self._reload = partial(_reload_onnx, source, names, outs, self._custom_set, qdq_strict, self._log)
+        self._loaded_batch = rebatched_to(source, names, sizes)
         self._stage = Stage.LOADED
         self._model_name = "model" if isinstance(model, (bytes, bytearray)) else Path(os.fspath(model)).stem
         self._log.info("load_onnx: %d nodes, inputs %s", loaded.num_nodes, _io_summary(loaded.inputs))
         return 0
+
+    def _onnx_loader(self, strict: bool) -> Callable[..., Any]:
+        """load_onnx's import as ``load(source, names, sizes, outputs)``."""
+        return partial(_load_onnx, custom_ops=self._custom_set, strict=strict, log=self._log)
 
     def load_pytorch(
         self,
@@ -355,6 +366,8 @@ class Toolkit(RknnOnlyCalls):
         onnx_bytes, names = pytorch_to_onnx(model, input_size_list, inputs, outputs, opset)
         self.load_onnx(onnx_bytes, inputs=names, input_size_list=input_size_list)
         self._reload = partial(_reload_pytorch, model, inputs, outputs, opset, self._custom_set, self._log)
+        # PyTorch exports at the given shapes, so a dim 0 above 1 shared by every input is a batch.
+        self._loaded_batch = batching.loaded_batch([{"shape": s} for s in input_size_list])
         self._inputs = job
         return 0
 
@@ -509,7 +522,11 @@ class Toolkit(RknnOnlyCalls):
             dataset: RKNN ``dataset.txt`` path (images get mean/std, as ``inference`` inputs do), or an
                 iterable of numpy samples taken as the model's input as they are (no mean/std; a
                 uint8 array for an input with mean/std is refused as a raw image).
-            rknn_batch_size: accepted for RKNN compatibility; must be None or 1.
+            rknn_batch_size: the batch the built model takes (1..32; None: the batch of
+                ``input_size_list``, else 1): its inputs and outputs get dim 0 = N and
+                ``inference`` runs N images at once. Quantization is planned at batch 1, so each
+                item's output equals the single-image output bit for bit (INT8 and FP16). Needs
+                a model loaded with ``load_onnx`` / ``load_pytorch`` (re-imported at batch N).
             auto_hybrid: move layers whose isolated cosine is below
                 ``config(auto_hybrid_cos_thresh)`` to FP16 (quantization only).
             verify: run the original and the optimized graph on the same random inputs, print the
@@ -529,9 +546,11 @@ class Toolkit(RknnOnlyCalls):
         verify = arg_check.flag("build", "verify", verify)
         dump_dir = arg_check.optional_path("build", "dump_dir", dump_dir)
         _check_dataset("build", dataset)
-        arg_check.one_of("build", "rknn_batch_size", rknn_batch_size, (None, 1))  # RKNN compatibility
         self._refuse_dynamic_input("build")
-        self._preprocessor.check_model((self._float_model or self._model).inputs)
+        loaded = self._float_model or self._model
+        batch = batching.resolve("build", rknn_batch_size, loaded.inputs, self._input_batch())
+        batching.require_reloadable("build", self._reload, batch)
+        self._preprocessor.check_model(loaded.inputs)
         level = self._config.get("optimization_level")
         level = 3 if level is None else level
         if level not in (0, 1, 2, 3):
@@ -541,7 +560,9 @@ class Toolkit(RknnOnlyCalls):
             self._add_inputs(dataset_files(dataset))
             _refuse_raw_images_in_memory("build", dataset, self._preprocessor,
                                          (self._float_model or self._model).inputs)
-        source = self._float_model or self._model
+        # A batch build is planned on the model at batch 1 (calibration statistics per image), then
+        # re-made at batch N with that plan (npuc.batch).
+        source = self._reload(batching.shapes_at(loaded.inputs, 1)) if batch > 1 else loaded
         # A quantized TFLite file carries its scales: building it "without quantization" keeps them
         # (RKNN's rule for pre-quantized models) and makes an INT8 program with no calibration.
         from_file = not do_quantization and bool(source.imported_ranges)
@@ -559,7 +580,7 @@ class Toolkit(RknnOnlyCalls):
         self._emit(report["text"])
         if verify:
             verify_optimization(source, optimized, self._emit)
-        self._float_model = source
+        self._float_model = loaded
         self._model, self._runtime = optimized, None
         self._stage = Stage.BUILT
         self._report_partition()
@@ -572,7 +593,29 @@ class Toolkit(RknnOnlyCalls):
             self._quantize_from_file(source)
         else:
             self._use_fp16()
+        if batch > 1:
+            self._rebatch(batch)
+        self.built_batch = batch
         return 0
+
+    def _input_batch(self) -> int:
+        """The batch input_size_list loaded the model at (1 for a fixed-shape loader)."""
+        return self._loaded_batch if self._reload is not None else 1
+
+    def _rebatch(self, batch: int) -> None:
+        """The batch-1 build just made, re-made at ``batch`` with its quantization plan."""
+        single = self._model
+        try:
+            batched, simulator = self._specialized(batching.shapes_at(single.inputs, batch))
+        except ConfigError as e:  # the plan names a value the batch-N graph lacks, or the reverse
+            raise NotSupportedError(
+                f"build: at batch {batch} the optimizer shapes this model's graph differently from batch 1, so "
+                f"the batch-1 quantization plan does not fit it ({e}); build it with do_quantization=False "
+                f"(FP16), or at batch 1") from e
+        batching.check_batched(single, batched, batch)
+        self._model, self._quantized = batched, (batched, simulator)
+        self._emit(f"batch: built at batch {batch} with the batch-1 quantization plan (inputs "
+                   + ", ".join(f"{i['name']} {list(i['shape'])}" for i in batched.inputs) + ")")
 
     def _quantize_from_file(self, source: Any) -> None:
         """INT8 from the activation ranges a quantized TFLite file declares (no calibration run).
@@ -665,7 +708,8 @@ class Toolkit(RknnOnlyCalls):
 
         Args:
             dataset: calibration ``dataset.txt`` path or iterable of samples.
-            rknn_batch_size: RKNN compatibility; must be None or 1.
+            rknn_batch_size: RKNN compatibility; must be None or 1 (the edited config is for
+                a batch-1 graph; build at batch N after step 2 is not supported yet).
             proposal: pre-fill ``custom_quantize_layers`` with the layers whose single cosine is
                 below ``config(auto_hybrid_cos_thresh)`` (default 0.98).
             proposal_dataset_size: calibration samples the proposal is measured on.
@@ -680,6 +724,10 @@ class Toolkit(RknnOnlyCalls):
         require("hybrid_quantization_step1", self._stage)
         _check_dataset("hybrid_quantization_step1", dataset)
         arg_check.one_of("hybrid_quantization_step1", "rknn_batch_size", rknn_batch_size, (None, 1))
+        if self._input_batch() > 1:
+            raise NotSupportedError("hybrid_quantization_step1: the model was loaded at batch "
+                                    f"{self._input_batch()}; hybrid "
+                                    "quantization works on a batch-1 graph (load it with input_size_list at batch 1)")
         proposal = arg_check.flag("hybrid_quantization_step1", "proposal", proposal)
         arg_check.integer("hybrid_quantization_step1", "proposal_dataset_size", proposal_dataset_size, 1)
         output_prefix = arg_check.optional_path("hybrid_quantization_step1", "output_prefix", output_prefix)
@@ -801,7 +849,7 @@ class Toolkit(RknnOnlyCalls):
             raise NotSupportedError(
                 "other input shapes need a model loaded with load_onnx or load_pytorch (re-imported at "
                 "each shape); this model's loader fixed its shapes")
-        optimized, _ = _optimize(self._reload(shapes), self._optimize_args, None)
+        optimized, _ = _optimize(self._reload(shapes), self._optimize_args, "")  # "": no dump
         if self._built_float:
             from npuc.quantize import fp16
 
@@ -1408,7 +1456,8 @@ def _optimize(source: Any, args: Dict[str, Any], staging: Optional[Any]) -> Tupl
 def _reload_onnx(source: Union[str, bytes], names: Sequence[str], outputs: Sequence[str], custom_ops: Any,
                  strict: bool, log: logging.Logger, sizes: List[Shape]) -> Any:
     """load_onnx's import again, at other input shapes (Toolkit._reload)."""
-    return qdq_import.load(source, names, check_shapes(sizes, "input shapes"), outputs, custom_ops, strict, log)
+    load = partial(_load_onnx, custom_ops=custom_ops, strict=strict, log=log)
+    return load_at_batch(load, source, names, check_shapes(sizes, "input shapes"), outputs)
 
 
 def _reload_pytorch(model: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]], opset: int,
@@ -1418,4 +1467,11 @@ def _reload_pytorch(model: Any, inputs: Optional[Sequence[str]], outputs: Option
 
     sizes = check_shapes(sizes, "input shapes")
     onnx_bytes, names = pytorch_to_onnx(model, sizes, inputs, outputs, opset)
-    return qdq_import.load(onnx_bytes, names, sizes, [], custom_ops, False, log)
+    load = partial(_load_onnx, custom_ops=custom_ops, strict=False, log=log)
+    return load_at_batch(load, onnx_bytes, names, sizes, [])
+
+
+def _load_onnx(source: Union[str, bytes], names: Sequence[str], sizes: List[Shape], outputs: Sequence[str],
+               custom_ops: Any, strict: bool, log: logging.Logger) -> Any:
+    """qdq_import.load with the loader arguments first (onnx_rebatch.load_at_batch's ``load``)."""
+    return qdq_import.load(source, names, sizes, outputs, custom_ops, strict, log)

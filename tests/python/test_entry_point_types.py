@@ -76,7 +76,7 @@ TOOLKIT_CASES = [
     ("build", "loaded", {"do_quantization": "dataset.txt"}, npuc.ConfigError, r"build\(do_quantization=...\): expected True or False, got str"),
     ("build", "loaded", {"dataset": 5}, npuc.ConfigError, r"build\(dataset=...\): expected a dataset.txt path or an iterable of samples"),
     ("build", "loaded", {"dataset": [1, 2]}, npuc.InputError, r"dataset sample 0: expected an array .* got int 1"),
-    ("build", "loaded", {"dataset": [X], "rknn_batch_size": 4}, npuc.ConfigError, r"build\(rknn_batch_size=...\): expected one of None, 1, got int 4"),
+    ("build", "loaded", {"dataset": [X], "rknn_batch_size": 33}, npuc.ConfigError, r"build\(rknn_batch_size=...\): expected an integer from 1 to 32, got int 33"),
     ("build", "loaded", {"dataset": [X], "rknn_batch_size": np.array([1, 1])}, npuc.ConfigError, r"rknn_batch_size"),
     ("build", "loaded", {"dataset": [X], "verify": "no"}, npuc.ConfigError, r"build\(verify=...\): expected True or False"),
     ("build", "loaded", {"dataset": [X], "dump_dir": 7}, npuc.ConfigError, r"build\(dump_dir=...\): expected a path"),

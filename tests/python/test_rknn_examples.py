@@ -448,9 +448,9 @@ PENDING = {
     "tensorflow_ssd_mobilenet_v1": ("load_tensorflow", "TensorFlow (frozen .pb) models are not supported yet",
                                     "Load model failed!"),
     # The Caffe model loads; these stop at what belongs to other issues (several input shapes,
-    # batch > 1, a board as accuracy_analysis target).
+    # batch > 1 on a fixed-shape loader, a board as accuracy_analysis target).
     "dynamic_shape": ("build", "npuc builds one input shape per model", "Build model failed!"),
-    "multi_batch": ("build(rknn_batch_size=...)", "expected one of None, 1", "Build model failed!"),
+    "multi_batch": ("build", "batch 4 needs a model loaded with load_onnx or load_pytorch", "Build model failed!"),
     "npu_device_test": ("accuracy_analysis", "only the host simulator (target=None) is supported",
                         "Accuracy analysis failed!"),
     "hybrid_quant_step1": ("load_tensorflow", "not supported yet", "Load model failed!"),

@@ -1,5 +1,6 @@
 """examples/functions/multi_batch/test.py: rknn_batch_size=4 on a Caffe MobileNetV2 (load_caffe
-loads it; build() returns -1: batch > 1 is the shapes issue's)."""
+loads it; build() returns -1: batch > 1 re-imports the model at batch N, which a Caffe net's fixed
+shapes do not allow; ONNX and PyTorch models build at batch N)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

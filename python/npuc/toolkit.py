@@ -839,8 +839,9 @@ class Toolkit(RknnOnlyCalls):
 
         Returns (optimized model, simulator). Raises NotSupportedError for a model whose loader
         fixed its shapes (TFLite, Darknet, Caffe, a loaded blob), ShapeError for shapes the
-        model's graph cannot take, QuantizationError when the re-optimized graph differs from the
-        one the plan was made for (a value or node the plan does not cover).
+        model's graph cannot take, ConfigError (from ``quantized_from_plan``) when the
+        re-optimized graph differs from the one the plan was made for (a value or node the plan
+        does not cover).
         """
         from npuc._npuc import quantized_from_plan
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "compile/options_codec.h"
 #include "compile/packed_constants.h"
+#include "compile/shape_variants.h"
 #include "lower/lower.h"
 #include "lower/program_codec.h"
 #include "memory/memory_plan_codec.h"
@@ -35,6 +36,7 @@ blob::BlobWriteOptions writeOptions(const CompiledModel& m) {
   if (m.memory_plan)  // optional: a reader without it plans afresh
     opts.extra_sections.push_back(
         {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlan(*m.memory_plan)});
+  addShapeVariantsSection(m, opts);  // last: it references the sections above
   return opts;
 }
 
@@ -141,6 +143,7 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
   o.packed_weight_section_bytes = size_of(lower::kSectionNpuWeights);
   m.origin = std::move(o);
   m.graph = std::shared_ptr<const Graph>(std::move(b.graph));
+  m.shape_variants = loadShapeVariants(b, m, origin, m.graph->custom_ops);  // config(dynamic_input)
   return m;
 }
 

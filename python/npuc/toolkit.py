@@ -312,6 +312,9 @@ class Toolkit(RknnOnlyCalls):
         qdq_strict = arg_check.flag("load_onnx", "qdq_strict", qdq_strict)
         names = arg_check.names("load_onnx", "inputs", inputs) or []
         sizes = [] if input_size_list is None else check_shapes(input_size_list, "load_onnx(input_size_list)")
+        if input_size_list is None and self._config.get("dynamic_input"):
+            # RKNN's dynamic_input needs no input_size_list: the model loads at set 0 (build re-imports each set).
+            sizes = check_shapes(self._config["dynamic_input"][0], "config(dynamic_input)[0]")
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])

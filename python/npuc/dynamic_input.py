@@ -107,18 +107,15 @@ def reuse_text(reuse: Mapping[str, Any]) -> str:
             f"{_mb(int(reuse['variant_payload_bytes']))} stored as references to set 0)")
 
 
-def pick(sets: Sequence[Tuple[ShapeSet, Any]], fits: Callable[[Any], Any]) -> Tuple[int, Any]:
-    """The first set whose runtime takes the arrays: ``fits(runtime)`` returns the feeds or raises
-    InputError. None fitting: InputError listing the allowed sets (and why set 0 refused)."""
-    first: Optional[InputError] = None
-    for k, (shapes, runtime) in enumerate(sets):
-        try:
-            return k, fits(runtime)
-        except InputError as e:
-            first = first or e
+def pick(sets: Sequence[Tuple[ShapeSet, Any]], fits: Callable[[Any], bool], given: Sequence[Sequence[int]]) -> int:
+    """The first set whose runtime takes arrays of the shapes `given` (``fits(runtime)``, which
+    applies inference's layout rules); none: InputError listing the allowed sets."""
+    for k, (_, runtime) in enumerate(sets):
+        if fits(runtime):
+            return k
     allowed = "; ".join(f"set {k}: {describe(s)}" for k, (s, _) in enumerate(sets))
-    raise InputError(f"inference: the inputs match none of the model's config(dynamic_input) shape sets ({allowed}); "
-                     f"set 0 says: {first}")
+    raise InputError(f"inference: input shape(s) {describe(given)} match none of the model's config(dynamic_input) "
+                     f"shape sets ({allowed}; 4-D inputs in NCHW, or NHWC as data_format allows)")
 
 
 def per_set_text(kind: str, sets: Sequence[Tuple[ShapeSet, Any]]) -> str:

@@ -1132,9 +1132,12 @@ class Toolkit(RknnOnlyCalls):
         passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0, (0, 1))
         sets = self._current_shape_sets()
         if sets:  # config(dynamic_input): the first set whose shapes the arrays have (after layout handling)
-            k, feeds = dynamic_input.pick([(shapes, sim) for shapes, _, sim in sets],
-                                          lambda rt: _shaped(self._feeds(arrays, rt.inputs, formats, passes), rt.inputs))
+            k = dynamic_input.pick([(shapes, sim) for shapes, _, sim in sets],
+                                   lambda rt: all(_layout_fits(x, f, info, p) for x, f, info, p in
+                                                  zip(arrays, formats, rt.inputs, passes)),
+                                   [list(np.shape(x)) for x in arrays])
             runtime = sets[k][2]
+            feeds = self._feeds(arrays, runtime.inputs, formats, passes)
         else:
             feeds = self._feeds(arrays, expected, formats, passes)
         return runtime.run(feeds, max_run_bytes=self._max_run_bytes)
@@ -1457,13 +1460,16 @@ def _refuse_raw_images_in_memory(call: str, dataset: Any, preprocessor: InputPre
                     f"inputs are), or pass float32 arrays already normalized")
 
 
-def _shaped(feeds: List[Any], expected: Sequence[Dict[str, Any]]) -> List[Any]:
-    """`feeds` when each has its input's shape, else InputError (the runtime would refuse it later;
-    config(dynamic_input) tries the next set instead)."""
-    for feed, info in zip(feeds, expected):
-        if list(np.shape(feed)) != [int(d) for d in info["shape"]]:
-            raise InputError(f"input '{info['name']}' expects shape {list(info['shape'])}, got {list(np.shape(feed))}")
-    return feeds
+def _layout_fits(x: Any, data_format: str, info: Dict[str, Any], passthrough: int) -> bool:
+    """Whether `x` has a shape input `info` takes under inference's layout rules (_to_nchw): what
+    config(dynamic_input) compares with each set before any preprocessing."""
+    shape, target = tuple(np.shape(x)), tuple(int(d) for d in info["shape"])
+    if passthrough or len(target) != 4 or data_format == "nchw":
+        return shape == target
+    if data_format == "auto":
+        return fitting_layout(shape, target) is not None
+    nhwc = shape if len(shape) == 4 else (1,) + shape if len(shape) == 3 else None
+    return nhwc is not None and (nhwc[0], nhwc[3], nhwc[1], nhwc[2]) == target
 
 
 def _input_shapes(compiled: Any) -> List[Shape]:

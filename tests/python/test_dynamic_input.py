@@ -76,7 +76,7 @@ def test_ppocrv4_det_int8_sets_equal_their_specialized_builds_and_the_blob_store
     assert "dynamic_input: 3 shape sets; packed weights" in tk._build_log and "stored once, shared by 3" in tk._build_log
     outs = _assert_sets_equal_specialized(tk, DET_SETS)
     assert [o[0].shape for o in outs] == [(1, 1, 160, 160), (1, 1, 224, 224), (1, 1, 320, 320)]
-    with pytest.raises(npuc.InputError, match=r"none of the model's config\(dynamic_input\) shape sets \(set 0: "
+    with pytest.raises(npuc.InputError, match=r"input shape\(s\) \[\[1, 3, 256, 256\]\] match none of the model's config\(dynamic_input\) shape sets \(set 0: "
                                               r"\[\[1, 3, 160, 160\]\]; set 1: \[\[1, 3, 224, 224\]\]; set 2: "):
         tk.inference(inputs=[np.zeros((1, 3, 256, 256), np.float32)])
 
@@ -245,3 +245,26 @@ def test_a_corrupt_shpv_is_refused_naming_the_file_and_the_set(tmp_path: Path) -
     cut.write_bytes(reseal_with_digests(with_section(good, "SHPV", payloads(good)["SHPV"][:-9])))
     with pytest.raises(npuc.BlobError, match=rf"{cut}.*SHPV section"):
         npuc.Toolkit().load_blob(str(cut))
+
+
+def test_nhwc_images_with_mean_std_pick_their_set(tmp_path: Path) -> None:
+    # The layout is decided per set before mean/std apply: a 16x16 NHWC image is not taken as a
+    # 3-channel-mismatched array of set 0.
+    import onnx
+
+    model = conv_relu_model()
+    for k in (2, 3):
+        model.graph.input[0].type.tensor_type.shape.dim[k].dim_param = "hw"[k - 2]
+    del model.graph.output[0].type.tensor_type.shape.dim[:]
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    tk = npuc.Toolkit()
+    tk.config(target_platform="rk3588", mean_values=[[10, 20, 30]], std_values=[[2, 4, 8]],
+              dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 16, 16]]])
+    tk.load_onnx(model=str(tmp_path / "m.onnx"))
+    _quiet_build(tk, do_quantization=False)
+    image = np.random.default_rng(0).integers(0, 255, (1, 16, 16, 3), dtype=np.uint8)
+    got = tk.inference(inputs=[image])[0]
+    assert got.shape == (1, 4, 16, 16)
+    normalized = (image.astype(np.float32) - [10, 20, 30]) / [2, 4, 8]
+    want = tk.inference(inputs=[normalized.transpose(0, 3, 1, 2).astype(np.float32)], inputs_pass_through=[1])[0]
+    assert np.array_equal(got, want)

@@ -539,12 +539,24 @@ class Toolkit(RknnOnlyCalls):
                 max absolute and relative error per output, and fail if beyond tolerance.
             dump_dir: write ``check<N>_<stage>.onnx`` after each optimizer stage into this folder.
 
+        With ``config(dynamic_input=[set 0, set 1, ...])`` (each set one full shape per input, RKNN's
+        form) the model is re-imported, optimized and calibrated at set 0 (dataset images are resized
+        to it; in-memory samples must have its shapes), then every other set is made with set 0's
+        quantization plan (``_specialized``: the same integer weights), so each set's output equals
+        a build at that shape with that plan, bit for bit. One blob holds every set, the weights
+        stored once (its SHPV section); ``inference`` runs the set the arrays' shapes match; a line
+        reports what the sets share (packed weights, pipelines). Needs ``load_onnx`` /
+        ``load_pytorch`` and no ``rknn_batch_size`` above 1 (give the batch in each set's dim 0).
+
         Returns:
             0 on success.
 
         Raises:
             NpucError: no model loaded; VerificationError when ``verify`` finds a mismatch.
-            ConfigError: an invalid option (unknown pass name, bad optimization level, ...).
+            ConfigError: an invalid option (unknown pass name, bad optimization level, ...), or a
+                dynamic_input set with the wrong number of shapes or a wrong rank (named by set and input).
+            NotSupportedError: dynamic_input with a fixed-shape loader, with rknn_batch_size above 1,
+                or a set whose optimized graph set 0's quantization plan does not cover (named).
         """
         require("build", self._stage)
         do_quantization = arg_check.flag("build", "do_quantization", do_quantization)
@@ -1113,6 +1125,9 @@ class Toolkit(RknnOnlyCalls):
             inputs_pass_through: per input, 1 to feed the array exactly as given (no layout
                 change, no mean/std), 0 (the default) to preprocess it.
 
+        A ``config(dynamic_input)`` build or blob runs the first shape set whose shapes the arrays
+        have under the layout rules above (checked against every set); none: InputError listing them.
+
         Returns:
             The model's outputs as numpy arrays, in order.
 
@@ -1180,7 +1195,9 @@ class Toolkit(RknnOnlyCalls):
 
         Returns:
             A :class:`npuc.perf.PerfReport` (``.rows``, ``.summary``, ``to_csv()``, ``to_json()``,
-            ``plot()``).
+            ``plot()``). For a ``config(dynamic_input)`` build it is set 0's, and
+            ``.shape_sets`` lists ``(input shapes, PerfReport)`` for every set (printed each under a
+            heading); otherwise ``.shape_sets`` is empty.
 
         Raises:
             NpucError: no model loaded. ConfigError: no target_platform configured.
@@ -1232,7 +1249,12 @@ class Toolkit(RknnOnlyCalls):
             is_print: print the report.
 
         Returns:
-            A :class:`npuc.memory.MemoryReport` (a dict; ``str()`` is the printed text).
+            A :class:`npuc.memory.MemoryReport` (a dict; ``str()`` is the printed text). For a
+            ``config(dynamic_input)`` build it is set 0's, ``.shape_sets`` lists ``(input shapes,
+            MemoryReport)`` per set, ``["runtime_arena_bytes"]`` is the largest set's arena (one
+            program runs at a time, so that is what the runtime needs) and
+            ``["shape_variant_reuse"]`` what the sets share in the blob; otherwise ``.shape_sets``
+            is empty.
 
         Raises:
             NpucError: nothing built or loaded. ConfigError: no target_platform configured.

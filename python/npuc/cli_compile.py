@@ -342,12 +342,19 @@ def cmd_perf(args: argparse.Namespace) -> int:
             print(f"{name:<10}{s['total_time_us']:>12.1f}{s['fps']:>10.1f}{s['npu_tasks']:>11}{s['cpu_ops']:>9}"
                   f"{s['ddr_bytes_per_frame'] / 1024:>10.1f}")
         return 0
-    if compiled is not None and npuc._npuc.soc_profile(soc)["name"] == compiled.soc:
+    own = compiled is not None and npuc._npuc.soc_profile(soc)["name"] == compiled.soc
+    if own:
         report = PerfReport(compiled.eval_perf())  # the blob's own program, task by task
     else:
         report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
     report.inputs = inputs
     print(fit_width(str(report), None if args.wide else terminal_width()))
+    if own and compiled.shape_variants:  # config(dynamic_input): every other set's program too
+        from npuc.dynamic_input import describe
+
+        for k, v in enumerate(compiled.shape_variants, start=1):
+            print(f"\n==== dynamic_input set {k}: inputs {describe([i['shape'] for i in v.model.inputs])} ====")
+            print(fit_width(str(PerfReport(v.eval_perf())), None if args.wide else terminal_width()))
     if args.csv:
         report.to_csv(args.csv)
     if args.json:

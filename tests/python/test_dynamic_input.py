@@ -171,6 +171,13 @@ def test_cli_flag_and_yaml_key_give_the_toolkit_blob(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "set 1 [[1, 3, 48, 320]]:" in r.stdout
     assert flag_blob.read_bytes() == toolkit_blob.read_bytes()
+    r = npuc_cli("info", str(flag_blob))
+    assert r.returncode == 0, r.stderr
+    assert "shape sets (dynamic_input): 2" in r.stdout and "set 1: x: float32[1,3,48,320]" in r.stdout
+    assert "SHPV  required" in r.stdout
+    r = npuc_cli("perf", str(flag_blob))
+    assert r.returncode == 0, r.stderr
+    assert "==== dynamic_input set 1: inputs [[1, 3, 48, 320]] ====" in r.stdout
     config = tmp_path / "model_config.yml"
     config.write_text("models:\n  name: crnn\n  platform: onnx\n  model_file_path: crnn.onnx\n  quantize: false\n"
                       "  configs:\n    dynamic_input: [[[1, 3, 48, 160]], [[1, 3, 48, 320]]]\n")

@@ -130,5 +130,10 @@ def memory_summary(sets: Sequence[Tuple[ShapeSet, Mapping[str, Any]]], reuse: Ma
     program runs at a time), and what the sets share in the blob."""
     arenas = [int(r["arena_bytes"]) for _, r in sets]
     k = arenas.index(max(arenas))
+    first = sets[0][1]
+    total = int(first["weight_bytes"]) + int(first["other_bytes"]) + max(arenas) + max(int(r["io_bytes"]) for _, r in sets)
     return (f"activation arena the runtime needs: {_mb(max(arenas))}, the max over the {len(sets)} shape sets (set "
-            f"{k}; one program runs at a time, so the sets share one arena)\n" + reuse_text(reuse))
+            f"{k}; one program runs at a time, so the sets share one arena)\n"
+            f"device memory for all sets: {_mb(total)} (weights {_mb(int(first['weight_bytes']))} once, the rest of the "
+            f"{_mb(int(first['blob_bytes']))} blob, the largest arena and I/O buffers); each set's report above counts "
+            f"its program as if alone\n" + reuse_text(reuse))

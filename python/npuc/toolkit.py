@@ -1271,6 +1271,11 @@ class Toolkit(RknnOnlyCalls):
                 (_input_shapes(v), MemoryReport(v.eval_memory())) for v in compiled.shape_variants]
             # One program runs at a time, so the runtime needs the largest set's arena.
             report["runtime_arena_bytes"] = max(int(r["arena_bytes"]) for _, r in report.shape_sets)
+            # Weights and the rest of the blob once (set 0's report counts the whole dynamic blob), the
+            # largest set's arena and I/O buffers.
+            report["runtime_total_bytes"] = (int(report["weight_bytes"]) + int(report["other_bytes"])
+                                             + report["runtime_arena_bytes"]
+                                             + max(int(r["io_bytes"]) for _, r in report.shape_sets))
             report["shape_variant_reuse"] = dict(compiled.shape_variant_reuse())
         if is_print:
             self._emit(dynamic_input.per_set_text("eval_memory", [(s, str(r)) for s, r in report.shape_sets])

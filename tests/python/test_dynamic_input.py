@@ -117,6 +117,7 @@ def test_ppocrv4_det_int8_sets_equal_their_specialized_builds_and_the_blob_store
     memory = loaded.eval_memory(is_print=False)
     arenas = [r["arena_bytes"] for _, r in memory.shape_sets]
     assert memory["runtime_arena_bytes"] == max(arenas) == arenas[2]
+    assert memory["runtime_total_bytes"] < sum(r["total_bytes"] for _, r in memory.shape_sets)
     assert "max over the 3 shape sets" in str(dynamic_text(loaded))
 
 

@@ -276,3 +276,40 @@ def test_nhwc_images_with_mean_std_pick_their_set(tmp_path: Path) -> None:
     normalized = (image.astype(np.float32) - [10, 20, 30]) / [2, 4, 8]
     want = tk.inference(inputs=[normalized.transpose(0, 3, 1, 2).astype(np.float32)], inputs_pass_through=[1])[0]
     assert np.array_equal(got, want)
+
+
+def test_a_set_the_plan_does_not_cover_is_named() -> None:
+    from npuc import dynamic_input
+
+    def specialized(shapes: Any) -> Any:
+        raise npuc.ConfigError("quantization plan has no entry for value 'v7'")
+
+    with pytest.raises(npuc.NotSupportedError, match=r"set 1 \[\[1, 3, 16, 16\]\]: the optimizer shapes this model's "
+                                                     r"graph differently from set 0 .*'v7'"):
+        dynamic_input.specialize_all([[[1, 3, 8, 8]], [[1, 3, 16, 16]]], specialized)
+
+
+def test_two_inputs_per_set_through_the_cli_syntax(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from test_cli import npuc_cli
+
+    w = numpy_helper.from_array(np.random.default_rng(3).standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "bias"], ["y"])],
+        "two_inputs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"]),
+                       helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1, 4, 1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = tmp_path / "two.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    sets = [[[1, 3, 8, 8], [1, 4, 1, 1]], [[1, 3, 16, 16], [1, 4, 1, 1]]]
+    tk = _dynamic(model, sets, quantize=False)
+    bias = np.arange(4, dtype=np.float32).reshape(1, 4, 1, 1)
+    for size in (8, 16):
+        assert tk.inference(inputs=[np.ones((1, 3, size, size), np.float32), bias])[0].shape == (1, 4, size, size)
+    blob = tmp_path / "tk.npub"
+    tk.export_blob(str(blob))
+    r = npuc_cli("convert", str(model), "-t", "rk3588", "-o", str(tmp_path / "cli.npub"),
+                 "--dynamic-input", "1,3,8,8;1,4,1,1", "--dynamic-input", "1,3,16,16;1,4,1,1")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cli.npub").read_bytes() == blob.read_bytes()

@@ -35,6 +35,10 @@ py::dict rowDict(const perf::PerfRow& r) {
   d["Handovers"] = r.handovers;
   d["Bottleneck"] = r.bottleneck;
   d["FullName"] = r.full_name;
+  d["Cores"] = r.cores;
+  d["Split"] = r.split;
+  d["Start(us)"] = r.start_us;
+  d["End(us)"] = r.end_us;
   return d;
 }
 
@@ -57,6 +61,11 @@ py::dict summaryDict(const perf::PerfReport& rep, const perf::CostModel& model) 
   d["total_macs"] = s.total_macs;
   d["tiling_cache_hits"] = rep.tiling_cache_hits;
   d["tiling_cache_misses"] = rep.tiling_cache_misses;
+  d["core_busy_us"] = s.core_busy_us;
+  d["core_utilization_pct"] = s.core_utilization_pct;
+  d["sync_time_us"] = s.sync_time_us;
+  d["contention_time_us"] = s.contention_time_us;
+  d["schedule_source"] = rep.schedule_source;
   // The roofline's two roofs: the MAC array's peak and the sustained DDR bandwidth.
   d["peak_macs_per_s"] = model.macsPerCycle(model.dtype()) * model.clockHz();
   d["ddr_bytes_per_s"] = model.sustainedDdrBytesPerCycle() * model.clockHz();

@@ -340,12 +340,19 @@ class Evaluator {
 
 PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options,
                         TilingCache* cache) {
-  if (options.single_core_mode || soc.npu.cores == 1) return Evaluator(graph, soc, options, cache).run(nullptr);
+  if (options.cores < 0 || options.cores > soc.npu.cores)
+    throw ConfigError(soc.name + ": " + std::to_string(options.cores) + " NPU cores requested, the SoC has " +
+                      std::to_string(soc.npu.cores));
+  const auto cores = static_cast<uint32_t>(options.cores > 0 ? options.cores : soc.npu.cores);
+  if (options.single_core_mode || cores == 1) {
+    PerfOptions one = options;
+    one.single_core_mode = true;
+    return Evaluator(graph, soc, one, cache).run(nullptr);
+  }
   PerfOptions one = options;
   one.single_core_mode = true;
   std::vector<sched::TaskWork> work;
   PerfReport report = Evaluator(graph, soc, one, cache).run(&work);
-  const auto cores = static_cast<uint32_t>(soc.npu.cores);
   const double sync = static_cast<double>(soc.npu.core_sync_cycles);
   const sched::CoreSchedule schedule = sched::scheduleCores(work, cores, sync);
   std::vector<uint32_t> task_of_row(report.rows.size());

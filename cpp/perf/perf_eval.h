@@ -22,6 +22,8 @@ struct PerfOptions {
   // One NPU core per task (RKNN's default core mask); otherwise every task spreads its compute
   // over all cores while sharing the DDR bandwidth.
   bool single_core_mode = false;
+  // evaluatePerf without single_core_mode: the NPU cores the schedule may use (0: all the SoC's).
+  int64_t cores = 0;
   NpuDType dtype = NpuDType::Int8;
   // A quantized build's scheme (quantized_dtype): how its MAC tasks store weights and biases
   // (WeightFormat). Unset: weights in each task's dtype, int32 biases (w8a8 and float builds).

@@ -294,12 +294,13 @@ def check_output_paths(inputs: JobInputs, csv: Optional[Union[str, Path]] = None
 def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optional[Mapping[str, str]] = None,
               single_core_mode: bool = False, dtype: str = "int8", optimize: bool = True,
               tuning_cache: Optional[Union[str, Path]] = None,
-              overrides: Optional[Mapping[str, float]] = None) -> PerfReport:
+              overrides: Optional[Mapping[str, float]] = None, cores: int = 0) -> PerfReport:
     """Simulated per-layer performance of ``model`` (an :class:`npuc.Model` or an ONNX path) on SoC
     ``soc``.
 
     op_target: {node name or op type: "cpu" | "npu"} placement overrides. single_core_mode: one
-    NPU core per task (RKNN's default core mask). dtype: the NPU compute type ("int8", "fp16", ...).
+    NPU core (RKNN's default core mask); otherwise the tasks are placed on ``cores`` NPU cores (0:
+    all the SoC's) by the multi-core scheduler (docs/perf_model.md, "Multi-core"). dtype: the NPU compute type ("int8", "fp16", ...).
     optimize: run the graph passes (BatchNorm folding, ...) on a copy first. tuning_cache: a file
     of tiling decisions, read if it exists and rewritten, so later runs skip the tiling search.
     overrides: for calibration only (bench/perf_fit.py): {"npu.ddr_bytes_per_cycle" |
@@ -312,5 +313,5 @@ def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optio
         model = _npuc.Model.load(str(model))
     raw = _npuc.eval_perf(model, soc, dict(op_target or {}), single_core_mode, dtype, optimize,
                           str(tuning_cache) if tuning_cache is not None else "",
-                          {k: float(v) for k, v in (overrides or {}).items()})
+                          {k: float(v) for k, v in (overrides or {}).items()}, int(cores))
     return PerfReport(raw, inputs)

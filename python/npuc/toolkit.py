@@ -1111,8 +1111,8 @@ class Toolkit(RknnOnlyCalls):
             report = PerfReport(self._compiled("eval_perf").eval_perf(cache, cores), self._inputs)
         else:  # only loaded: what a default build would compile to
             report = eval_perf(self._model, soc, op_target=self._config.get("op_target"),
-                               single_core_mode=bool(self._config.get("single_core_mode")) or cores == 1,
-                               dtype="int8", optimize=True, tuning_cache=tuning_cache)
+                               single_core_mode=bool(self._config.get("single_core_mode")), dtype="int8",
+                               optimize=True, tuning_cache=tuning_cache, cores=cores)
             report.inputs = self._inputs
         report.core_choice = (f"init_runtime(core_mask={runtime[1]}): {runtime[0]} core(s)" if runtime else
                               "before init_runtime: " + ("one core (single_core_mode)" if report.summary["cores"] == 1

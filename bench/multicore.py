@@ -1,7 +1,9 @@
 """Multi-core NPU scaling (issue #18): predicted FPS on 1, 2 and 3 cores of RK3588 and 1 and 2 of
 RK3576, per model, from the compiled program's core schedules (the ones the blob's CSCH section
 stores), with the costs that stop the scaling: the cross-core synchronization (the profile's
-``core_sync_cycles``, an assumed figure) and the DDR time lost to other cores' traffic.
+``core_sync_cycles``, an assumed figure) and the DDR time lost to other cores' traffic. "Amdahl
+bound" is the speedup if every compute-bound row split perfectly and no DDR-bound row gained: the
+cores share one DDR port, so DDR-bound time does not shrink.
 
 Each model is built INT8 (calibrated on two seeded noise samples: the cost model reads shapes and
 dtypes, not values), then ``init_runtime(core_mask=...)`` picks the cores and ``eval_perf`` costs
@@ -90,7 +92,11 @@ def main() -> int:
                     first = digest if first is None else first
                     same = same and digest == first
                     s = r.summary
-                    rows.append(dict(model=name, soc=soc, cores=n, fps=r.fps, time_us=s["total_time_us"],
+                    # The share of the one-core time in DDR-bound (or CPU) rows: the part a split
+                    # cannot shorten, as the cores share one DDR port.
+                    total = sum(row["Time(us)"] for row in r.rows)
+                    bound = sum(row["Time(us)"] for row in r.rows if row["Bottleneck"] != "NPU") / total
+                    rows.append(dict(model=name, soc=soc, cores=n, fps=r.fps, time_us=s["total_time_us"], bound=bound,
                                      sync_us=s.get("sync_time_us", 0.0), contention_us=s.get("contention_time_us", 0.0),
                                      busy=s.get("core_busy_us", []),
                                      splits={k: sum(1 for row in r.rows if row["Split"] == k)
@@ -98,17 +104,44 @@ def main() -> int:
                 print(f"# {name} {soc}: built and costed in {time.perf_counter() - t0:.1f} s; "
                       f"outputs equal under every core mask: {same}", flush=True)
     print()
-    print("| model | SoC | cores | FPS | x 1 core | time (us) | sync (us) | DDR contention (us) | split tasks oc/rows |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | SoC | cores | FPS | x 1 core | Amdahl bound | time (us) | sync (us) | DDR contention (us) "
+          "| split tasks oc/rows |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     base: Dict[tuple, float] = {}
     for r in rows:
         key = (r["model"], r["soc"])
         if r["cores"] == 1:
             base[key] = float(r["fps"])
         sp = r["splits"]
+        d = float(r["bound"])  # DDR-/CPU-bound share of the one-core time: 1 / (d + (1 - d) / n) at best
+        amdahl = 1.0 / (d + (1.0 - d) / int(r["cores"]))
         print(f"| {r['model']} | {r['soc']} | {r['cores']} | {r['fps']:.1f} | {float(r['fps']) / base[key]:.2f} | "
+              f"{amdahl:.2f} ({100 * d:.0f}% bound) | "
               f"{r['time_us']:.0f} | {r['sync_us']:.0f} | {r['contention_us']:.0f} | {sp['oc']}/{sp['rows']} |")
+    if "mobilenet_v2" in args.models.split(",") and "rk3588" in args.socs.split(","):
+        batch_gain()
     return 0
+
+
+def batch_gain() -> None:
+    """A batch gives the scheduler more to spread (it may split by batch items): mobilenet_v2 FP16
+    on rk3588 at batch 1 and 3, images per second on 1 and 3 cores."""
+    print()
+    print("| mobilenet_v2 FP16 rk3588 batch | 1 core images/s | 3 cores images/s | gain | tasks split by batch |")
+    print("|---|---|---|---|---|")
+    for batch in (1, 3):
+        tk = npuc.Toolkit()
+        with contextlib.redirect_stdout(io.StringIO()):
+            tk.config(target_platform="rk3588")
+            tk.load_onnx(model=str(model_path("mobilenet_v2")))
+            tk.build(do_quantization=False, rknn_batch_size=batch)
+        fps = {}
+        for n in (1, 3):
+            tk.init_runtime(core_mask=MASKS[n])
+            r = tk.eval_perf(is_print=False)
+            fps[n] = r.fps * batch
+            by_batch = sum(1 for row in r.rows if row["Split"] == "batch")
+        print(f"| {batch} | {fps[1]:.1f} | {fps[3]:.1f} | {fps[3] / fps[1]:.2f}x | {by_batch} of {len(r.rows)} |")
 
 
 if __name__ == "__main__":

@@ -1028,20 +1028,36 @@ class Toolkit(RknnOnlyCalls):
                 ``NPUC_MAX_RUN_BYTES`` at each inference, else sets no cap. A run over the cap, or
                 over the memory the machine has available, raises ResourceError naming the largest
                 tensors.
+            core_mask: (keyword) RKNN's NPU core mask (``Toolkit.NPU_CORE_AUTO`` = 0, ``NPU_CORE_0``
+                = 1, ``NPU_CORE_1`` = 2, ``NPU_CORE_2`` = 4, ``NPU_CORE_0_1`` = 3, ``NPU_CORE_0_1_2`` = 7,
+                ``NPU_CORE_ALL`` = 0xffff, or those names as strings): the cores :meth:`eval_perf`
+                schedules the program on (AUTO: one core, as RKNN's runtime picks one idle core).
+                The simulator's outputs do not depend on it.
+            Other RKNN board options (``perf_debug``, ``eval_mem``, ...) are accepted and named in
+            a warning when they would change what happens on a board.
 
         Returns:
             0 on success.
 
         Raises:
-            ConfigError: another target, or a max_run_bytes that is not a positive byte count.
+            ConfigError: another target, a max_run_bytes that is not a positive byte count, a
+                core_mask that is not RKNN's, names a core the SoC lacks, or names more than one
+                core for a ``single_core_mode`` build.
         """
         require("init_runtime", self._stage)
         if target is not None:
             raise ConfigError(f"init_runtime(target={shown(target)}): only the host runtime (target=None) is supported")
         mask = kwargs.pop("core_mask", core_mask.NPU_CORE_AUTO)
         self._check_board_options(kwargs)
-        # eval_perf's core count from now on; the simulator's outputs do not depend on it.
-        self._runtime_cores = (self._cores_for_mask(mask), core_mask.core_mask_name(core_mask.core_mask_value(mask)))
+        # eval_perf's cores from now on; the simulator's outputs do not depend on them. Checked
+        # against the SoC now when config names it, else when eval_perf needs the SoC.
+        self._runtime_mask = core_mask.core_mask_value(mask, "init_runtime: core_mask")
+        if self._config.get("target_platform"):
+            self._cores_for_mask(self._runtime_mask)
+        elif self._runtime_mask != core_mask.NPU_CORE_AUTO:
+            self._log.warning("init_runtime(core_mask=%s): no config(target_platform) yet, so the mask is checked "
+                              "against the SoC's cores when eval_perf runs; the simulator's outputs do not depend on it",
+                              core_mask.core_mask_name(self._runtime_mask))
         # Validated now (the same rule the runtimes apply); None stays None so the environment
         # variable is read when the run happens.
         self._max_run_bytes = None if max_run_bytes is None else _npuc.max_run_bytes(max_run_bytes)
@@ -1154,7 +1170,8 @@ class Toolkit(RknnOnlyCalls):
             check_plot_path(plot_path, self._inputs)
         cache = tuning_cache or ""
         # After init_runtime: its core_mask's cores; before: all the SoC's (one with single_core_mode).
-        runtime = getattr(self, "_runtime_cores", None)
+        mask = getattr(self, "_runtime_mask", None)
+        runtime = None if mask is None else (self._cores_for_mask(mask), core_mask.core_mask_name(mask))
         cores = runtime[0] if runtime else 0
         if self._stage != Stage.LOADED:  # built or loaded: cost the compiled program's own tasks
             report = PerfReport(self._compiled("eval_perf").eval_perf(cache, cores), self._inputs)

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "compile/compiled_model_io.h"
 #include "lower/lowered_program.h"
+#include "sched/arena_hazards.h"
 
 namespace npuc {
 
@@ -67,7 +68,8 @@ perf::PerfOptions perfOptions(const CompiledModel& m) {
 
 // The program costed on one core, and what the core scheduler needs of each program task: the
 // costed rows' work (every task but the Converts, which are host steps costed as their readers'
-// hand-overs), with what each task reads taken from the program's tensors.
+// hand-overs), with what each task reads taken from the program's tensors, and the earlier tasks
+// whose arena bytes its outputs reuse (sched/arena_hazards.h: it may not start before they end).
 struct ProgramWork {
   perf::PerfReport report;
   std::vector<sched::TaskWork> work;  // per program task
@@ -82,6 +84,8 @@ ProgramWork programWork(const CompiledModel& m, perf::TilingCache* cache) {
   p.report = perf::evaluateTasks(*m.graph, *m.soc, m.placement, programTasks(m), options, cache, &rows_work);
   const std::vector<lower::Task>& tasks = m.program->tasks;
   std::vector<uint32_t> producer(m.program->tensors.size(), lower::kNoIndex);
+  const std::vector<std::vector<uint32_t>> hazards =
+      m.memory_plan ? sched::arenaHazards(*m.program, *m.memory_plan) : std::vector<std::vector<uint32_t>>{};
   size_t row = 0;
   for (const lower::Task& t : tasks) {
     sched::TaskWork w;
@@ -96,6 +100,9 @@ ProgramWork programWork(const CompiledModel& m, perf::TilingCache* cache) {
       if (in < producer.size() && producer[in] != lower::kNoIndex &&
           std::find(w.reads.begin(), w.reads.end(), producer[in]) == w.reads.end())
         w.reads.push_back(producer[in]);
+    if (t.id < hazards.size())
+      for (uint32_t before : hazards[t.id])
+        if (std::find(w.reads.begin(), w.reads.end(), before) == w.reads.end()) w.reads.push_back(before);
     std::sort(w.reads.begin(), w.reads.end());
     for (uint32_t out : t.outputs)
       if (out < producer.size()) producer[out] = t.id;

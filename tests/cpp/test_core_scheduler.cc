@@ -8,6 +8,7 @@
 #include "compile/compiled_model.h"
 #include "compile/compiled_model_io.h"
 #include "compile/compiled_reports.h"
+#include "sched/arena_hazards.h"
 #include "sched/core_scheduler.h"
 #include "target/soc_profile.h"
 
@@ -168,6 +169,56 @@ TEST(CoreScheduler, CompiledProgramSchedulesRoundTripAndNeverSlowDown) {
   const CompiledModel s = compileModel(branchyGraph(), nullptr, soc, single);
   EXPECT_EQ(s.core_schedules.size(), 1u);
   EXPECT_THROW(compiledPerf(s, nullptr, 2), ConfigError);
+}
+
+// A fork: a long conv and a chain of short ones both read the stem's output. In program order the
+// chain's first conv is the stem output's last reader, so the chain's second conv may write over
+// it, while on another core the long conv is still reading it. 16 channels and 2 rows: no conv
+// can be split over cores, so the branches run side by side.
+std::shared_ptr<Graph> forkGraph() {
+  const Shape shape = {1, 16, 2, 8192};
+  auto g = std::make_shared<Graph>();
+  Value* x = g->addInput("x", DType::Float32, shape);
+  auto conv = [&](const std::string& name, Value* in, int64_t k) {
+    Value* w = g->addConstant(Tensor(DType::Float32, {16, 16, k, k}), name + "_w");
+    Node* n = g->appendNode("Conv", {in, w}, 1, name);
+    n->attrs().set("kernel_shape", std::vector<int64_t>{k, k});
+    n->attrs().set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+    n->output()->setType(DType::Float32, shape);
+    return n->output();
+  };
+  Value* stem = conv("stem", x, 1);
+  Value* slow = conv("slow", conv("slow0", stem, 3), 3);
+  Value* fast = conv("fast2", conv("fast1", conv("fast0", stem, 1), 1), 1);
+  Node* add = g->appendNode("Add", {slow, fast}, 1, "join");
+  add->output()->setType(DType::Float32, shape);
+  g->addOutput(add->output());
+  return g;
+}
+
+// The memory plan reuses arena bytes in program order; on three cores no task may write them
+// before every earlier task reading or writing them has finished.
+TEST(CoreScheduler, ArenaReuseWaitsForEveryEarlierUserOfTheBytes) {
+  CompileOptions options;
+  options.quantized = false;
+  const CompiledModel m = compileModel(forkGraph(), nullptr, socProfile("rk3588"), options);
+  ASSERT_TRUE(m.program && m.memory_plan);
+  const std::vector<std::vector<uint32_t>> hazards = arenaHazards(*m.program, *m.memory_plan);
+  size_t pairs = 0;
+  for (const auto& h : hazards) pairs += h.size();
+  ASSERT_GT(pairs, 0u) << "the plan reuses no bytes: the test would prove nothing";
+  const perf::PerfReport r = compiledPerf(m, nullptr, 3);
+  EXPECT_NE(r.rows[2].cores, r.rows[1].cores);  // the branches do run side by side
+  std::vector<int> row_of(m.program->tasks.size(), -1);  // Converts have no row
+  int row = 0;
+  for (const lower::Task& t : m.program->tasks)
+    if (t.kind != lower::TaskKind::Convert) row_of[t.id] = row++;
+  ASSERT_EQ(static_cast<size_t>(row), r.rows.size());
+  for (size_t j = 0; j < hazards.size(); ++j)
+    for (uint32_t i : hazards[j])
+      if (row_of[j] >= 0 && row_of[i] >= 0)
+        EXPECT_GE(r.rows[row_of[j]].start_us, r.rows[row_of[i]].end_us - 1e-9)
+            << "task " << j << " overwrites bytes task " << i << " still uses";
 }
 
 }  // namespace

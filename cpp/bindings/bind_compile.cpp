@@ -279,22 +279,46 @@ void bindCompile(py::module_& m) {
           py::arg("path"), "Writes the .npub blob (byte-identical for equal compiled models).")
       .def(
           "eval_perf",
-          [](const PyCompiledModel& c, const std::string& tuning_cache) {
+          [](const PyCompiledModel& c, const std::string& tuning_cache, uint32_t cores) {
             const CompiledModel& cm = c.get();
-            perf::CostModel model(*cm.soc, compiledDType(cm),
-                                  cm.options.single_core_mode ? 1 : cm.soc->npu.cores);
             perf::TilingCache cache;
             perf::PerfReport report;
             {
               py::gil_scoped_release release;
               if (!tuning_cache.empty()) cache.load(tuning_cache);
-              report = compiledPerf(cm, &cache);
+              report = compiledPerf(cm, &cache, cores);
               if (!tuning_cache.empty()) cache.save(tuning_cache);
             }
+            perf::CostModel model(*cm.soc, compiledDType(cm), report.cores);
             return perfReportDict(report, model);
           },
-          py::arg("tuning_cache") = "",
-          "The per-task performance report of the compiled program, each task in its own dtype.")
+          py::arg("tuning_cache") = "", py::arg("cores") = 0,
+          "The per-task performance report of the compiled program, each task in its own dtype, placed on "
+          "`cores` NPU cores (0: all the SoC's, or one for a single_core_mode build) by its core schedule.")
+      .def_property_readonly(
+          "core_schedules",
+          [](const PyCompiledModel& c) {
+            py::list out;
+            for (const sched::CoreSchedule& s : c.get().core_schedules) {
+              py::list tasks;
+              for (const sched::TaskOnCores& t : s.tasks) {
+                py::dict d;
+                d["task"] = t.task;
+                d["cores"] = sched::coreMaskName(t.core_mask);
+                d["core_mask"] = t.core_mask;
+                d["split"] = sched::splitName(t.split);
+                d["waits_for"] = t.waits_for;
+                tasks.append(d);
+              }
+              py::dict d;
+              d["cores"] = s.cores;
+              d["tasks"] = tasks;
+              out.append(d);
+            }
+            return out;
+          },
+          "The multi-core schedules decided at compile (or read from the blob's CSCH section), one per "
+          "usable core count: {'cores', 'tasks': [{'task', 'cores', 'core_mask', 'split', 'waits_for'}]}.")
       .def(
           "eval_memory",
           [](const PyCompiledModel& c) {

@@ -35,6 +35,10 @@ py::dict rowDict(const perf::PerfRow& r) {
   d["Handovers"] = r.handovers;
   d["Bottleneck"] = r.bottleneck;
   d["FullName"] = r.full_name;
+  d["Cores"] = r.cores;
+  d["Split"] = r.split;
+  d["Start(us)"] = r.start_us;
+  d["End(us)"] = r.end_us;
   return d;
 }
 
@@ -57,6 +61,11 @@ py::dict summaryDict(const perf::PerfReport& rep, const perf::CostModel& model) 
   d["total_macs"] = s.total_macs;
   d["tiling_cache_hits"] = rep.tiling_cache_hits;
   d["tiling_cache_misses"] = rep.tiling_cache_misses;
+  d["core_busy_us"] = s.core_busy_us;
+  d["core_utilization_pct"] = s.core_utilization_pct;
+  d["sync_time_us"] = s.sync_time_us;
+  d["contention_time_us"] = s.contention_time_us;
+  d["schedule_source"] = rep.schedule_source;
   // The roofline's two roofs: the MAC array's peak and the sustained DDR bandwidth.
   d["peak_macs_per_s"] = model.macsPerCycle(model.dtype()) * model.clockHz();
   d["ddr_bytes_per_s"] = model.sustainedDdrBytesPerCycle() * model.clockHz();
@@ -114,7 +123,8 @@ SocProfile withOverrides(SocProfile soc, const std::map<std::string, double>& ov
 
 py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap& op_target,
                   bool single_core_mode, const std::string& dtype, bool run_optimize,
-                  const std::string& tuning_cache, const std::map<std::string, double>& overrides) {
+                  const std::string& tuning_cache, const std::map<std::string, double>& overrides,
+                  int64_t cores) {
   perf::CostConstants constants;
   const SocProfile soc = withOverrides(socProfile(soc_name), overrides, constants);
   std::optional<NpuDType> t = npuDTypeFromName(dtype);
@@ -122,9 +132,11 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
   perf::PerfOptions options;
   options.op_target = op_target;
   options.single_core_mode = single_core_mode;
+  options.cores = cores;
   options.dtype = *t;
   options.constants = constants;
-  perf::CostModel model(soc, *t, single_core_mode ? 1 : soc.npu.cores, constants);
+  perf::CostModel model(soc, *t, single_core_mode ? 1 : cores > 0 && cores <= soc.npu.cores ? cores : soc.npu.cores,
+                        constants);
   perf::TilingCache cache;
   perf::PerfReport report;
   {
@@ -148,12 +160,12 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
 void bindPerf(py::module_& m) {
   m.def("eval_perf", &evalPerf, py::arg("model"), py::arg("soc"), py::arg("op_target") = OpTargetMap{},
         py::arg("single_core_mode") = false, py::arg("dtype") = "int8", py::arg("optimize") = true,
-        py::arg("tuning_cache") = "", py::arg("overrides") = std::map<std::string, double>{},
+        py::arg("tuning_cache") = "", py::arg("overrides") = std::map<std::string, double>{}, py::arg("cores") = 0,
         "Simulated per-layer performance of `model` on SoC `soc`: {'rows', 'summary', 'ranking', 'warnings', "
         "'text'}. optimize runs the graph passes (BatchNorm folding, ...) on a copy first; tuning_cache "
         "names a "
         "file of tiling decisions read before and written after; overrides replaces profile figures and cost "
-        "constants for calibration only.");
+        "constants for calibration only; cores: the NPU cores the multi-core schedule may use (0: all).");
 }
 
 }  // namespace npuc::bindings

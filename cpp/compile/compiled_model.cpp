@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "compile/compiled_reports.h"
 #include "lower/lower.h"
 
 namespace npuc {
@@ -34,6 +35,8 @@ CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::Quan
   m.program = lower::lowerGraph(*m.graph, soc, lo);
   m.memory_plan = memory::planNpuMemory(*m.graph, m.quantPlan(), soc, m.placement);
   m.options = std::move(options);
+  // Decided once here, for every core count the runtime may be given; eval_perf reads them.
+  m.core_schedules = compiledCoreSchedules(m, tiling_cache);
   return m;
 }
 

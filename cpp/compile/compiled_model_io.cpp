@@ -14,6 +14,7 @@
 #include "lower/program_codec.h"
 #include "memory/memory_plan_codec.h"
 #include "quant/graph/quant_plan_codec.h"
+#include "sched/core_scheduler.h"
 
 namespace npuc {
 
@@ -36,6 +37,9 @@ blob::BlobWriteOptions writeOptions(const CompiledModel& m) {
   if (m.memory_plan)  // optional: a reader without it plans afresh
     opts.extra_sections.push_back(
         {blob::kSectionMemoryPlan, false, memory::encodeMemoryPlan(*m.memory_plan)});
+  if (!m.core_schedules.empty())  // optional: a reader without it schedules afresh
+    opts.extra_sections.push_back(
+        {sched::kSectionCoreSchedules, false, sched::encodeCoreSchedules(m.core_schedules)});
   addShapeVariantsSection(m, opts);  // last: it references the sections above
   return opts;
 }
@@ -77,6 +81,32 @@ void checkQuantPlan(const quant::QuantPlan& plan, const Graph& graph, const std:
                       "' a precision, but its graph has no such node");
 }
 
+// CSCH against the program and the SoC: one schedule per core count 1 .. n (n at most the SoC's,
+// 1 for a single_core_mode build), each placing every program task on cores the SoC has.
+void checkCoreSchedules(CompiledModel& m, const blob::ExtraSection& section, const std::string& origin) {
+  if (!m.program)
+    throw BlobError("blob '" + origin + "': CSCH section schedules a program, but the blob has none (TASK)");
+  std::vector<sched::CoreSchedule> schedules = sched::decodeCoreSchedules(section.bytes);
+  std::vector<bool> on_npu;
+  for (const lower::Task& t : m.program->tasks) on_npu.push_back(t.kind == lower::TaskKind::Npu);
+  const auto soc_cores = static_cast<uint32_t>(m.soc->npu.cores);
+  const uint32_t allowed = m.options.single_core_mode ? 1u : soc_cores;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const sched::CoreSchedule& s = schedules[i];
+    if (s.cores != i + 1 || s.cores > allowed)
+      throw BlobError(fmt::format("blob '{}': CSCH section's schedule {} is for {} cores; expected {} ({} has {} "
+                                  "NPU cores{})",
+                                  origin, i, s.cores, i + 1, m.soc->name, soc_cores,
+                                  m.options.single_core_mode ? ", the build is single_core_mode: 1" : ""));
+    try {
+      sched::checkSchedule(s, on_npu, soc_cores);
+    } catch (const InputError& e) {
+      throw BlobError("blob '" + origin + "': CSCH section: " + e.what());
+    }
+  }
+  m.core_schedules = std::move(schedules);
+}
+
 }  // namespace
 
 std::string serializeCompiledModel(const CompiledModel& m) {
@@ -95,12 +125,14 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
   m.soc = &socProfile(b.meta.soc);
   m.options = decodeCompileOptions(b.meta.options, origin);
   const blob::ExtraSection* plan_section = nullptr;
+  const blob::ExtraSection* schedule_section = nullptr;
   for (const blob::ExtraSection& s : b.extra_sections) {
     if (s.kind == blob::kSectionQuant) {
       m.quant_plan = quant::decodeQuantPlan(s.bytes);
       checkQuantPlan(*m.quant_plan, *b.graph, origin);
     }
     if (s.kind == blob::kSectionMemoryPlan) plan_section = &s;
+    if (s.kind == sched::kSectionCoreSchedules) schedule_section = &s;
   }
   if (b.meta.options.count("quantized") && m.options.quantized != m.quant_plan.has_value())
     throw BlobError("blob '" + origin + "': recorded quantized=" + (m.options.quantized ? "True" : "False") +
@@ -128,6 +160,7 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
                       "': MPLN section is not the plan of its build's partition: " + mismatch);
     m.memory_plan = std::move(plan);
   }
+  if (schedule_section) checkCoreSchedules(m, *schedule_section, origin);
   BlobOrigin o;
   o.path = origin;
   o.format_major = b.meta.format_major;

@@ -1,10 +1,15 @@
 #include "compile/compiled_reports.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "blob/blob.h"
 #include "blob/blob_format.h"
 #include "common/error.h"
 #include "compile/compiled_model_io.h"
 #include "lower/lowered_program.h"
+#include "sched/arena_hazards.h"
 
 namespace npuc {
 
@@ -50,14 +55,107 @@ std::vector<perf::CostedTask> programTasks(const CompiledModel& m) {
 
 }  // namespace
 
-perf::PerfReport compiledPerf(const CompiledModel& m, perf::TilingCache* cache) {
+namespace {
+
+perf::PerfOptions perfOptions(const CompiledModel& m) {
   perf::PerfOptions options;
   options.op_target = m.options.op_target;
   options.single_core_mode = m.options.single_core_mode;
   options.dtype = compiledDType(m);
   if (m.quant_plan) options.scheme = m.quant_plan->scheme;
-  if (!m.program) return perf::evaluatePerf(*m.graph, *m.soc, options, cache);
-  return perf::evaluateTasks(*m.graph, *m.soc, m.placement, programTasks(m), options, cache);
+  return options;
+}
+
+// The program costed on one core, and what the core scheduler needs of each program task: the
+// costed rows' work (every task but the Converts, which are host steps costed as their readers'
+// hand-overs), with what each task reads taken from the program's tensors, and the earlier tasks
+// whose arena bytes its outputs reuse (sched/arena_hazards.h: it may not start before they end).
+struct ProgramWork {
+  perf::PerfReport report;
+  std::vector<sched::TaskWork> work;  // per program task
+  std::vector<uint32_t> task_of_row;
+};
+
+ProgramWork programWork(const CompiledModel& m, perf::TilingCache* cache) {
+  perf::PerfOptions options = perfOptions(m);
+  options.single_core_mode = true;
+  std::vector<sched::TaskWork> rows_work;
+  ProgramWork p;
+  p.report = perf::evaluateTasks(*m.graph, *m.soc, m.placement, programTasks(m), options, cache, &rows_work);
+  const std::vector<lower::Task>& tasks = m.program->tasks;
+  std::vector<uint32_t> producer(m.program->tensors.size(), lower::kNoIndex);
+  const std::vector<std::vector<uint32_t>> hazards =
+      m.memory_plan ? sched::arenaHazards(*m.program, *m.memory_plan) : std::vector<std::vector<uint32_t>>{};
+  size_t row = 0;
+  for (const lower::Task& t : tasks) {
+    sched::TaskWork w;
+    if (t.kind == lower::TaskKind::Convert) {
+      w.on_npu = false;
+    } else {
+      w = rows_work.at(row++);
+      p.task_of_row.push_back(t.id);
+    }
+    w.reads.clear();
+    for (uint32_t in : t.inputs)
+      if (in < producer.size() && producer[in] != lower::kNoIndex &&
+          std::find(w.reads.begin(), w.reads.end(), producer[in]) == w.reads.end())
+        w.reads.push_back(producer[in]);
+    if (t.id < hazards.size())
+      for (uint32_t before : hazards[t.id])
+        if (std::find(w.reads.begin(), w.reads.end(), before) == w.reads.end()) w.reads.push_back(before);
+    std::sort(w.reads.begin(), w.reads.end());
+    for (uint32_t out : t.outputs)
+      if (out < producer.size()) producer[out] = t.id;
+    p.work.push_back(std::move(w));
+  }
+  return p;
+}
+
+uint32_t defaultCores(const CompiledModel& m) {
+  return m.options.single_core_mode ? 1u : static_cast<uint32_t>(m.soc->npu.cores);
+}
+
+}  // namespace
+
+std::vector<sched::CoreSchedule> compiledCoreSchedules(const CompiledModel& m, perf::TilingCache* cache) {
+  if (!m.program) return {};
+  const ProgramWork p = programWork(m, cache);
+  const double sync = static_cast<double>(m.soc->npu.core_sync_cycles);
+  std::vector<sched::CoreSchedule> out;
+  for (uint32_t k = 1; k <= defaultCores(m); ++k)
+    out.push_back(sched::scheduleCores(p.work, k, sync, out.empty() ? nullptr : &out.back()));
+  return out;
+}
+
+perf::PerfReport compiledPerf(const CompiledModel& m, perf::TilingCache* cache, uint32_t cores) {
+  const uint32_t soc_cores = static_cast<uint32_t>(m.soc->npu.cores);
+  if (cores > soc_cores)
+    throw ConfigError(fmt::format("eval_perf: {} NPU cores requested, {} has {}", cores, m.soc->name, soc_cores));
+  if (cores > 1 && m.options.single_core_mode)
+    throw ConfigError(fmt::format("eval_perf: {} NPU cores requested, but the model was built with "
+                                  "single_core_mode=True (one core)",
+                                  cores));
+  if (cores == 0) cores = defaultCores(m);
+  if (!m.program) {
+    perf::PerfOptions options = perfOptions(m);
+    options.single_core_mode = cores == 1;
+    return perf::evaluatePerf(*m.graph, *m.soc, options, cache);
+  }
+  ProgramWork p = programWork(m, cache);
+  const double sync = static_cast<double>(m.soc->npu.core_sync_cycles);
+  std::string source = m.origin ? "from the blob (CSCH)" : "from the compile";
+  const sched::CoreSchedule* stored = nullptr;
+  for (const sched::CoreSchedule& s : m.core_schedules)
+    if (s.cores == cores) stored = &s;
+  sched::CoreSchedule fresh;
+  if (!stored) {
+    fresh = sched::scheduleCores(p.work, cores, sync);
+    stored = &fresh;
+    source = m.origin ? "decided afresh: the blob has no CSCH schedule for " + std::to_string(cores) + " core(s)"
+                      : "decided afresh";
+  }
+  p.report.applySchedule(*stored, sched::timeSchedule(p.work, *stored, sync), p.task_of_row, source);
+  return p.report;
 }
 
 memory::MemoryReport compiledMemory(const CompiledModel& m) {

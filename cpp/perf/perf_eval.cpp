@@ -52,14 +52,17 @@ class Evaluator {
   }
 
   // The model as it would compile: the SoC's partition and fusion groups, per-op dtypes.
-  PerfReport run() {
+  PerfReport run(std::vector<sched::TaskWork>* work) {
     PartitionReport placement = partitionGraph(graph_, soc_, options_.op_target);
     std::vector<FusionGroup> groups = fusionGroups(graph_, soc_, placement);
+    work_ = work;
     return cost(placement, groupTasks(graph_, placement, groups));
   }
 
   // A compiled program's tasks, each in the dtype it was compiled to.
-  PerfReport run(const PartitionReport& placement, const std::vector<CostedTask>& tasks) {
+  PerfReport run(const PartitionReport& placement, const std::vector<CostedTask>& tasks,
+                 std::vector<sched::TaskWork>* work) {
+    work_ = work;
     std::vector<Task> plain;
     for (const CostedTask& t : tasks) {
       for (const Node* n : t.task.nodes) task_dtype_[n] = t.dtype;
@@ -81,7 +84,9 @@ class Evaluator {
     report.clock_mhz = static_cast<double>(soc_.npu.clock_mhz);
     report.warnings = placement.warnings;
     int64_t hits0 = cache_ ? cache_->hits() : 0, misses0 = cache_ ? cache_->misses() : 0;
+    if (work_) work_->clear();
     for (const Task& t : tasks) {
+      splits_.clear();
       PerfRow row = t.device == Device::Npu ? costNpu(t, report.warnings) : costCpu(t);
       row.id = static_cast<int64_t>(report.rows.size()) + 1;
       row.op_type = t.op_type;
@@ -90,6 +95,7 @@ class Evaluator {
       row.output_shape = t.nodes.back()->output(0)->shape();
       row.full_name = t.full_name;
       addHandovers(t, row);
+      if (work_) work_->push_back(taskWork(t, row, report.rows.size()));
       report.rows.push_back(std::move(row));
     }
     if (cache_) {
@@ -149,16 +155,97 @@ class Evaluator {
       cost = model_.macTask(shape, d.tiling, dt, extra, lut);
       addActivationOperandRelayout(anchor, dt, cost);
       row.macs = shape.usefulMacs();
+      if (work_) addMacSplits(anchor, shape, dt, extra, lut);
     } else {
       cost = streamCost(t, dt);
       row.macs = usefulMacs(anchor);
+      if (work_) addBatchSplits(*t.nodes.back()->output(0), cost);
     }
+    whole_overhead_ = cost.overhead_cycles;
     setNpuCycles(row, cost, model_.clockHz() / 1e6);
     double array_cycles = cost.total();
     row.mac_usage_pct = array_cycles > 0
                             ? 100.0 * static_cast<double>(row.macs) / (array_cycles * model_.macsPerCycle(dt))
                             : 0;
     return row;
+  }
+
+  static sched::PartCost partCost(const TaskCost& c) {
+    return {c.compute_cycles, c.ddr_cycles, c.overhead_cycles};
+  }
+
+  // The ways a MAC task divides over 2..cores cores, each part costed (and tiled) on one core:
+  // output-channel blocks (every part reads the whole input), row bands (every part reads all the
+  // weights and its input rows with the halo), batch items.
+  void addMacSplits(const Node& anchor, const MacOpShape& s, NpuDType dt, double extra, bool lut) {
+    const PaddedMacShape p = model_.padded(s, dt);
+    for (uint32_t m = 2; m <= static_cast<uint32_t>(soc_.npu.cores); ++m) {
+      const int64_t n = m;
+      auto add = [&](sched::CoreSplit kind, const MacOpShape& part) {
+        TaskCost c = model_.macTask(part, chooseTiling(model_, part, dt, cache_).tiling, dt, extra / n, lut);
+        addActivationOperandRelayout(anchor, dt, c);
+        splits_.push_back({kind, m, partCost(c)});
+      };
+      // Output channels: whole alignment blocks per core (whole groups of a grouped conv).
+      if (s.depthwise && p.out_c_compute >= n * p.oc_align) {
+        MacOpShape part = s;
+        part.out_c = part.in_c = part.group = roundUp(ceilDiv(s.out_c, n), p.oc_align);
+        add(sched::CoreSplit::OutputChannels, part);
+      } else if (!s.depthwise && s.group > 1 && s.group % n == 0) {
+        MacOpShape part = s;
+        part.group /= n, part.in_c /= n, part.out_c /= n;
+        add(sched::CoreSplit::OutputChannels, part);
+      } else if (!s.depthwise && s.group == 1 && p.out_c_compute >= n * p.oc_align) {
+        MacOpShape part = s;
+        part.out_c = roundUp(ceilDiv(s.out_c, n), p.oc_align);
+        add(sched::CoreSplit::OutputChannels, part);
+      }
+      if (s.out_h >= 2 * n) {  // at least two rows a core
+        MacOpShape part = s;
+        part.out_h = ceilDiv(s.out_h, n);
+        part.in_h = s.inputRows(part.out_h);
+        add(sched::CoreSplit::Rows, part);
+      }
+      if (s.batch >= n) {
+        MacOpShape part = s;
+        part.batch = ceilDiv(s.batch, n);
+        add(sched::CoreSplit::Batch, part);
+      }
+    }
+  }
+
+  // A streaming task divides only by batch items (its other splits would share the same DDR
+  // traffic it is usually bound by): each core does its items' share of the work and bytes.
+  void addBatchSplits(const Value& out, const TaskCost& c) {
+    const int64_t batch = out.shape().size() >= 2 ? out.shape()[0] : 1;
+    for (uint32_t m = 2; m <= static_cast<uint32_t>(soc_.npu.cores) && batch >= m; ++m) {
+      const double share = static_cast<double>(ceilDiv(batch, m)) / static_cast<double>(batch);
+      splits_.push_back({sched::CoreSplit::Batch, m,
+                         {c.compute_cycles * share, c.ddr_cycles * share, c.overhead_cycles}});
+    }
+  }
+
+  // The scheduler's view of a costed row: its one-core cost, hand-overs, splits and the earlier
+  // rows it reads.
+  sched::TaskWork taskWork(const Task& t, const PerfRow& row, size_t index) {
+    const double hz = model_.clockHz() / 1e6;
+    sched::TaskWork w;
+    w.on_npu = t.device == Device::Npu;
+    w.barrier = !w.on_npu;
+    w.serial_cycles = row.handover_us * hz;
+    if (w.on_npu) {
+      w.whole = {row.npu_cycles, row.ddr_cycles, whole_overhead_};
+      w.splits = splits_;
+    } else {
+      w.whole.overhead_cycles = (row.time_us - row.handover_us) * hz;
+    }
+    for (const Value* v : externalInputs(t))
+      if (auto it = row_of_.find(v->producer()); v->producer() && it != row_of_.end()) {
+        if (std::find(w.reads.begin(), w.reads.end(), it->second) == w.reads.end()) w.reads.push_back(it->second);
+      }
+    std::sort(w.reads.begin(), w.reads.end());
+    for (const Node* n : t.nodes) row_of_[n] = static_cast<uint32_t>(index);
+    return w;
   }
 
   // A MatMul whose B operand is an activation (attention's Q x K^T, scores x V): the array reads
@@ -241,19 +328,46 @@ class Evaluator {
   const PartitionReport* placement_ = nullptr;
   std::map<const Node*, NpuDType> task_dtype_;  // compiled tasks only
   std::set<std::pair<const Value*, Device>> handed_over_;
+  // Core scheduler input (evaluateTasks' `work`): the current row's splits and overhead, and the
+  // row of every node costed so far.
+  std::vector<sched::TaskWork>* work_ = nullptr;
+  std::vector<sched::SplitOption> splits_;
+  double whole_overhead_ = 0;
+  std::map<const Node*, uint32_t> row_of_;
 };
 
 }  // namespace
 
 PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOptions& options,
                         TilingCache* cache) {
-  return Evaluator(graph, soc, options, cache).run();
+  if (options.cores < 0 || options.cores > soc.npu.cores)
+    throw ConfigError(soc.name + ": " + std::to_string(options.cores) + " NPU cores requested, the SoC has " +
+                      std::to_string(soc.npu.cores));
+  const auto cores = static_cast<uint32_t>(options.cores > 0 ? options.cores : soc.npu.cores);
+  if (options.single_core_mode || cores == 1) {
+    PerfOptions one = options;
+    one.single_core_mode = true;
+    return Evaluator(graph, soc, one, cache).run(nullptr);
+  }
+  PerfOptions one = options;
+  one.single_core_mode = true;
+  std::vector<sched::TaskWork> work;
+  PerfReport report = Evaluator(graph, soc, one, cache).run(&work);
+  const double sync = static_cast<double>(soc.npu.core_sync_cycles);
+  const sched::CoreSchedule schedule = sched::scheduleCores(work, cores, sync);
+  std::vector<uint32_t> task_of_row(report.rows.size());
+  for (uint32_t i = 0; i < task_of_row.size(); ++i) task_of_row[i] = i;
+  report.applySchedule(schedule, sched::timeSchedule(work, schedule, sync), task_of_row,
+                       "decided afresh (a model not compiled)");
+  return report;
 }
 
 PerfReport evaluateTasks(const Graph& graph, const SocProfile& soc, const PartitionReport& placement,
-                         const std::vector<CostedTask>& tasks, const PerfOptions& options,
-                         TilingCache* cache) {
-  return Evaluator(graph, soc, options, cache).run(placement, tasks);
+                         const std::vector<CostedTask>& tasks, const PerfOptions& options, TilingCache* cache,
+                         std::vector<sched::TaskWork>* work) {
+  if (work && !options.single_core_mode)
+    throw ConfigError("evaluateTasks: the core scheduler's work is costed on one core (single_core_mode)");
+  return Evaluator(graph, soc, options, cache).run(placement, tasks, work);
 }
 
 }  // namespace npuc::perf

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "sched/core_scheduler.h"
 #include "target/partition.h"
 
 namespace npuc::perf {
@@ -33,6 +34,11 @@ struct PerfRow {
   int64_t macs = 0;          // useful MACs
   std::string bottleneck;    // "DDR", "NPU" or "CPU"
   std::string full_name;     // the node names, '+'-joined
+  // Multi-core placement (sched/core_scheduler.h): the cores running the task ("0", "0_1_2", "-"
+  // for the host), how it is split, and when it runs in the frame.
+  std::string cores = "0";
+  std::string split = "whole";
+  double start_us = 0, end_us = 0;
 };
 
 struct PerfSummary {
@@ -46,6 +52,12 @@ struct PerfSummary {
   int64_t npu_tasks = 0;
   int64_t cpu_ops = 0;
   int64_t total_macs = 0;
+  // Multi-core: per core, the time it runs task parts and that over the total time; the time lost
+  // to cross-core synchronization and to DDR contention between cores (both inside total_time_us).
+  std::vector<double> core_busy_us;
+  std::vector<double> core_utilization_pct;
+  double sync_time_us = 0;
+  double contention_time_us = 0;
 };
 
 struct OpTypeRank {
@@ -71,8 +83,15 @@ struct PerfReport {
   int64_t tiling_cache_misses = 0;
   std::vector<std::string> warnings;
 
-  // Recomputes summary and ranking from the rows.
+  // Where the core schedule came from ("compiled", "the blob", "decided afresh ...").
+  std::string schedule_source = "one core";
+
+  // Recomputes summary and ranking from the rows (one core: rows back to back).
   void finalize();
+  // Places the rows on the cores: row i is task task_of_row[i] of `schedule`, timed by `timeline`.
+  // The total time becomes the timeline's end; rows get their cores, split and start/end.
+  void applySchedule(const sched::CoreSchedule& schedule, const sched::Timeline& timeline,
+                     const std::vector<uint32_t>& task_of_row, const std::string& source);
   std::string toText() const;
 };
 

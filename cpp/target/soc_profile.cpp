@@ -153,7 +153,7 @@ std::string joined(const std::vector<std::string>& items) {
 NpuModel parseNpu(const YamlField& f, bool has_tf32) {
   f.requireOnlyKeys({"cores", "clock_mhz", "int8_macs_per_cycle_per_core", "fp16_macs_per_cycle_per_core",
                      "tf32_macs_per_cycle_per_core", "onchip_buffer_bytes", "ddr_bytes_per_cycle",
-                     "ddr_efficiency", "task_overhead_cycles", "published_int8_tops"});
+                     "ddr_efficiency", "task_overhead_cycles", "core_sync_cycles", "published_int8_tops"});
   NpuModel m;
   m.cores = f.at("cores").asPositiveInt();
   m.clock_mhz = f.at("clock_mhz").asPositiveInt();
@@ -168,6 +168,12 @@ NpuModel parseNpu(const YamlField& f, bool has_tf32) {
   m.ddr_bytes_per_cycle = f.at("ddr_bytes_per_cycle").asPositiveDouble();
   m.ddr_efficiency = f.at("ddr_efficiency").asFraction();
   m.task_overhead_cycles = f.at("task_overhead_cycles").asNonNegativeInt();
+  // Required on a multi-core NPU: the core scheduler charges it per cross-core wait and split.
+  if (m.cores > 1) {
+    m.core_sync_cycles = f.at("core_sync_cycles").asNonNegativeInt();
+  } else if (f.has("core_sync_cycles")) {
+    f.at("core_sync_cycles").fail("given, but the NPU has one core");
+  }
   if (f.has("published_int8_tops")) m.published_int8_tops = f.at("published_int8_tops").asPositiveDouble();
   return m;
 }
@@ -348,6 +354,7 @@ std::vector<std::string> requiredSourceFields(const SocProfile& p) {
                                   "cpu.supported_ops"};
   if (p.npu.tf32_macs_per_cycle_per_core > 0) out.push_back("npu.tf32_macs_per_cycle_per_core");
   if (p.npu.published_int8_tops) out.push_back("npu.published_int8_tops");
+  if (p.npu.cores > 1) out.push_back("npu.core_sync_cycles");
   return out;
 }
 

@@ -59,6 +59,9 @@ struct NpuModel {
   double ddr_bytes_per_cycle = 0;             // per NPU cycle, whole NPU
   double ddr_efficiency = 0;                  // sustained fraction of ddr_bytes_per_cycle
   int64_t task_overhead_cycles = 0;           // fixed cost of one NPU task
+  // Multi-core: cycles one core spends when it waits for another (a cross-core dependency, or the
+  // barrier closing a task split over cores). 0 on single-core NPUs.
+  int64_t core_sync_cycles = 0;
   std::optional<double> published_int8_tops;  // whole-SoC peak as marketed, if given
 };
 

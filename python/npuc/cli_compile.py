@@ -42,6 +42,7 @@ class ConvertJob:
     blobs: Optional[str] = None  # the .caffemodel of a Caffe .prototxt model
     platform: str = ""  # the YAML's platform ("tflite" reads the model as TFLite whatever its name)
     batch: Optional[int] = None  # build(rknn_batch_size); None: the batch of input_size_list, else 1
+    core_mask: Optional[str] = None  # RKNN core mask name: the predicted FPS uses its cores
 
 
 def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
@@ -71,6 +72,8 @@ def run_convert(job: ConvertJob, quiet: bool = False) -> Dict[str, Any]:
                 tk.load_onnx(model=job.model, inputs=job.inputs or None,
                              input_size_list=job.input_size_list or None, outputs=job.outputs or None)
             tk.build(do_quantization=job.quantize, dataset=job.dataset, verify=job.verify, rknn_batch_size=job.batch)
+            if job.core_mask is not None:
+                tk.init_runtime(core_mask=job.core_mask)
             perf = tk.eval_perf(is_print=False)
             make_folder(os.path.dirname(job.output) or ".", "the blob")
             tk.export_blob(job.output)
@@ -98,16 +101,17 @@ def _print_summary(summary: Dict[str, Any]) -> None:
     print(f"placement:  {s['npu_tasks']} NPU tasks, {s['cpu_ops']} CPU ops, {s['handovers']} NPU<->CPU hand-overs")
     for n in summary["partition"]["cpu_nodes"]:
         print(f"  CPU: {n['node']} ({n['op_type']}): {n['reason']}: {n['detail']}")
+    cores = f", {s['cores']} NPU cores" if s["cores"] > 1 else ""
     if summary.get("batch", 1) > 1:
         n = summary["batch"]
         print(f"predicted:  {s['total_time_us']:.1f} us per batch of {n} = {s['fps'] * n:.1f} images/s on {s['soc']} "
-              f"({s['dtype']})")
+              f"({s['dtype']}{cores})")
     elif getattr(perf, "shape_sets", None):  # config(dynamic_input): one line per set
         for k, (shapes, r) in enumerate(perf.shape_sets):
             print(f"predicted:  set {k} {shapes}: {r.summary['total_time_us']:.1f} us/frame = {r.summary['fps']:.1f} "
-                  f"FPS on {s['soc']} ({s['dtype']})")
+                  f"FPS on {s['soc']} ({s['dtype']}{cores})")
     else:
-        print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']})")
+        print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']}{cores})")
     print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
 
 
@@ -141,17 +145,21 @@ def _job_from_flags(args: argparse.Namespace) -> ConvertJob:
         config["optimization_level"] = args.optimization_level
     if args.dynamic_input:
         config["dynamic_input"] = args.dynamic_input
+    if args.single_core:
+        config["single_core_mode"] = True
     if args.quantize and not args.dataset:
         raise ConfigFileError("--quantize needs --dataset (a dataset.txt listing calibration samples)")
     return ConvertJob(model=args.model, soc=args.target, output=args.output, quantize=args.quantize,
                       dataset=args.dataset, inputs=args.input_name, input_size_list=args.input_size,
                       outputs=args.output_name, config=config, verify=args.verify, blobs=args.blobs,
-                      batch=args.batch)
+                      batch=args.batch, core_mask=args.core_mask)
 
 
 #: Keys of an rknn_convert-style YAML ``models`` entry, and of its ``subgraphs``.
+#: ``core_mask`` is npuc's (an RKNN core mask name, as ``npuc convert --core-mask``): the cores the
+#: predicted FPS is for; ``configs: {single_core_mode: true}`` builds for one core.
 YAML_MODEL_KEYS = ("name", "platform", "model_file_path", "subgraphs", "quantize", "dataset", "rknn_batch_size",
-                   "configs")
+                   "configs", "core_mask")
 YAML_SUBGRAPH_KEYS = ("input_size_list", "inputs", "outputs")
 
 
@@ -237,7 +245,17 @@ def _jobs_from_yaml(path: str, soc: str, out_dir: str) -> List[ConvertJob]:
                 configs[key] = [configs[key]]
         configs.pop("target_platform", None)
         _check_configs(configs, f"{where}.configs")
+        mask = entry.get("core_mask")
+        if mask is not None:
+            from npuc.core_mask import core_mask_value
+
+            try:
+                core_mask_value(mask, f"{where}.core_mask")
+            except ConfigError as e:
+                raise ConfigFileError(str(e)) from None
+            mask = str(mask)
         jobs.append(ConvertJob(
+            core_mask=mask,
             model=str(base / entry["model_file_path"]), soc=soc,
             output=_blob_path(out_dir, entry["name"], where), quantize=quantize,
             dataset=str(base / dataset) if dataset else None,
@@ -342,25 +360,35 @@ def cmd_perf(args: argparse.Namespace) -> int:
             print(f"{name:<10}{s['total_time_us']:>12.1f}{s['fps']:>10.1f}{s['npu_tasks']:>11}{s['cpu_ops']:>9}"
                   f"{s['ddr_bytes_per_frame'] / 1024:>10.1f}")
         return 0
-    own = compiled is not None and npuc._npuc.soc_profile(soc)["name"] == compiled.soc
-    if own:
-        report = PerfReport(compiled.eval_perf())  # the blob's own program, task by task
+    from npuc.core_mask import cores_for_mask
+
+    own_blob = compiled is not None and npuc._npuc.soc_profile(soc)["name"] == compiled.soc
+    single = args.single_core or (own_blob and compiled.options.single_core_mode)
+    cores = 0 if args.core_mask is None else cores_for_mask(
+        args.core_mask, soc, int(npuc._npuc.soc_profile(soc)["npu_cores"]), single)
+    if own_blob:
+        if args.single_core and not compiled.options.single_core_mode:
+            cores = 1
+        report = PerfReport(compiled.eval_perf("", cores))  # the blob's own program, task by task
     else:
-        report = eval_perf(model, soc, dtype=dtype, optimize=optimize)
+        report = eval_perf(model, soc, dtype=dtype, optimize=optimize, single_core_mode=single, cores=cores)
     report.inputs = inputs
     print(fit_width(str(report), None if args.wide else terminal_width()))
-    if own and compiled.shape_variants:  # config(dynamic_input): every other set's program too
+    if own_blob and compiled.shape_variants:  # config(dynamic_input): every other set's program too
         from npuc.dynamic_input import describe
 
         for k, v in enumerate(compiled.shape_variants, start=1):
             print(f"\n==== dynamic_input set {k}: inputs {describe([i['shape'] for i in v.model.inputs])} ====")
-            print(fit_width(str(PerfReport(v.eval_perf())), None if args.wide else terminal_width()))
+            print(fit_width(str(PerfReport(v.eval_perf("", cores))), None if args.wide else terminal_width()))
     if args.csv:
         report.to_csv(args.csv)
     if args.json:
         report.to_json(args.json)
     if args.plot:
         report.plot(args.plot)
+        if report.summary["cores"] > 1:
+            root, ext = os.path.splitext(args.plot)
+            report.plot_timeline(f"{root}.timeline{ext}")
     return 0
 
 
@@ -408,6 +436,7 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--verify", action="store_true", help="check the optimized graph against the original")
     p.add_argument("--batch", type=int, metavar="N",
                    help="batch the blob takes (RKNN's rknn_batch_size, 1..32; ONNX models only)")
+    add_core_args(p, "the predicted FPS is for those cores (the blob holds the schedule for every core count)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
     p.add_argument("--dynamic-input", type=_shape_set, action="append", default=[], metavar="SHAPESET",
                    help="one input-shape set the blob takes (config dynamic_input): a full shape per input, "
@@ -434,6 +463,7 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
     p.add_argument("--csv", metavar="FILE", help="also write the per-layer rows as CSV")
     p.add_argument("--json", metavar="FILE", help="also write the rows and the summary as JSON")
     p.add_argument("--plot", metavar="PNG", help="also draw the per-layer time and a roofline into a PNG")
+    add_core_args(p, "place the program on those cores (default: all the SoC's)")
     p.add_argument("--compare-socs", action="store_true",
                    help="one summary line per SoC profile instead of the table")
     p.add_argument("--wide", action="store_true",
@@ -451,6 +481,15 @@ def _shape_set(text: str) -> List[List[int]]:
         raise argparse.ArgumentTypeError(f"invalid shape set {shown(text)}: expected one shape per input separated "
                                          f"by ';', like 1,3,224,224 or 1,3,48,320;1,10")
     return [parse_shape(p) for p in parts]
+
+
+def add_core_args(p: argparse.ArgumentParser, what: str) -> None:
+    from npuc.core_mask import CORE_MASKS
+
+    p.add_argument("--core-mask", choices=list(CORE_MASKS), metavar="MASK",
+                   help=f"RKNN NPU core mask ({', '.join(CORE_MASKS)}; AUTO = one core): {what}")
+    p.add_argument("--single-core", action="store_true",
+                   help="config single_core_mode: build and cost for one NPU core")
 
 
 def _shape(text: str) -> List[int]:

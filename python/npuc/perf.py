@@ -22,7 +22,7 @@ from npuc.output_files import JobInputs, atomic_output, refuse_output, write_tex
 COLUMNS = (
     "ID", "OpType", "DataType", "Target", "InputShape", "OutputShape", "DDRCycles", "NPUCycles",
     "TotalCycles", "Time(us)", "MacUsage(%)", "RW(KB)", "TaskNumber", "Bottleneck", "FullName",
-    "Tiles", "MACs", "Handovers", "Handover(us)",
+    "Tiles", "MACs", "Handovers", "Handover(us)", "Cores", "Split", "Start(us)", "End(us)",
 )
 
 
@@ -44,9 +44,12 @@ class PerfReport:
         self.ranking: list[dict] = [dict(r) for r in raw["ranking"]]
         self.warnings: list[str] = list(raw["warnings"])
         self._text: str = raw["text"]
+        #: How many NPU cores the schedule uses and why (set by Toolkit.eval_perf: the
+        #: init_runtime core_mask, or all / one core before init_runtime); printed first.
+        self.core_choice: str = ""
 
     def __str__(self) -> str:
-        return self._text
+        return (f"NPU cores: {self.core_choice}\n" if self.core_choice else "") + self._text
 
     def __repr__(self) -> str:
         s = self.summary
@@ -97,6 +100,45 @@ class PerfReport:
         self._plot_roofline(roof)
         fig.suptitle(f"npuc eval_perf: {self.summary['soc']} {self.summary['dtype']}, "
                      f"{self.summary['cores']} core(s), {self.summary['fps']:.1f} FPS")
+        fig.tight_layout()
+        try:
+            with atomic_output(path, PLOT_WHAT, self.inputs) as tmp:
+                fig.savefig(tmp, dpi=100, format=fmt)
+        finally:
+            plt.close(fig)
+        return Path(path)
+
+    def plot_timeline(self, path: Union[str, Path]) -> Path:
+        """Writes the per-core timeline (PNG for ``.png``): a lane per NPU core and one for the host,
+        each task part a bar from its start to its end (split tasks on every core they use, coloured
+        by split), with the cores' utilization in the lane names. The format follows the extension,
+        checked as for :meth:`plot`."""
+        fmt = check_plot_path(path, self.inputs)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        cores = int(self.summary["cores"])
+        util = list(self.summary.get("core_utilization_pct") or [])
+        colors = {"whole": "tab:blue", "oc": "tab:green", "rows": "tab:purple", "batch": "tab:olive"}
+        fig, ax = plt.subplots(figsize=(12, 1.2 + 0.6 * (cores + 1)))
+        for r in self.rows:
+            lanes = [cores] if r["Cores"] == "-" else [int(c) for c in str(r["Cores"]).split("_")]
+            color = "tab:red" if r["Cores"] == "-" else colors.get(r["Split"], "tab:gray")
+            for lane in lanes:
+                ax.broken_barh([(r["Start(us)"], max(r["End(us)"] - r["Start(us)"], 1e-3))], (lane - 0.4, 0.8),
+                               facecolors=color, edgecolors="white", linewidth=0.3)
+        names = [f"core {c} ({util[c]:.0f}%)" if c < len(util) else f"core {c}" for c in range(cores)] + ["host"]
+        ax.set_yticks(range(cores + 1), names)
+        ax.invert_yaxis()
+        ax.set_xlabel("time (us)")
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in list(colors.values()) + ["tab:red"]]
+        ax.legend(handles, ["whole", "split by output channels", "split by rows", "split by batch", "CPU"],
+                  loc="upper right", fontsize=7)
+        s = self.summary
+        ax.set_title(f"npuc eval_perf timeline: {s['soc']} {s['dtype']}, {cores} core(s), {s['fps']:.1f} FPS, "
+                     f"sync {s.get('sync_time_us', 0):.0f} us, DDR contention {s.get('contention_time_us', 0):.0f} us")
         fig.tight_layout()
         try:
             with atomic_output(path, PLOT_WHAT, self.inputs) as tmp:
@@ -252,12 +294,13 @@ def check_output_paths(inputs: JobInputs, csv: Optional[Union[str, Path]] = None
 def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optional[Mapping[str, str]] = None,
               single_core_mode: bool = False, dtype: str = "int8", optimize: bool = True,
               tuning_cache: Optional[Union[str, Path]] = None,
-              overrides: Optional[Mapping[str, float]] = None) -> PerfReport:
+              overrides: Optional[Mapping[str, float]] = None, cores: int = 0) -> PerfReport:
     """Simulated per-layer performance of ``model`` (an :class:`npuc.Model` or an ONNX path) on SoC
     ``soc``.
 
     op_target: {node name or op type: "cpu" | "npu"} placement overrides. single_core_mode: one
-    NPU core per task (RKNN's default core mask). dtype: the NPU compute type ("int8", "fp16", ...).
+    NPU core (RKNN's default core mask); otherwise the tasks are placed on ``cores`` NPU cores (0:
+    all the SoC's) by the multi-core scheduler (docs/perf_model.md, "Multi-core"). dtype: the NPU compute type ("int8", "fp16", ...).
     optimize: run the graph passes (BatchNorm folding, ...) on a copy first. tuning_cache: a file
     of tiling decisions, read if it exists and rewritten, so later runs skip the tiling search.
     overrides: for calibration only (bench/perf_fit.py): {"npu.ddr_bytes_per_cycle" |
@@ -270,5 +313,5 @@ def eval_perf(model: Union["_npuc.Model", str, Path], soc: str, op_target: Optio
         model = _npuc.Model.load(str(model))
     raw = _npuc.eval_perf(model, soc, dict(op_target or {}), single_core_mode, dtype, optimize,
                           str(tuning_cache) if tuning_cache is not None else "",
-                          {k: float(v) for k, v in (overrides or {}).items()})
+                          {k: float(v) for k, v in (overrides or {}).items()}, int(cores))
     return PerfReport(raw, inputs)

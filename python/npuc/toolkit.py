@@ -25,7 +25,7 @@ import numpy as np
 
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
-from npuc import arg_check, batch as batching, dynamic_input, qdq_import
+from npuc import arg_check, batch as batching, core_mask, dynamic_input, qdq_import
 from npuc.config_check import (
     check_config_values,
     check_op_target_names,
@@ -103,6 +103,9 @@ Shape = Sequence[int]
 class Toolkit(RknnOnlyCalls):
     """One model's trip through npuc, in RKNN-Toolkit2's order.
 
+    ``NPU_CORE_AUTO`` ... ``NPU_CORE_ALL``: RKNN's ``init_runtime(core_mask=...)`` values
+    (npuc.core_mask); eval_perf then places the program on that many cores.
+
     Usable as a context manager, which calls :meth:`release` on exit::
 
         with npuc.Toolkit() as tk:
@@ -110,6 +113,14 @@ class Toolkit(RknnOnlyCalls):
             tk.load_onnx(model="model.onnx")
             outputs = tk.inference(inputs=[image])
     """
+
+    NPU_CORE_AUTO = core_mask.NPU_CORE_AUTO
+    NPU_CORE_0 = core_mask.NPU_CORE_0
+    NPU_CORE_1 = core_mask.NPU_CORE_1
+    NPU_CORE_2 = core_mask.NPU_CORE_2
+    NPU_CORE_0_1 = core_mask.NPU_CORE_0_1
+    NPU_CORE_0_1_2 = core_mask.NPU_CORE_0_1_2
+    NPU_CORE_ALL = core_mask.NPU_CORE_ALL
 
     def __init__(self, verbose: bool = False, verbose_file: Optional[str] = None) -> None:
         """Creates an empty toolkit.
@@ -1075,17 +1086,36 @@ class Toolkit(RknnOnlyCalls):
                 ``NPUC_MAX_RUN_BYTES`` at each inference, else sets no cap. A run over the cap, or
                 over the memory the machine has available, raises ResourceError naming the largest
                 tensors.
+            core_mask: (keyword) RKNN's NPU core mask (``Toolkit.NPU_CORE_AUTO`` = 0, ``NPU_CORE_0``
+                = 1, ``NPU_CORE_1`` = 2, ``NPU_CORE_2`` = 4, ``NPU_CORE_0_1`` = 3, ``NPU_CORE_0_1_2`` = 7,
+                ``NPU_CORE_ALL`` = 0xffff, or those names as strings): the cores :meth:`eval_perf`
+                schedules the program on (AUTO: one core, as RKNN's runtime picks one idle core).
+                The simulator's outputs do not depend on it.
+            Other RKNN board options (``perf_debug``, ``eval_mem``, ...) are accepted and named in
+            a warning when they would change what happens on a board.
 
         Returns:
             0 on success.
 
         Raises:
-            ConfigError: another target, or a max_run_bytes that is not a positive byte count.
+            ConfigError: another target, a max_run_bytes that is not a positive byte count, a
+                core_mask that is not RKNN's, names a core the SoC lacks, or names more than one
+                core for a ``single_core_mode`` build.
         """
         require("init_runtime", self._stage)
         if target is not None:
             raise ConfigError(f"init_runtime(target={shown(target)}): only the host runtime (target=None) is supported")
+        mask = kwargs.pop("core_mask", core_mask.NPU_CORE_AUTO)
         self._check_board_options(kwargs)
+        # eval_perf's cores from now on; the simulator's outputs do not depend on them. Checked
+        # against the SoC now when config names it, else when eval_perf needs the SoC.
+        self._runtime_mask = core_mask.core_mask_value(mask, "init_runtime: core_mask")
+        if self._config.get("target_platform"):
+            self._cores_for_mask(self._runtime_mask)
+        elif self._runtime_mask != core_mask.NPU_CORE_AUTO:
+            self._log.warning("init_runtime(core_mask=%s): no config(target_platform) yet, so the mask is checked "
+                              "against the SoC's cores when eval_perf runs; the simulator's outputs do not depend on it",
+                              core_mask.core_mask_name(self._runtime_mask))
         # Validated now (the same rule the runtimes apply); None stays None so the environment
         # variable is read when the run happens.
         self._max_run_bytes = None if max_run_bytes is None else _npuc.max_run_bytes(max_run_bytes)
@@ -1190,7 +1220,8 @@ class Toolkit(RknnOnlyCalls):
         Args:
             is_print: print the table (RKNN's default).
             fix_freq: accepted for RKNN compatibility (the model is always at the profile clock).
-            plot_path: also write a PNG (per-layer DDR vs NPU cycles and a roofline).
+            plot_path: also write a PNG (per-layer DDR vs NPU cycles and a roofline); on more than
+                one core also the per-core timeline beside it (``perf.png`` -> ``perf.timeline.png``).
             tuning_cache: file of tiling decisions reused across runs.
 
         Returns:
@@ -1216,25 +1247,43 @@ class Toolkit(RknnOnlyCalls):
         if plot_path is not None:
             check_plot_path(plot_path, self._inputs)
         cache = tuning_cache or ""
+        # After init_runtime: its core_mask's cores; before: all the SoC's (one with single_core_mode).
+        mask = getattr(self, "_runtime_mask", None)
+        runtime = None if mask is None else (self._cores_for_mask(mask), core_mask.core_mask_name(mask))
+        cores = runtime[0] if runtime else 0
         per_set: List[Tuple[List[Shape], Any]] = []
         if self._stage != Stage.LOADED:  # built or loaded: cost the compiled program's own tasks
             compiled = self._compiled("eval_perf")
-            report = PerfReport(compiled.eval_perf(cache), self._inputs)
+            report = PerfReport(compiled.eval_perf(cache, cores), self._inputs)
             if compiled.shape_variants:  # config(dynamic_input): each set's program, set 0 first
                 per_set = [(_input_shapes(compiled), report)] + [
-                    (_input_shapes(v), PerfReport(v.eval_perf(cache), self._inputs)) for v in compiled.shape_variants]
+                    (_input_shapes(v), PerfReport(v.eval_perf(cache, cores), self._inputs))
+                    for v in compiled.shape_variants]
         else:  # only loaded: what a default build would compile to
             report = eval_perf(self._model, soc, op_target=self._config.get("op_target"),
                                single_core_mode=bool(self._config.get("single_core_mode")), dtype="int8",
-                               optimize=True, tuning_cache=tuning_cache)
+                               optimize=True, tuning_cache=tuning_cache, cores=cores)
             report.inputs = self._inputs
         #: config(dynamic_input): [(input shapes, PerfReport)] per shape set (set 0 is the report itself); else [].
         report.shape_sets = per_set
+        report.core_choice = (f"init_runtime(core_mask={runtime[1]}): {runtime[0]} core(s)" if runtime else
+                              "before init_runtime: " + ("one core (single_core_mode)" if report.summary["cores"] == 1
+                                                         else "all the SoC's cores"))
+        for _, set_report in per_set:
+            set_report.core_choice = report.core_choice
         if is_print:
             self._emit(dynamic_input.per_set_text("eval_perf", per_set) if per_set else str(report))
         if plot_path is not None:
             report.plot(plot_path)
+            if int(report.summary["cores"]) > 1:  # the per-core timeline beside it
+                report.plot_timeline(self._timeline_path(plot_path))
         return report
+
+    @staticmethod
+    def _timeline_path(plot_path: Union[str, os.PathLike]) -> str:
+        """eval_perf's per-core timeline plot for ``plot_path``: ``perf.png`` -> ``perf.timeline.png``."""
+        root, ext = os.path.splitext(os.fspath(plot_path))
+        return f"{root}.timeline{ext}"
 
     def eval_memory(self, is_print: bool = True) -> "MemoryReport":
         """Device memory of the built (or loaded) model (RKNN-Toolkit2 ``eval_memory``).
@@ -1371,6 +1420,24 @@ class Toolkit(RknnOnlyCalls):
         self._new_job(files)
         self._inputs.add_all(files)
 
+    def _cores_for_mask(self, mask: object) -> int:
+        """init_runtime(core_mask=...)'s core count on config(target_platform); ConfigError for a
+        mask the SoC or a single_core_mode build cannot run (npuc.core_mask.cores_for_mask)."""
+        from npuc._npuc import soc_profile
+
+        value = core_mask.core_mask_value(mask, "init_runtime: core_mask")
+        soc = self._config.get("target_platform")
+        if not soc:
+            if value == core_mask.NPU_CORE_AUTO:
+                return 1
+            raise ConfigError(f"init_runtime(core_mask={core_mask.core_mask_name(value)}) needs "
+                              "config(target_platform=...) to know the SoC's NPU cores")
+        single = bool(self._config.get("single_core_mode"))
+        cached = getattr(self, "_compiled_model", None)
+        if cached is not None and cached[0] is self._model:  # a loaded blob: its recorded options
+            single = single or bool(cached[1].options.single_core_mode)
+        return core_mask.cores_for_mask(value, soc, int(soc_profile(soc)["npu_cores"]), single)
+
     def _check_board_options(self, options: Dict[str, Any]) -> None:
         """init_runtime's board options (RKNN_BOARD_OPTIONS): an unknown name is refused, a
         setting that would change what happens on a board is named in a warning (the host
@@ -1383,8 +1450,7 @@ class Toolkit(RknnOnlyCalls):
             if value not in (None, False, RKNN_BOARD_OPTIONS[key]):
                 self._log.warning("init_runtime(%s=%s) has no effect: npuc runs on the host simulator, whose outputs "
                                   "do not depend on it%s", key, shown(value),
-                                  "; eval_perf models one core or all with config(single_core_mode)"
-                                  if key == "core_mask" else "")
+                                  "")
 
     def _emit(self, text: str) -> None:
         """Prints a report block (RKNN prints its build reports too) and logs it to the

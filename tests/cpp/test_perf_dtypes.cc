@@ -81,10 +81,8 @@ TEST(PerfDtypes, A16SchemesRunAtThe16BitRate) {
   EXPECT_EQ(w8a16.row.bottleneck, "NPU");
   EXPECT_DOUBLE_EQ(w8a16.row.total_cycles - w8a16.row.npu_cycles,
                    w8a8.row.total_cycles - w8a8.row.npu_cycles);
-  // DDR: int16 activations double the activation bytes; int16 weights add, int4 ones save.
-  EXPECT_GT(w8a16.row.rw_kb, 1.9 * w8a8.row.rw_kb);
-  EXPECT_GT(w16.row.rw_kb, w8a16.row.rw_kb);
-  EXPECT_LT(w4a16.row.rw_kb, w8a16.row.rw_kb);
+  // The bytes each dtype moves are compared at one tiling below: the rows' tilings differ (each
+  // minimizes its own time, and a compute-bound layer hides re-reads under its compute).
 }
 
 // With one tile (weights read once) the weight bytes per dtype are exact: 1, 2 and 0.5 + 1/128
@@ -100,6 +98,10 @@ TEST(PerfDtypes, WeightBytesPerSchemeWithOneTile) {
   };
   const double weights = 256.0 * 256 * 9;
   const double w8a16 = ddr(QuantScheme::of(SchemeDType::W8A16));
+  // int16 activations: the input and output (256 x 28 x 28 each) take a byte more per element.
+  perf::CostModel int8(soc, NpuDType::Int8, 3);
+  const double w8a8 = int8.macTask(shape, perf::Tiling{256, 28, false}, NpuDType::Int8).ddr_bytes;
+  EXPECT_GE(w8a16 - w8a8, 2.0 * 256 * 28 * 28);
   EXPECT_DOUBLE_EQ(ddr(QuantScheme::of(SchemeDType::W16A16I)) - w8a16, weights * (2 - 1));
   EXPECT_DOUBLE_EQ(w8a16 - ddr(QuantScheme::of(SchemeDType::W4A16, 128)), weights * (1 - (0.5 + 1.0 / 128)));
   EXPECT_DOUBLE_EQ(

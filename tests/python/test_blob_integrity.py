@@ -73,7 +73,7 @@ def blobs(tmp_path_factory: pytest.TempPathFactory) -> Tuple[bytes, bytes, Path]
 def test_the_blob_has_every_section_kind(blobs: Tuple[bytes, bytes, Path]) -> None:
     ours, theirs, _ = blobs
     kinds = [s.kind for s in blob_surgery.section_table(ours)]
-    assert kinds == ["META", "GRPH", "WGHT", "QUNT", "TASK", "PIPE", "CPUO", "NWGT", "MPLN", "SDIG"]
+    assert kinds == ["META", "GRPH", "WGHT", "QUNT", "TASK", "PIPE", "CPUO", "NWGT", "MPLN", "CSCH", "SDIG"]
     a, b = blob_surgery.payloads(ours), blob_surgery.payloads(theirs)
     for kind in ("META", "WGHT", "NWGT"):  # same sizes, different bytes: a splice that fits
         assert len(a[kind]) == len(b[kind]) and a[kind] != b[kind], kind

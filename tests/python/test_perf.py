@@ -119,9 +119,11 @@ def test_cycle_plot_of_a_big_model_draws_its_slowest_layers_named(tmp_path):
 def test_tuning_cache_file(conv_relu_path, tmp_path):
     cache = tmp_path / "tiling.cache"
     first = npuc.perf.eval_perf(str(conv_relu_path), "rk3588", tuning_cache=cache)
-    assert first.summary["tiling_cache_misses"] == 1 and cache.exists()
+    # one conv, tiled whole and as each split part the core scheduler may use
+    assert first.summary["tiling_cache_misses"] >= 1 and cache.exists()
     second = npuc.perf.eval_perf(str(conv_relu_path), "rk3588", tuning_cache=cache)
-    assert second.summary["tiling_cache_hits"] == 1 and second.summary["tiling_cache_misses"] == 0
+    looked_up = first.summary["tiling_cache_misses"] + first.summary["tiling_cache_hits"]
+    assert second.summary["tiling_cache_hits"] == looked_up and second.summary["tiling_cache_misses"] == 0
     assert second.summary["total_time_us"] == first.summary["total_time_us"]
     cache.write_text("not a cache\n")
     with pytest.raises(npuc.ConfigError, match="line 1"):

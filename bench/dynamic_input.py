@@ -89,6 +89,7 @@ def run_model(name: str, model: Path, sets: List[List[List[int]]], dataset: Any,
         print(f"{str(shapes[0]):<22} {p['fps']:>10.1f} {p['total_time_us']:>10.1f} {arena / 1e6:>8.2f}MB "
               f"{cosine(got[0], ref[0]):>14.5f} {str(same):>12}")
     print(f"runtime arena (max over sets): {memory['runtime_arena_bytes'] / 1e6:.2f} MB")
+    print(f"predicted FPS for {perf.summary['cores']} NPU core(s) ({perf.core_choice})")
     singles = []
     for shapes, x, ref in zip(sets, inputs, refs):
         single, _, _ = build(model, [shapes], dataset(shapes[0]) if callable(dataset) else dataset, config)

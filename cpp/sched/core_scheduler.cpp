@@ -26,7 +26,7 @@ struct Interval {
 class TimelineBuilder {
  public:
   TimelineBuilder(const std::vector<TaskWork>& work, uint32_t cores, double sync_cycles)
-      : work_(work), sync_(sync_cycles), core_free_(cores, 0.0), placed_(cores) {
+      : work_(work), sync_(sync_cycles), core_free_(cores, 0.0), placed_(cores), mask_of_(work.size(), 0) {
     t_.tasks.resize(work.size());
     t_.core_busy.assign(cores, 0.0);
   }
@@ -43,6 +43,7 @@ class TimelineBuilder {
     const TaskWork& w = work_[id];
     TaskTiming& tt = t_.tasks[id];
     double start = ready(w);
+    mask_of_[id] = entry.core_mask;
     if (!w.on_npu) {
       if (w.barrier) start = std::max(start, t_.makespan);
       tt.start = start;
@@ -53,7 +54,11 @@ class TimelineBuilder {
     }
     const std::vector<uint32_t> cores = coresOf(entry.core_mask);
     for (uint32_t c : cores) start = std::max(start, core_free_[c]);
-    tt.sync_cycles = sync_ * static_cast<double>(entry.waits_for.size());
+    // One synchronization per other core waited on, however many of its tasks are waited for: a
+    // core signals its progress in order, so the latest of them stands for the rest.
+    uint32_t waited_cores = 0;
+    for (uint32_t d : entry.waits_for) waited_cores |= mask_of_.at(d);
+    tt.sync_cycles = sync_ * static_cast<double>(maskCores(waited_cores));
     tt.start = start;
     double parts_start = start + tt.sync_cycles + w.serial_cycles;
     PartCost part = w.whole;
@@ -128,6 +133,7 @@ class TimelineBuilder {
   double sync_;
   std::vector<double> core_free_;
   std::vector<std::vector<Interval>> placed_;
+  std::vector<uint32_t> mask_of_;  // per task placed so far: its cores
   double last_barrier_end_ = 0;
   Timeline t_;
 };

@@ -43,7 +43,9 @@ struct TaskWork {
   bool barrier = false;
   PartCost whole;             // on one core; a host task's time is its overhead_cycles
   double serial_cycles = 0;   // hand-overs before the task: no split shortens them
-  std::vector<uint32_t> reads;       // ids of earlier tasks whose outputs it reads
+  // ids of earlier tasks it must start after: those whose outputs it reads, and (for a compiled
+  // program) those using arena bytes its outputs reuse (sched/arena_hazards.h)
+  std::vector<uint32_t> reads;
   std::vector<SplitOption> splits;   // the splits the task allows (none: whole only)
 };
 

@@ -62,7 +62,8 @@ class TimelineBuilder {
     tt.start = start;
     double parts_start = start + tt.sync_cycles + w.serial_cycles;
     PartCost part = w.whole;
-    if (entry.split != CoreSplit::Whole) part = splitPart(id, w, entry.split, static_cast<uint32_t>(cores.size()));
+    if (entry.split != CoreSplit::Whole)
+      part = splitPart(id, w, entry.split, static_cast<uint32_t>(cores.size()));
     double end = parts_start;
     std::vector<Interval> added;
     for (uint32_t c : cores) {
@@ -109,9 +110,10 @@ class TimelineBuilder {
   PartCost splitPart(uint32_t id, const TaskWork& w, CoreSplit split, uint32_t parts) const {
     for (const SplitOption& o : w.splits)
       if (o.split == split && o.parts == parts) return o.part;
-    throw InputError(fmt::format("core schedule: task {} is split by {} over {} cores, which its cost does not "
-                                 "offer (a schedule for another build?)",
-                                 id, splitName(split), parts));
+    throw InputError(
+        fmt::format("core schedule: task {} is split by {} over {} cores, which its cost does not "
+                    "offer (a schedule for another build?)",
+                    id, splitName(split), parts));
   }
 
   // The DDR bandwidth share the parts on cores other than `core` use over [start, start + len),
@@ -220,7 +222,8 @@ CoreSchedule scheduleCores(const std::vector<TaskWork>& work, uint32_t cores, do
   // fewer-core schedule then, so adding a core never slows the model down.
   CoreSchedule fewer = fewer_given ? *fewer_given : scheduleCores(work, cores - 1, sync_cycles);
   fewer.cores = cores;
-  if (timeSchedule(work, fewer, sync_cycles).makespan < timeSchedule(work, s, sync_cycles).makespan) return fewer;
+  if (timeSchedule(work, fewer, sync_cycles).makespan < timeSchedule(work, s, sync_cycles).makespan)
+    return fewer;
   return s;
 }
 
@@ -237,8 +240,8 @@ void checkSchedule(const CoreSchedule& s, const std::vector<bool>& on_npu, uint3
   if (s.cores < 1 || s.cores > soc_cores)
     throw InputError(fmt::format("core schedule for {} cores, but the SoC has {}", s.cores, soc_cores));
   if (s.tasks.size() != on_npu.size())
-    throw InputError(
-        fmt::format("core schedule for {} cores has {} tasks, the program {}", s.cores, s.tasks.size(), on_npu.size()));
+    throw InputError(fmt::format("core schedule for {} cores has {} tasks, the program {}", s.cores,
+                                 s.tasks.size(), on_npu.size()));
   const uint32_t allowed = s.cores >= kMaxCores ? ~0u : (1u << s.cores) - 1;
   for (uint32_t i = 0; i < s.tasks.size(); ++i) {
     const TaskOnCores& e = s.tasks[i];
@@ -246,7 +249,8 @@ void checkSchedule(const CoreSchedule& s, const std::vector<bool>& on_npu, uint3
       throw InputError(fmt::format("core schedule for {} cores, task {}: {}", s.cores, i, why));
     };
     if (e.task != i) fail(fmt::format("entry names task {}", e.task));
-    if (e.core_mask & ~allowed) fail(fmt::format("core mask {:#x} names a core beyond core {}", e.core_mask, s.cores - 1));
+    if (e.core_mask & ~allowed)
+      fail(fmt::format("core mask {:#x} names a core beyond core {}", e.core_mask, s.cores - 1));
     if (!on_npu[i] && e.core_mask != 0) fail("a host task (CPU op or Convert) placed on NPU cores");
     if (on_npu[i] && e.core_mask == 0) fail("an NPU task on no core");
     const uint32_t n = maskCores(e.core_mask);

@@ -135,7 +135,10 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
   options.cores = cores;
   options.dtype = *t;
   options.constants = constants;
-  perf::CostModel model(soc, *t, single_core_mode ? 1 : cores > 0 && cores <= soc.npu.cores ? cores : soc.npu.cores,
+  perf::CostModel model(soc, *t,
+                        single_core_mode                      ? 1
+                        : cores > 0 && cores <= soc.npu.cores ? cores
+                                                              : soc.npu.cores,
                         constants);
   perf::TilingCache cache;
   perf::PerfReport report;
@@ -160,7 +163,8 @@ py::dict evalPerf(const Model& m, const std::string& soc_name, const OpTargetMap
 void bindPerf(py::module_& m) {
   m.def("eval_perf", &evalPerf, py::arg("model"), py::arg("soc"), py::arg("op_target") = OpTargetMap{},
         py::arg("single_core_mode") = false, py::arg("dtype") = "int8", py::arg("optimize") = true,
-        py::arg("tuning_cache") = "", py::arg("overrides") = std::map<std::string, double>{}, py::arg("cores") = 0,
+        py::arg("tuning_cache") = "", py::arg("overrides") = std::map<std::string, double>{},
+        py::arg("cores") = 0,
         "Simulated per-layer performance of `model` on SoC `soc`: {'rows', 'summary', 'ranking', 'warnings', "
         "'text'}. optimize runs the graph passes (BatchNorm folding, ...) on a copy first; tuning_cache "
         "names a "

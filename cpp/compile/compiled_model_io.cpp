@@ -94,10 +94,11 @@ void checkCoreSchedules(CompiledModel& m, const blob::ExtraSection& section, con
   for (size_t i = 0; i < schedules.size(); ++i) {
     const sched::CoreSchedule& s = schedules[i];
     if (s.cores != i + 1 || s.cores > allowed)
-      throw BlobError(fmt::format("blob '{}': CSCH section's schedule {} is for {} cores; expected {} ({} has {} "
-                                  "NPU cores{})",
-                                  origin, i, s.cores, i + 1, m.soc->name, soc_cores,
-                                  m.options.single_core_mode ? ", the build is single_core_mode: 1" : ""));
+      throw BlobError(
+          fmt::format("blob '{}': CSCH section's schedule {} is for {} cores; expected {} ({} has {} "
+                      "NPU cores{})",
+                      origin, i, s.cores, i + 1, m.soc->name, soc_cores,
+                      m.options.single_core_mode ? ", the build is single_core_mode: 1" : ""));
     try {
       sched::checkSchedule(s, on_npu, soc_cores);
     } catch (const InputError& e) {

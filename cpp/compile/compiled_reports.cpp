@@ -130,11 +130,13 @@ std::vector<sched::CoreSchedule> compiledCoreSchedules(const CompiledModel& m, p
 perf::PerfReport compiledPerf(const CompiledModel& m, perf::TilingCache* cache, uint32_t cores) {
   const uint32_t soc_cores = static_cast<uint32_t>(m.soc->npu.cores);
   if (cores > soc_cores)
-    throw ConfigError(fmt::format("eval_perf: {} NPU cores requested, {} has {}", cores, m.soc->name, soc_cores));
+    throw ConfigError(
+        fmt::format("eval_perf: {} NPU cores requested, {} has {}", cores, m.soc->name, soc_cores));
   if (cores > 1 && m.options.single_core_mode)
-    throw ConfigError(fmt::format("eval_perf: {} NPU cores requested, but the model was built with "
-                                  "single_core_mode=True (one core)",
-                                  cores));
+    throw ConfigError(
+        fmt::format("eval_perf: {} NPU cores requested, but the model was built with "
+                    "single_core_mode=True (one core)",
+                    cores));
   if (cores == 0) cores = defaultCores(m);
   if (!m.program) {
     perf::PerfOptions options = perfOptions(m);
@@ -151,8 +153,9 @@ perf::PerfReport compiledPerf(const CompiledModel& m, perf::TilingCache* cache, 
   if (!stored) {
     fresh = sched::scheduleCores(p.work, cores, sync);
     stored = &fresh;
-    source = m.origin ? "decided afresh: the blob has no CSCH schedule for " + std::to_string(cores) + " core(s)"
-                      : "decided afresh";
+    source = m.origin
+                 ? "decided afresh: the blob has no CSCH schedule for " + std::to_string(cores) + " core(s)"
+                 : "decided afresh";
   }
   p.report.applySchedule(*stored, sched::timeSchedule(p.work, *stored, sync), p.task_of_row, source);
   return p.report;

@@ -18,7 +18,8 @@ NpuDType compiledDType(const CompiledModel& model);
 // with single_core_mode. The program is placed on them by the model's core schedule for that many
 // cores (decided afresh, and said so in the report, when the model has none: a blob without CSCH).
 // ConfigError when `cores` exceeds the SoC's, or is above 1 for a single_core_mode build.
-perf::PerfReport compiledPerf(const CompiledModel& model, perf::TilingCache* cache = nullptr, uint32_t cores = 0);
+perf::PerfReport compiledPerf(const CompiledModel& model, perf::TilingCache* cache = nullptr,
+                              uint32_t cores = 0);
 
 // The core schedules compileModel records: one per number of usable cores, 1 .. the SoC's (only 1
 // with single_core_mode), each never slower than the one before.

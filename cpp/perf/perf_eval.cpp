@@ -220,8 +220,8 @@ class Evaluator {
     const int64_t batch = out.shape().size() >= 2 ? out.shape()[0] : 1;
     for (uint32_t m = 2; m <= static_cast<uint32_t>(soc_.npu.cores) && batch >= m; ++m) {
       const double share = static_cast<double>(ceilDiv(batch, m)) / static_cast<double>(batch);
-      splits_.push_back({sched::CoreSplit::Batch, m,
-                         {c.compute_cycles * share, c.ddr_cycles * share, c.overhead_cycles}});
+      splits_.push_back(
+          {sched::CoreSplit::Batch, m, {c.compute_cycles * share, c.ddr_cycles * share, c.overhead_cycles}});
     }
   }
 
@@ -241,7 +241,8 @@ class Evaluator {
     }
     for (const Value* v : externalInputs(t))
       if (auto it = row_of_.find(v->producer()); v->producer() && it != row_of_.end()) {
-        if (std::find(w.reads.begin(), w.reads.end(), it->second) == w.reads.end()) w.reads.push_back(it->second);
+        if (std::find(w.reads.begin(), w.reads.end(), it->second) == w.reads.end())
+          w.reads.push_back(it->second);
       }
     std::sort(w.reads.begin(), w.reads.end());
     for (const Node* n : t.nodes) row_of_[n] = static_cast<uint32_t>(index);

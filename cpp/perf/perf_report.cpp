@@ -58,7 +58,8 @@ void PerfReport::finalize() {
     r.end_us = t += r.time_us;
   }
   summary.core_busy_us = {summary.npu_time_us};
-  summary.core_utilization_pct = {summary.total_time_us > 0 ? 100.0 * summary.npu_time_us / summary.total_time_us : 0};
+  summary.core_utilization_pct = {
+      summary.total_time_us > 0 ? 100.0 * summary.npu_time_us / summary.total_time_us : 0};
 }
 
 void PerfReport::applySchedule(const sched::CoreSchedule& schedule, const sched::Timeline& timeline,

@@ -21,7 +21,8 @@ struct TaskOnCores {
   uint32_t task = 0;       // LoweredProgram task id
   uint32_t core_mask = 1;  // bit i: core i runs a part of it
   CoreSplit split = CoreSplit::Whole;
-  // Tasks (ids) run on other cores whose outputs this task reads: the cross-core waits it costs.
+  // Tasks (ids) run on other cores that this task must start after (it reads their outputs or
+  // reuses their arena bytes): one synchronization per other core among them.
   std::vector<uint32_t> waits_for;
   bool operator==(const TaskOnCores& o) const {
     return task == o.task && core_mask == o.core_mask && split == o.split && waits_for == o.waits_for;

@@ -26,7 +26,7 @@ struct Interval {
 class TimelineBuilder {
  public:
   TimelineBuilder(const std::vector<TaskWork>& work, uint32_t cores, double sync_cycles)
-      : work_(work), sync_(sync_cycles), core_free_(cores, 0.0), placed_(cores) {
+      : work_(work), sync_(sync_cycles), core_free_(cores, 0.0), placed_(cores), mask_of_(work.size(), 0) {
     t_.tasks.resize(work.size());
     t_.core_busy.assign(cores, 0.0);
   }
@@ -43,6 +43,7 @@ class TimelineBuilder {
     const TaskWork& w = work_[id];
     TaskTiming& tt = t_.tasks[id];
     double start = ready(w);
+    mask_of_[id] = entry.core_mask;
     if (!w.on_npu) {
       if (w.barrier) start = std::max(start, t_.makespan);
       tt.start = start;
@@ -53,11 +54,16 @@ class TimelineBuilder {
     }
     const std::vector<uint32_t> cores = coresOf(entry.core_mask);
     for (uint32_t c : cores) start = std::max(start, core_free_[c]);
-    tt.sync_cycles = sync_ * static_cast<double>(entry.waits_for.size());
+    // One synchronization per other core waited on, however many of its tasks are waited for: a
+    // core signals its progress in order, so the latest of them stands for the rest.
+    uint32_t waited_cores = 0;
+    for (uint32_t d : entry.waits_for) waited_cores |= mask_of_.at(d);
+    tt.sync_cycles = sync_ * static_cast<double>(maskCores(waited_cores));
     tt.start = start;
     double parts_start = start + tt.sync_cycles + w.serial_cycles;
     PartCost part = w.whole;
-    if (entry.split != CoreSplit::Whole) part = splitPart(id, w, entry.split, static_cast<uint32_t>(cores.size()));
+    if (entry.split != CoreSplit::Whole)
+      part = splitPart(id, w, entry.split, static_cast<uint32_t>(cores.size()));
     double end = parts_start;
     std::vector<Interval> added;
     for (uint32_t c : cores) {
@@ -104,9 +110,10 @@ class TimelineBuilder {
   PartCost splitPart(uint32_t id, const TaskWork& w, CoreSplit split, uint32_t parts) const {
     for (const SplitOption& o : w.splits)
       if (o.split == split && o.parts == parts) return o.part;
-    throw InputError(fmt::format("core schedule: task {} is split by {} over {} cores, which its cost does not "
-                                 "offer (a schedule for another build?)",
-                                 id, splitName(split), parts));
+    throw InputError(
+        fmt::format("core schedule: task {} is split by {} over {} cores, which its cost does not "
+                    "offer (a schedule for another build?)",
+                    id, splitName(split), parts));
   }
 
   // The DDR bandwidth share the parts on cores other than `core` use over [start, start + len),
@@ -128,6 +135,7 @@ class TimelineBuilder {
   double sync_;
   std::vector<double> core_free_;
   std::vector<std::vector<Interval>> placed_;
+  std::vector<uint32_t> mask_of_;  // per task placed so far: its cores
   double last_barrier_end_ = 0;
   Timeline t_;
 };
@@ -214,7 +222,8 @@ CoreSchedule scheduleCores(const std::vector<TaskWork>& work, uint32_t cores, do
   // fewer-core schedule then, so adding a core never slows the model down.
   CoreSchedule fewer = fewer_given ? *fewer_given : scheduleCores(work, cores - 1, sync_cycles);
   fewer.cores = cores;
-  if (timeSchedule(work, fewer, sync_cycles).makespan < timeSchedule(work, s, sync_cycles).makespan) return fewer;
+  if (timeSchedule(work, fewer, sync_cycles).makespan < timeSchedule(work, s, sync_cycles).makespan)
+    return fewer;
   return s;
 }
 
@@ -231,8 +240,8 @@ void checkSchedule(const CoreSchedule& s, const std::vector<bool>& on_npu, uint3
   if (s.cores < 1 || s.cores > soc_cores)
     throw InputError(fmt::format("core schedule for {} cores, but the SoC has {}", s.cores, soc_cores));
   if (s.tasks.size() != on_npu.size())
-    throw InputError(
-        fmt::format("core schedule for {} cores has {} tasks, the program {}", s.cores, s.tasks.size(), on_npu.size()));
+    throw InputError(fmt::format("core schedule for {} cores has {} tasks, the program {}", s.cores,
+                                 s.tasks.size(), on_npu.size()));
   const uint32_t allowed = s.cores >= kMaxCores ? ~0u : (1u << s.cores) - 1;
   for (uint32_t i = 0; i < s.tasks.size(); ++i) {
     const TaskOnCores& e = s.tasks[i];
@@ -240,7 +249,8 @@ void checkSchedule(const CoreSchedule& s, const std::vector<bool>& on_npu, uint3
       throw InputError(fmt::format("core schedule for {} cores, task {}: {}", s.cores, i, why));
     };
     if (e.task != i) fail(fmt::format("entry names task {}", e.task));
-    if (e.core_mask & ~allowed) fail(fmt::format("core mask {:#x} names a core beyond core {}", e.core_mask, s.cores - 1));
+    if (e.core_mask & ~allowed)
+      fail(fmt::format("core mask {:#x} names a core beyond core {}", e.core_mask, s.cores - 1));
     if (!on_npu[i] && e.core_mask != 0) fail("a host task (CPU op or Convert) placed on NPU cores");
     if (on_npu[i] && e.core_mask == 0) fail("an NPU task on no core");
     const uint32_t n = maskCores(e.core_mask);

@@ -24,7 +24,9 @@ struct PartCost {
   double compute_cycles = 0;
   double ddr_cycles = 0;
   double overhead_cycles = 0;
-  double busy() const { return (compute_cycles > ddr_cycles ? compute_cycles : ddr_cycles) + overhead_cycles; }
+  double busy() const {
+    return (compute_cycles > ddr_cycles ? compute_cycles : ddr_cycles) + overhead_cycles;
+  }
 };
 
 // A way to divide a task over `parts` cores; `part` is the largest part (the one the others wait for).
@@ -41,16 +43,18 @@ struct TaskWork {
   // a Convert (no barrier, usually zero cost: costed as its reader's hand-over) only waits for its reads.
   bool on_npu = true;
   bool barrier = false;
-  PartCost whole;             // on one core; a host task's time is its overhead_cycles
-  double serial_cycles = 0;   // hand-overs before the task: no split shortens them
-  std::vector<uint32_t> reads;       // ids of earlier tasks whose outputs it reads
-  std::vector<SplitOption> splits;   // the splits the task allows (none: whole only)
+  PartCost whole;            // on one core; a host task's time is its overhead_cycles
+  double serial_cycles = 0;  // hand-overs before the task: no split shortens them
+  // ids of earlier tasks it must start after: those whose outputs it reads, and (for a compiled
+  // program) those using arena bytes its outputs reuse (sched/arena_hazards.h)
+  std::vector<uint32_t> reads;
+  std::vector<SplitOption> splits;  // the splits the task allows (none: whole only)
 };
 
 struct TaskTiming {
-  double start = 0, end = 0;      // NPU cycles from the frame's start
-  double sync_cycles = 0;         // cross-core waits and the split barrier
-  double contention_cycles = 0;   // DDR time lost to other cores' traffic
+  double start = 0, end = 0;     // NPU cycles from the frame's start
+  double sync_cycles = 0;        // cross-core waits and the split barrier
+  double contention_cycles = 0;  // DDR time lost to other cores' traffic
 };
 
 struct Timeline {

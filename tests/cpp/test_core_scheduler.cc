@@ -58,7 +58,7 @@ TEST(CoreScheduler, IndependentBranchesRunOnTwoCores) {
   const CoreSchedule one = scheduleCores(work, 1, kSync), two = scheduleCores(work, 2, kSync);
   expectInvariants(work, two);
   EXPECT_NE(two.tasks[1].core_mask, two.tasks[3].core_mask);  // the branches' first tasks
-  EXPECT_FALSE(two.tasks[5].waits_for.empty());                // the join waits for the other core
+  EXPECT_FALSE(two.tasks[5].waits_for.empty());               // the join waits for the other core
   const double t1 = timeSchedule(work, one, kSync).makespan, t2 = timeSchedule(work, two, kSync).makespan;
   EXPECT_LT(t2, 0.6 * t1);
 }
@@ -67,7 +67,8 @@ TEST(CoreScheduler, SplitsABigTaskAndKeepsATinyOneWhole) {
   // A conv reading much: split by rows every core reads all the weights (more bytes in total than
   // whole), split by output channels every core reads the input once (fewer bytes per part).
   TaskWork big = npuTask(30000, 20000);
-  big.splits = {{CoreSplit::Rows, 3, {10000, 15000, 100}}, {CoreSplit::OutputChannels, 3, {10000, 9000, 100}}};
+  big.splits = {{CoreSplit::Rows, 3, {10000, 15000, 100}},
+                {CoreSplit::OutputChannels, 3, {10000, 9000, 100}}};
   TaskWork tiny = npuTask(300, 200, {0});
   tiny.splits = {{CoreSplit::OutputChannels, 3, {100, 150, 100}}};  // saves less than the sync costs
   const std::vector<TaskWork> work = {big, tiny};
@@ -155,7 +156,8 @@ TEST(CoreScheduler, CompiledProgramSchedulesRoundTripAndNeverSlowDown) {
   double sum = 0;
   for (const perf::PerfRow& row : one.rows) sum += row.time_us;
   EXPECT_NEAR(one.summary.total_time_us, sum, 1e-6 * sum);
-  // Three cores: the first big conv is split (or its branch runs beside the other), the tiny conv stays whole.
+  // Three cores: the first big conv is split (or its branch runs beside the other), the tiny conv stays
+  // whole.
   const perf::PerfReport three = compiledPerf(m, nullptr, 3);
   EXPECT_LT(three.summary.total_time_us, 0.8 * one.summary.total_time_us);
   EXPECT_EQ(three.rows.back().split, "whole");
@@ -208,7 +210,7 @@ TEST(CoreScheduler, ArenaReuseWaitsForEveryEarlierUserOfTheBytes) {
   for (const auto& h : hazards) pairs += h.size();
   ASSERT_GT(pairs, 0u) << "the plan reuses no bytes: the test would prove nothing";
   const perf::PerfReport r = compiledPerf(m, nullptr, 3);
-  EXPECT_NE(r.rows[2].cores, r.rows[1].cores);  // the branches do run side by side
+  EXPECT_NE(r.rows[2].cores, r.rows[1].cores);           // the branches do run side by side
   std::vector<int> row_of(m.program->tasks.size(), -1);  // Converts have no row
   int row = 0;
   for (const lower::Task& t : m.program->tasks)

@@ -208,7 +208,9 @@ def _config_section() -> str:
         ("single_core_mode", "True or False"),
         ("remove_weight, compress_weight, model_pruning, remove_reshape, sparse_infer, enable_flash_attention, "
          "quantize_weight", "True or False (accepted for RKNN scripts; no effect)"),
-        ("quantized_hybrid_level, inputs_yuv_fmt, dynamic_input", "not checked (accepted for RKNN scripts; no effect)"),
+        ("dynamic_input", "a list of input-shape sets, each one full shape per input (`[[[1, 3, 224, 224]], "
+         "[[1, 3, 320, 320]]]`): `build` makes one program per set in one blob (see `build`)"),
+        ("quantized_hybrid_level, inputs_yuv_fmt", "not checked (accepted for RKNN scripts; no effect)"),
     ]
     lines = [
         "## `config()` keys",

@@ -18,6 +18,7 @@
 #include "compile/compiled_model_io.h"
 #include "compile/compiled_reports.h"
 #include "compile/options_codec.h"
+#include "compile/shape_variants.h"
 #include "opset/custom_ops.h"
 #include "runtime/program_runtime_loader.h"
 
@@ -30,7 +31,32 @@ class PyCompiledModel {
  public:
   PyCompiledModel(CompiledModel model, std::shared_ptr<const QuantizedExecutor> sim)
       : model_(std::make_shared<const CompiledModel>(std::move(model))), sim_(std::move(sim)) {}
+  PyCompiledModel(std::shared_ptr<const CompiledModel> model, std::shared_ptr<const QuantizedExecutor> sim)
+      : model_(std::move(model)), sim_(std::move(sim)) {}
   const CompiledModel& get() const { return *model_; }
+
+  // config(dynamic_input): this model (set 0) with `variants` as its other shape sets; each keeps
+  // the simulator it was compiled from.
+  PyCompiledModel withShapeVariants(const std::vector<PyCompiledModel>& variants) const {
+    CompiledModel m = *model_;
+    m.shape_variants.clear();
+    std::vector<std::shared_ptr<const QuantizedExecutor>> sims;
+    for (const PyCompiledModel& v : variants) {
+      m.shape_variants.push_back(v.get());
+      sims.push_back(v.sim_);
+    }
+    PyCompiledModel out(std::move(m), sim_);
+    out.variant_sims_ = std::move(sims);
+    return out;
+  }
+  // The other shape sets, sharing this object's memory.
+  std::vector<PyCompiledModel> shapeVariants() const {
+    std::vector<PyCompiledModel> out;
+    for (size_t i = 0; i < model_->shape_variants.size(); ++i)
+      out.emplace_back(std::shared_ptr<const CompiledModel>(model_, &model_->shape_variants[i]),
+                       i < variant_sims_.size() ? variant_sims_[i] : nullptr);
+    return out;
+  }
 
   // The model on the NPU simulator (INT8 with the plan, else FP16); a loaded blob's program runs it.
   PyQuantizedModel simulator() {
@@ -51,7 +77,24 @@ class PyCompiledModel {
  private:
   std::shared_ptr<const CompiledModel> model_;
   std::shared_ptr<const QuantizedExecutor> sim_;
+  std::vector<std::shared_ptr<const QuantizedExecutor>> variant_sims_;
 };
+
+py::dict reuseDict(const ShapeVariantReuse& r) {
+  py::dict d;
+  d["sets"] = r.sets;
+  d["packed_weight_bytes_stored"] = r.packed_weight_bytes_stored;
+  d["packed_weight_bytes_per_program"] = r.packed_weight_bytes_per_program;
+  d["programs_sharing_packed_weights"] = r.programs_sharing_packed_weights;
+  d["weight_bytes_stored"] = r.weight_bytes_stored;
+  d["weight_bytes_per_program"] = r.weight_bytes_per_program;
+  d["variant_payload_bytes"] = r.variant_payload_bytes;
+  d["variant_referenced_bytes"] = r.variant_referenced_bytes;
+  d["shpv_bytes"] = r.shpv_bytes;
+  d["pipelines"] = r.pipelines;
+  d["pipelines_shared"] = r.pipelines_shared;
+  return d;
+}
 
 template <typename E>
 E enumFromName(const std::string& key, const std::string& name,
@@ -208,6 +251,23 @@ void bindCompile(py::module_& m) {
             return out;
           },
           "Labels of the nodes the placement runs on the CPU.")
+      .def("with_shape_variants", &PyCompiledModel::withShapeVariants, py::arg("variants"),
+           "config(dynamic_input): this compiled model (set 0) with `variants` (CompiledModels of the "
+           "same model, SoC and options at the other input-shape sets) as its shape variants.")
+      .def_property_readonly("shape_variants", &PyCompiledModel::shapeVariants,
+                             "The other input-shape sets' compiled models (empty without dynamic_input).")
+      .def(
+          "shape_variant_reuse",
+          [](const PyCompiledModel& c) {
+            ShapeVariantReuse r;
+            {
+              py::gil_scoped_release release;
+              r = shapeVariantReuse(c.get());
+            }
+            return reuseDict(r);
+          },
+          "What the shape sets share in the blob: weight / packed-weight bytes stored vs per program, "
+          "SHPV bytes, pipelines shared (measured from the bytes the blob holds).")
       .def("simulator", &PyCompiledModel::simulator,
            "The model on the NPU simulator (QuantizedModel); a loaded blob's program runs it.")
       .def(

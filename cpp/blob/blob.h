@@ -95,6 +95,9 @@ struct LoadedBlob {
   uint64_t file_bytes = 0;                     // the whole blob
   std::map<uint32_t, uint64_t> section_bytes;  // payload size of every section, by kind
   std::vector<SectionEntry> sections;          // the section table, in file order
+  // GRAPH and WEIGHTS payloads, kept only when the blob has a SHPV section (whose variants
+  // reference their bytes; compile/shape_variants_codec.h).
+  std::map<uint32_t, std::string> base_payloads;
 };
 
 // Serializes `graph` (which must verify()) into blob bytes.
@@ -112,6 +115,13 @@ LoadedBlob readBlobBytes(const std::string& bytes,
 // before anything else; only then is the file memory-mapped (read-only, private) and checksummed
 // from the mapping, so a huge file that is not a blob costs one 128-byte read.
 LoadedBlob loadBlob(const std::string& path, const std::optional<std::string>& expected_soc = std::nullopt);
+
+// Every section of blob bytes this process wrote, in file order (nothing is verified).
+std::vector<ExtraSection> writtenSections(const std::string& written_bytes);
+// A blob file of exactly `sections` (file order, META/GRAPH/WEIGHTS/SDIG included, payloads as
+// given): header, table, alignment and checksum as writeBlobBytes makes them. Used to rebuild a
+// shape variant's blob from its SHPV record, which readBlobBytes then verifies like any file.
+std::string assembleBlobSections(const std::vector<ExtraSection>& sections);
 
 // Payload size of every section of blob bytes this process wrote (the section table only; nothing is
 // verified, so not for files from outside).

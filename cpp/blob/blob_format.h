@@ -89,6 +89,10 @@ constexpr uint32_t kSectionCpuOps = fourcc("CPUO");
 // Packed NPU weights (lower/lowered_program.h). Since 2.0 also where the GRAPH's NpuPacked
 // constants are stored, so the container checks their extents against it.
 constexpr uint32_t kSectionNpuWeights = fourcc("NWGT");
+// config(dynamic_input): the other input-shape sets' compiled models, each a blob whose section
+// payloads are stored as references into this blob's sections where bytes are equal (weights once;
+// compile/shape_variants_codec.h). Required: a reader that skipped it would run one shape only.
+constexpr uint32_t kSectionShapeVariants = fourcc("SHPV");
 
 // ---- GRAPH section encodings
 // Value flags.

@@ -224,7 +224,7 @@ bool isReserved(uint32_t kind) {
 // sections that hold NpuPacked constants.
 bool isDecodedByCompileLayer(uint32_t kind) {
   return kind == kSectionQuant || kind == kSectionTasks || kind == kSectionPipelines ||
-         kind == kSectionCpuOps || kind == kSectionNpuWeights;
+         kind == kSectionCpuOps || kind == kSectionNpuWeights || kind == kSectionShapeVariants;
 }
 
 // Everything after the header fields (checkHeaderFields, already run on the first bytes).
@@ -258,6 +258,10 @@ LoadedBlob decodeBlob(const BlobBytes& buf, BlobMeta meta, const std::optional<s
   const Section& meta_section = requireSection(sections, kSectionMeta, origin);
   const Section& graph = requireSection(sections, kSectionGraph, origin);
   const Section& weights = requireSection(sections, kSectionWeights, origin);
+  // Shape variants (SHPV) store their bytes as references into these sections too.
+  if (out.section_bytes.count(kSectionShapeVariants))
+    for (const Section* s : {&graph, &weights})
+      out.base_payloads[s->kind] = std::string(reinterpret_cast<const char*>(f + s->offset), s->size);
   try {
     readMeta(f, meta_section, out.meta);
     if (expected_soc) {
@@ -297,6 +301,15 @@ struct FdCloser {
 };
 
 }  // namespace
+
+std::vector<ExtraSection> writtenSections(const std::string& written_bytes) {
+  std::vector<ExtraSection> out;
+  const auto* f = reinterpret_cast<const uint8_t*>(written_bytes.data());
+  for (const Section& s : readSectionTable(f, written_bytes.size(), "<written blob>"))
+    out.push_back({s.kind, (s.flags & kSectionRequired) != 0,
+                   std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});
+  return out;
+}
 
 std::map<uint32_t, uint64_t> sectionSizes(const std::string& written_bytes) {
   std::map<uint32_t, uint64_t> out;

@@ -184,6 +184,12 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options) 
   return assemble(sections);
 }
 
+std::string assembleBlobSections(const std::vector<ExtraSection>& sections) {
+  std::vector<PendingSection> pending;
+  for (const ExtraSection& s : sections) pending.push_back({s.kind, s.required, s.bytes});
+  return assemble(pending);
+}
+
 void writeBlob(const Graph& graph, const std::string& path, const BlobWriteOptions& options) {
   const std::string bytes = writeBlobBytes(graph, options);
   const std::string failure = writeFileAtomically(path, bytes);

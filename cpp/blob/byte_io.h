@@ -61,6 +61,8 @@ class ByteReader {
   // remaining bytes cannot possibly hold that many, before anything is allocated.
   uint32_t count(const char* what, size_t min_elem_bytes);
 
+  // The next `n` bytes, consumed (BlobError when fewer remain).
+  const uint8_t* bytes(size_t n, const char* what) { return need(n, what); }
   size_t position() const { return pos_; }
   uint64_t absolute() const { return base_ + pos_; }
   size_t remaining() const { return size_ - pos_; }

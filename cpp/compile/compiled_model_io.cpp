@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "compile/options_codec.h"
 #include "compile/packed_constants.h"
+#include "compile/shape_variants.h"
 #include "lower/lower.h"
 #include "lower/program_codec.h"
 #include "memory/memory_plan_codec.h"
@@ -39,6 +40,7 @@ blob::BlobWriteOptions writeOptions(const CompiledModel& m) {
   if (!m.core_schedules.empty())  // optional: a reader without it schedules afresh
     opts.extra_sections.push_back(
         {sched::kSectionCoreSchedules, false, sched::encodeCoreSchedules(m.core_schedules)});
+  addShapeVariantsSection(m, opts);  // last: it references the sections above
   return opts;
 }
 
@@ -175,6 +177,7 @@ static CompiledModel fromLoadedBlob(blob::LoadedBlob b, const std::string& origi
   o.packed_weight_section_bytes = size_of(lower::kSectionNpuWeights);
   m.origin = std::move(o);
   m.graph = std::shared_ptr<const Graph>(std::move(b.graph));
+  m.shape_variants = loadShapeVariants(b, m, origin, m.graph->custom_ops);  // config(dynamic_input)
   return m;
 }
 

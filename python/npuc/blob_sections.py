@@ -17,6 +17,7 @@ SECTION_CONTENTS: Dict[str, str] = {
     "NWGT": "packed NPU weights (int8 or fp16, NC1HWC2): the only copy of the MAC weights",
     "MPLN": "activation memory plan",
     "CSCH": "multi-core schedule: the cores and split of every task, per usable core count",
+    "SHPV": "config(dynamic_input): the other input-shape sets' programs, bytes equal to set 0's as references",
     "SDIG": "digest of every other section",
 }
 

@@ -140,6 +140,12 @@ def _print_blob_header(path: str):
               f"{program['converts']} converts), {program['pipelines']} unique pipelines (reuse rate "
               f"{program['reuse_rate']:.2f}), {program['total_tiles']} tiles, "
               f"{program['packed_weight_bytes']} bytes of packed NPU weights")
+    if compiled.shape_variants:  # config(dynamic_input): set 0 is the model below, the others in SHPV
+        sets = [compiled] + list(compiled.shape_variants)
+        print(f"shape sets (dynamic_input): {len(sets)}")
+        for k, c in enumerate(sets):
+            print(f"  set {k}: " + ", ".join(_fmt_io(d) for d in c.model.inputs) + " -> "
+                  + ", ".join(_fmt_io(d) for d in c.model.outputs))
     print("sections:")  # with their sizes: where a blob's bytes go (issue #23)
     file_bytes = os.path.getsize(path)
     for line in format_section_rows(section_rows(meta["sections"], file_bytes, meta["format_version"]), file_bytes):

@@ -106,6 +106,10 @@ def _print_summary(summary: Dict[str, Any]) -> None:
         n = summary["batch"]
         print(f"predicted:  {s['total_time_us']:.1f} us per batch of {n} = {s['fps'] * n:.1f} images/s on {s['soc']} "
               f"({s['dtype']}{cores})")
+    elif getattr(perf, "shape_sets", None):  # config(dynamic_input): one line per set
+        for k, (shapes, r) in enumerate(perf.shape_sets):
+            print(f"predicted:  set {k} {shapes}: {r.summary['total_time_us']:.1f} us/frame = {r.summary['fps']:.1f} "
+                  f"FPS on {s['soc']} ({s['dtype']}{cores})")
     else:
         print(f"predicted:  {s['total_time_us']:.1f} us/frame = {s['fps']:.1f} FPS on {s['soc']} ({s['dtype']}{cores})")
     print(f"blob:       {summary['blob']} ({summary['blob_bytes']} bytes)")
@@ -139,6 +143,8 @@ def _job_from_flags(args: argparse.Namespace) -> ConvertJob:
         config["op_target"] = _parse_op_target(args.op_target)
     if args.optimization_level is not None:
         config["optimization_level"] = args.optimization_level
+    if args.dynamic_input:
+        config["dynamic_input"] = args.dynamic_input
     if args.single_core:
         config["single_core_mode"] = True
     if args.quantize and not args.dataset:
@@ -368,6 +374,12 @@ def cmd_perf(args: argparse.Namespace) -> int:
         report = eval_perf(model, soc, dtype=dtype, optimize=optimize, single_core_mode=single, cores=cores)
     report.inputs = inputs
     print(fit_width(str(report), None if args.wide else terminal_width()))
+    if own_blob and compiled.shape_variants:  # config(dynamic_input): every other set's program too
+        from npuc.dynamic_input import describe
+
+        for k, v in enumerate(compiled.shape_variants, start=1):
+            print(f"\n==== dynamic_input set {k}: inputs {describe([i['shape'] for i in v.model.inputs])} ====")
+            print(fit_width(str(PerfReport(v.eval_perf("", cores))), None if args.wide else terminal_width()))
     if args.csv:
         report.to_csv(args.csv)
     if args.json:
@@ -426,6 +438,10 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
                    help="batch the blob takes (RKNN's rknn_batch_size, 1..32; ONNX models only)")
     add_core_args(p, "the predicted FPS is for those cores (the blob holds the schedule for every core count)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the build reports too")
+    p.add_argument("--dynamic-input", type=_shape_set, action="append", default=[], metavar="SHAPESET",
+                   help="one input-shape set the blob takes (config dynamic_input): a full shape per input, "
+                        "inputs separated by ';' (e.g. 1,3,224,224 or '1,3,48,320;1,10'); repeat per set, the "
+                        "first set is the one calibration uses (ONNX models only)")
     p.add_argument("--input-size", type=_shape, action="append", default=[], metavar="SHAPE",
                    help="full shape of one input (e.g. 1,3,224,224); repeat per input")
     p.add_argument("--input-name", action="append", default=[], metavar="NAME",
@@ -456,6 +472,15 @@ def add_commands(sub: Any, add_model_args: Any) -> None:
 
     p = sub.add_parser("socs", help="list the SoC profiles", description="Lists every SoC profile npuc knows.")
     p.set_defaults(func=cmd_socs)
+
+
+def _shape_set(text: str) -> List[List[int]]:
+    """``--dynamic-input``: one shape per input, separated by ``;`` (``1,3,48,320;1,10``)."""
+    parts = text.split(";")
+    if not all(p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(f"invalid shape set {shown(text)}: expected one shape per input separated "
+                                         f"by ';', like 1,3,224,224 or 1,3,48,320;1,10")
+    return [parse_shape(p) for p in parts]
 
 
 def add_core_args(p: argparse.ArgumentParser, what: str) -> None:

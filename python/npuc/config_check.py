@@ -166,7 +166,7 @@ def _non_negative_int(key: str, value: Any) -> None:
 
 
 def _dynamic_input(key: str, value: Any) -> None:
-    """RKNN's ``[[shape per input], ...]`` per input-shape set (accepted, not acted on)."""
+    """RKNN's ``[[shape per input], ...]`` per input-shape set (each checked against the model at build)."""
     from npuc.shapes import check_shape
 
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):

@@ -25,7 +25,7 @@ import numpy as np
 
 from npuc import _npuc
 from npuc._npuc import Model, Runtime, optimize
-from npuc import arg_check, batch as batching, core_mask, qdq_import
+from npuc import arg_check, batch as batching, core_mask, dynamic_input, qdq_import
 from npuc.config_check import (
     check_config_values,
     check_op_target_names,
@@ -178,6 +178,9 @@ class Toolkit(RknnOnlyCalls):
         self.built_batch = 1
         # What build() passed to optimize(), so _specialized() optimizes another shape the same way.
         self._optimize_args: Optional[Dict[str, Any]] = None
+        # config(dynamic_input): (set 0's model, [(shapes, model, simulator) per set]) after a build
+        # or load_blob with several sets; stale once self._model is another (npuc.dynamic_input).
+        self._shape_sets: Optional[Tuple[Any, List[Tuple[List[Shape], Any, Any]]]] = None
 
     # ------------------------------------------------------------------ context manager
 
@@ -320,6 +323,9 @@ class Toolkit(RknnOnlyCalls):
         qdq_strict = arg_check.flag("load_onnx", "qdq_strict", qdq_strict)
         names = arg_check.names("load_onnx", "inputs", inputs) or []
         sizes = [] if input_size_list is None else check_shapes(input_size_list, "load_onnx(input_size_list)")
+        if input_size_list is None and self._config.get("dynamic_input"):
+            # RKNN's dynamic_input needs no input_size_list: the model loads at set 0 (build re-imports each set).
+            sizes = check_shapes(self._config["dynamic_input"][0], "config(dynamic_input)[0]")
         outs = arg_check.names("load_onnx", "outputs", outputs) or []
         if isinstance(model, (bytes, bytearray)):
             job = self._new_job([])
@@ -544,12 +550,24 @@ class Toolkit(RknnOnlyCalls):
                 max absolute and relative error per output, and fail if beyond tolerance.
             dump_dir: write ``check<N>_<stage>.onnx`` after each optimizer stage into this folder.
 
+        With ``config(dynamic_input=[set 0, set 1, ...])`` (each set one full shape per input, RKNN's
+        form) the model is re-imported, optimized and calibrated at set 0 (dataset images are resized
+        to it; in-memory samples must have its shapes), then every other set is made with set 0's
+        quantization plan (``_specialized``: the same integer weights), so each set's output equals
+        a build at that shape with that plan, bit for bit. One blob holds every set, the weights
+        stored once (its SHPV section); ``inference`` runs the set the arrays' shapes match; a line
+        reports what the sets share (packed weights, pipelines). Needs ``load_onnx`` /
+        ``load_pytorch`` and no ``rknn_batch_size`` above 1 (give the batch in each set's dim 0).
+
         Returns:
             0 on success.
 
         Raises:
             NpucError: no model loaded; VerificationError when ``verify`` finds a mismatch.
-            ConfigError: an invalid option (unknown pass name, bad optimization level, ...).
+            ConfigError: an invalid option (unknown pass name, bad optimization level, ...), or a
+                dynamic_input set with the wrong number of shapes or a wrong rank (named by set and input).
+            NotSupportedError: dynamic_input with a fixed-shape loader, with rknn_batch_size above 1,
+                or a set whose optimized graph set 0's quantization plan does not cover (named).
         """
         require("build", self._stage)
         do_quantization = arg_check.flag("build", "do_quantization", do_quantization)
@@ -557,9 +575,12 @@ class Toolkit(RknnOnlyCalls):
         verify = arg_check.flag("build", "verify", verify)
         dump_dir = arg_check.optional_path("build", "dump_dir", dump_dir)
         _check_dataset("build", dataset)
-        self._refuse_dynamic_input("build")
         loaded = self._float_model or self._model
-        batch = batching.resolve("build", rknn_batch_size, loaded.inputs, self._input_batch())
+        # config(dynamic_input): set 0 is built as usual (re-imported at its shapes), the others
+        # from it with its quantization plan (npuc.dynamic_input).
+        sets = dynamic_input.resolve("build", self._config.get("dynamic_input"), loaded.inputs, self._reload,
+                                     rknn_batch_size)
+        batch = 1 if sets else batching.resolve("build", rknn_batch_size, loaded.inputs, self._input_batch())
         batching.require_reloadable("build", self._reload, batch)
         self._preprocessor.check_model(loaded.inputs)
         level = self._config.get("optimization_level")
@@ -574,6 +595,11 @@ class Toolkit(RknnOnlyCalls):
         # A batch build is planned on the model at batch 1 (calibration statistics per image), then
         # re-made at batch N with that plan (npuc.batch).
         source = self._reload(batching.shapes_at(loaded.inputs, 1)) if batch > 1 else loaded
+        if sets:
+            source = self._reload(sets[0])
+            self._emit(f"dynamic_input: {len(sets)} shape set(s); optimizing and "
+                       + ("calibrating" if do_quantization else "building") + f" at set 0 {dynamic_input.describe(sets[0])}"
+                       + (" (dataset images are resized to it)" if do_quantization else ""))
         # A quantized TFLite file carries its scales: building it "without quantization" keeps them
         # (RKNN's rule for pre-quantized models) and makes an INT8 program with no calibration.
         from_file = not do_quantization and bool(source.imported_ranges)
@@ -607,7 +633,26 @@ class Toolkit(RknnOnlyCalls):
         if batch > 1:
             self._rebatch(batch)
         self.built_batch = batch
+        self._shape_sets = None
+        if len(sets) > 1:
+            self._build_shape_sets(sets)
         return 0
+
+    def _build_shape_sets(self, sets: List[List[Shape]]) -> None:
+        """Sets 1.. of config(dynamic_input) from the set-0 build just made, and the reuse report."""
+        others = dynamic_input.specialize_all(sets, self._specialized)
+        self._shape_sets = (self._model, [(sets[0], self._model, self._simulator())]
+                            + [(shapes, model, sim) for shapes, (model, sim) in zip(sets[1:], others)])
+        if self._config.get("target_platform"):  # compiled now (export_blob reuses it): what the sets share
+            self._emit(dynamic_input.reuse_text(self._compiled("build").shape_variant_reuse()))
+        else:
+            self._emit(f"dynamic_input: {len(sets)} shape sets built: "
+                       + "; ".join(dynamic_input.describe(s) for s in sets))
+
+    def _current_shape_sets(self) -> List[Tuple[List[Shape], Any, Any]]:
+        """[(shapes, model, simulator)] per config(dynamic_input) set of the current model ([]: one shape)."""
+        held = self._shape_sets
+        return held[1] if held is not None and held[0] is self._model else []
 
     def _input_batch(self) -> int:
         """The batch input_size_list loaded the model at (1 for a fixed-shape loader)."""
@@ -735,6 +780,9 @@ class Toolkit(RknnOnlyCalls):
         require("hybrid_quantization_step1", self._stage)
         _check_dataset("hybrid_quantization_step1", dataset)
         arg_check.one_of("hybrid_quantization_step1", "rknn_batch_size", rknn_batch_size, (None, 1))
+        if self._config.get("dynamic_input"):
+            raise NotSupportedError("hybrid_quantization_step1: config(dynamic_input) is not supported with hybrid "
+                                    "quantization (its config is for one graph); drop dynamic_input")
         if self._input_batch() > 1:
             raise NotSupportedError("hybrid_quantization_step1: the model was loaded at batch "
                                     f"{self._input_batch()}; hybrid "
@@ -938,6 +986,11 @@ class Toolkit(RknnOnlyCalls):
         # quantized build, the NPU's FP16 for a float one.
         self._quantized = (model, compiled.simulator())
         self._compiled_model = (model, compiled, True)
+        self._shape_sets = None
+        if compiled.shape_variants:  # config(dynamic_input): each set's program from SHPV
+            self._shape_sets = (model, [([list(i["shape"]) for i in c.model.inputs], c.model, sim) for c, sim in
+                                        [(compiled, self._quantized[1])]
+                                        + [(v, v.simulator()) for v in compiled.shape_variants]])
         if not self._config.get("target_platform"):
             self._config["target_platform"] = compiled.soc
         # The partition the blob was compiled for, unless config() set its own.
@@ -1010,6 +1063,11 @@ class Toolkit(RknnOnlyCalls):
         quantized = None if self._built_float else self._simulator()
         source = quantized if quantized is not None and quantized.mode == "int8" else self._model
         compiled = compile_model(source, soc, options)
+        sets = self._current_shape_sets()
+        if len(sets) > 1:  # config(dynamic_input): every other set compiled alike, kept as shape_variants
+            compiled = compiled.with_shape_variants(
+                [compile_model(sim if sim is not None and not self._built_float and sim.mode == "int8" else model,
+                               soc, options) for _, model, sim in sets[1:]])
         self._compiled_model = (self._model, compiled, False)
         return compiled
 
@@ -1097,6 +1155,9 @@ class Toolkit(RknnOnlyCalls):
             inputs_pass_through: per input, 1 to feed the array exactly as given (no layout
                 change, no mean/std), 0 (the default) to preprocess it.
 
+        A ``config(dynamic_input)`` build or blob runs the first shape set whose shapes the arrays
+        have under the layout rules above (checked against every set); none: InputError listing them.
+
         Returns:
             The model's outputs as numpy arrays, in order.
 
@@ -1114,6 +1175,21 @@ class Toolkit(RknnOnlyCalls):
         arrays = _as_input_list(inputs, len(expected))
         formats = _per_input("data_format", data_format, len(arrays), "auto", DATA_FORMATS)
         passes = _per_input("inputs_pass_through", inputs_pass_through, len(arrays), 0, (0, 1))
+        sets = self._current_shape_sets()
+        if sets:  # config(dynamic_input): the first set whose shapes the arrays have (after layout handling)
+            k = dynamic_input.pick([(shapes, sim) for shapes, _, sim in sets],
+                                   lambda rt: all(_layout_fits(x, f, info, p) for x, f, info, p in
+                                                  zip(arrays, formats, rt.inputs, passes)),
+                                   [list(np.shape(x)) for x in arrays])
+            runtime = sets[k][2]
+            feeds = self._feeds(arrays, runtime.inputs, formats, passes)
+        else:
+            feeds = self._feeds(arrays, expected, formats, passes)
+        return runtime.run(feeds, max_run_bytes=self._max_run_bytes)
+
+    def _feeds(self, arrays: List[Any], expected: Sequence[Dict[str, Any]], formats: List[str],
+               passes: List[int]) -> List[Any]:
+        """The arrays as the model's inputs `expected` take them (layout, mean/std, dtype)."""
         feeds = []
         for i, (x, info) in enumerate(zip(arrays, expected)):
             where = f"inference input {i}"
@@ -1122,7 +1198,7 @@ class Toolkit(RknnOnlyCalls):
                 continue
             x = _to_nchw(x, formats[i], info, where)
             feeds.append(coerce_input(x, info, where, partial(self._preprocessor.apply, i, info=info)))
-        return runtime.run(feeds, max_run_bytes=self._max_run_bytes)
+        return feeds
 
     def eval_perf(
         self,
@@ -1150,7 +1226,9 @@ class Toolkit(RknnOnlyCalls):
 
         Returns:
             A :class:`npuc.perf.PerfReport` (``.rows``, ``.summary``, ``to_csv()``, ``to_json()``,
-            ``plot()``).
+            ``plot()``). For a ``config(dynamic_input)`` build it is set 0's, and
+            ``.shape_sets`` lists ``(input shapes, PerfReport)`` for every set (printed each under a
+            heading); otherwise ``.shape_sets`` is empty.
 
         Raises:
             NpucError: no model loaded. ConfigError: no target_platform configured.
@@ -1173,18 +1251,28 @@ class Toolkit(RknnOnlyCalls):
         mask = getattr(self, "_runtime_mask", None)
         runtime = None if mask is None else (self._cores_for_mask(mask), core_mask.core_mask_name(mask))
         cores = runtime[0] if runtime else 0
+        per_set: List[Tuple[List[Shape], Any]] = []
         if self._stage != Stage.LOADED:  # built or loaded: cost the compiled program's own tasks
-            report = PerfReport(self._compiled("eval_perf").eval_perf(cache, cores), self._inputs)
+            compiled = self._compiled("eval_perf")
+            report = PerfReport(compiled.eval_perf(cache, cores), self._inputs)
+            if compiled.shape_variants:  # config(dynamic_input): each set's program, set 0 first
+                per_set = [(_input_shapes(compiled), report)] + [
+                    (_input_shapes(v), PerfReport(v.eval_perf(cache, cores), self._inputs))
+                    for v in compiled.shape_variants]
         else:  # only loaded: what a default build would compile to
             report = eval_perf(self._model, soc, op_target=self._config.get("op_target"),
                                single_core_mode=bool(self._config.get("single_core_mode")), dtype="int8",
                                optimize=True, tuning_cache=tuning_cache, cores=cores)
             report.inputs = self._inputs
+        #: config(dynamic_input): [(input shapes, PerfReport)] per shape set (set 0 is the report itself); else [].
+        report.shape_sets = per_set
         report.core_choice = (f"init_runtime(core_mask={runtime[1]}): {runtime[0]} core(s)" if runtime else
                               "before init_runtime: " + ("one core (single_core_mode)" if report.summary["cores"] == 1
                                                          else "all the SoC's cores"))
+        for _, set_report in per_set:
+            set_report.core_choice = report.core_choice
         if is_print:
-            self._emit(str(report))
+            self._emit(dynamic_input.per_set_text("eval_perf", per_set) if per_set else str(report))
         if plot_path is not None:
             report.plot(plot_path)
             if int(report.summary["cores"]) > 1:  # the per-core timeline beside it
@@ -1210,7 +1298,12 @@ class Toolkit(RknnOnlyCalls):
             is_print: print the report.
 
         Returns:
-            A :class:`npuc.memory.MemoryReport` (a dict; ``str()`` is the printed text).
+            A :class:`npuc.memory.MemoryReport` (a dict; ``str()`` is the printed text). For a
+            ``config(dynamic_input)`` build it is set 0's, ``.shape_sets`` lists ``(input shapes,
+            MemoryReport)`` per set, ``["runtime_arena_bytes"]`` is the largest set's arena (one
+            program runs at a time, so that is what the runtime needs) and
+            ``["shape_variant_reuse"]`` what the sets share in the blob; otherwise ``.shape_sets``
+            is empty.
 
         Raises:
             NpucError: nothing built or loaded. ConfigError: no target_platform configured.
@@ -1218,9 +1311,25 @@ class Toolkit(RknnOnlyCalls):
         from npuc.memory import MemoryReport
 
         is_print = arg_check.flag("eval_memory", "is_print", is_print)
-        report = MemoryReport(self._compiled("eval_memory").eval_memory())
+        compiled = self._compiled("eval_memory")
+        report = MemoryReport(compiled.eval_memory())
+        #: config(dynamic_input): [(input shapes, MemoryReport)] per shape set (set 0 is the report itself); else [].
+        report.shape_sets = []
+        if compiled.shape_variants:
+            report.shape_sets = [(_input_shapes(compiled), report)] + [
+                (_input_shapes(v), MemoryReport(v.eval_memory())) for v in compiled.shape_variants]
+            # One program runs at a time, so the runtime needs the largest set's arena.
+            report["runtime_arena_bytes"] = max(int(r["arena_bytes"]) for _, r in report.shape_sets)
+            # Weights and the rest of the blob once (set 0's report counts the whole dynamic blob), the
+            # largest set's arena and I/O buffers.
+            report["runtime_total_bytes"] = (int(report["weight_bytes"]) + int(report["other_bytes"])
+                                             + report["runtime_arena_bytes"]
+                                             + max(int(r["io_bytes"]) for _, r in report.shape_sets))
+            report["shape_variant_reuse"] = dict(compiled.shape_variant_reuse())
         if is_print:
-            self._emit(str(report))
+            self._emit(dynamic_input.per_set_text("eval_memory", [(s, str(r)) for s, r in report.shape_sets])
+                       + "\n\n" + dynamic_input.memory_summary(report.shape_sets, report["shape_variant_reuse"])
+                       if report.shape_sets else str(report))
         return report
 
     def release(self) -> None:
@@ -1343,17 +1452,6 @@ class Toolkit(RknnOnlyCalls):
                                   "do not depend on it%s", key, shown(value),
                                   "")
 
-    def _refuse_dynamic_input(self, call: str) -> None:
-        """config(dynamic_input=...) with more than one shape set needs a program per set, which
-        npuc does not build yet: refused rather than building one shape and ignoring the rest."""
-        sets = self._config.get("dynamic_input")
-        if sets:
-            raise NotSupportedError(
-                f"{call}: config(dynamic_input=...) lists {len(sets)} input-shape set(s); npuc builds one input "
-                f"shape per model (not several yet): build once per shape, fixing it with "
-                f"load_onnx(..., input_size_list=[...]), and drop dynamic_input"
-            )
-
     def _emit(self, text: str) -> None:
         """Prints a report block (RKNN prints its build reports too) and logs it to the
         verbose_file; not through the verbose stderr log, which would show it twice."""
@@ -1453,6 +1551,23 @@ def _refuse_raw_images_in_memory(call: str, dataset: Any, preprocessor: InputPre
                     f"samples are used as the model's input as they are (no mean_values/std_values), so this raw "
                     f"image would calibrate wrongly. List the image files in a dataset.txt (normalized as inference "
                     f"inputs are), or pass float32 arrays already normalized")
+
+
+def _layout_fits(x: Any, data_format: str, info: Dict[str, Any], passthrough: int) -> bool:
+    """Whether `x` has a shape input `info` takes under inference's layout rules (_to_nchw): what
+    config(dynamic_input) compares with each set before any preprocessing."""
+    shape, target = tuple(np.shape(x)), tuple(int(d) for d in info["shape"])
+    if passthrough or len(target) != 4 or data_format == "nchw":
+        return shape == target
+    if data_format == "auto":
+        return fitting_layout(shape, target) is not None
+    nhwc = shape if len(shape) == 4 else (1,) + shape if len(shape) == 3 else None
+    return nhwc is not None and (nhwc[0], nhwc[3], nhwc[1], nhwc[2]) == target
+
+
+def _input_shapes(compiled: Any) -> List[Shape]:
+    """A compiled model's input shapes (one config(dynamic_input) set)."""
+    return [list(i["shape"]) for i in compiled.model.inputs]
 
 
 def _io_summary(infos: Sequence[Dict[str, Any]]) -> str:

@@ -447,9 +447,9 @@ RUNS: Dict[str, Callable[[Path, str], None]] = {
 PENDING = {
     "tensorflow_ssd_mobilenet_v1": ("load_tensorflow", "TensorFlow (frozen .pb) models are not supported yet",
                                     "Load model failed!"),
-    # The Caffe model loads; these stop at what belongs to other issues (several input shapes,
-    # batch > 1 on a fixed-shape loader, a board as accuracy_analysis target).
-    "dynamic_shape": ("build", "npuc builds one input shape per model", "Build model failed!"),
+    # The Caffe model loads; these stop at what a fixed-shape loader cannot do (several input
+    # shapes and batch > 1 re-import the model) and at a board as accuracy_analysis target.
+    "dynamic_shape": ("build", "this model's loader (TFLite, Darknet, Caffe", "Build model failed!"),
     "multi_batch": ("build", "batch 4 needs a model loaded with load_onnx or load_pytorch", "Build model failed!"),
     "npu_device_test": ("accuracy_analysis", "only the host simulator (target=None) is supported",
                         "Accuracy analysis failed!"),

@@ -1,7 +1,7 @@
 """RKNN-Toolkit2 users' scripts (issue #23): the ``npuc.rknn.RKNN`` face with RKNN's return codes,
 the calls npuc has no counterpart for, and the Toolkit behaviours RKNN scripts rely on (a second
 ``config()``, NHWC images to ``inference``, ``accuracy_analysis(output_dir=None)``, settings that
-are accepted but not acted on, ``dynamic_input``)."""
+are accepted but not acted on)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import npuc
-from conftest import conv_relu_path  # noqa: F401  (fixture)
+from conftest import conv_relu_model, conv_relu_path  # noqa: F401  (fixture)
 from npuc.rknn import FAILURE_VALUES, RKNN
 
 TOOLKIT_METHODS = [name for name in dir(npuc.Toolkit) if not name.startswith("_") and callable(getattr(npuc.Toolkit, name))]
@@ -117,13 +117,25 @@ def test_a_setting_npuc_does_not_act_on_is_named(key: str, value: Any, capsys: p
     assert f"config({key}=" in capsys.readouterr().err
 
 
-def test_dynamic_input_is_refused_at_build_not_ignored(conv_relu_path: Path) -> None:  # noqa: F811
+def test_dynamic_input_builds_a_program_per_set(tmp_path: Path) -> None:
+    import onnx
+
+    model = conv_relu_model()  # its input made dynamic in H and W, as an exporter leaves it
+    for k in (2, 3):
+        model.graph.input[0].type.tensor_type.shape.dim[k].dim_param = "hw"[k - 2]
+    del model.graph.output[0].type.tensor_type.shape.dim[:]
+    path = tmp_path / "dyn.onnx"
+    onnx.save(model, str(path))
     rknn = RKNN()
     rknn.config(target_platform="rk3588", dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 16, 16]]])
-    assert rknn.load_onnx(model=str(conv_relu_path)) == 0
-    assert rknn.build(do_quantization=False) == -1
-    assert isinstance(rknn.last_error, npuc.NotSupportedError)
-    assert "2 input-shape set(s)" in str(rknn.last_error)
+    assert rknn.load_onnx(model=str(path)) == 0
+    assert rknn.build(do_quantization=False) == 0
+    assert rknn.init_runtime() == 0
+    for size in (8, 16):
+        assert rknn.inference(inputs=[np.zeros((1, 3, size, size), np.float32)])[0].shape == (1, 4, size, size)
+    assert rknn.inference(inputs=[np.zeros((1, 3, 12, 12), np.float32)]) is None
+    assert isinstance(rknn.last_error, npuc.InputError)
+    assert "set 1: [[1, 3, 16, 16]]" in str(rknn.last_error)
 
 
 @pytest.mark.parametrize("layout", ["nhwc", "hwc", "nchw", "chw"])

@@ -1,5 +1,6 @@
 """examples/functions/dynamic_shape/test.py: three input-shape sets of a Caffe MobileNetV2 (load_caffe
-loads it; build() returns -1: one input shape per model for now)."""
+loads it; build() returns -1: dynamic_input re-imports the model at each set, which the Caffe
+loader's fixed shapes cannot do; the same script with load_onnx builds)."""
 import numpy as np
 import cv2
 from npuc.rknn.api import RKNN

@@ -27,9 +27,11 @@ constexpr char kMagic[4] = {'N', 'P', 'U', 'B'};
 // packed for an NPU task is stored once, in NWGT (a GRAPH constant with layout tag NpuPacked, no
 // WGHT bytes), which a 1.x reader would misread (docs/blob_format.md); 2.1: issue #17's dtypes (QUNT
 // codec 3 with the plan's scheme and weight groups; int16 / int4 packed weights and tensors in TASK
-// and NWGT), which a 2.0 reader refuses by the QUNT version it names.
+// and NWGT), which a 2.0 reader refuses by the QUNT version it names; 2.2: issue #18's optional
+// CSCH (multi-core schedules) and, for config(dynamic_input), the required SHPV (the other shape
+// sets), which a 2.1 reader refuses as an unknown required section.
 constexpr uint16_t kFormatMajor = 2;
-constexpr uint16_t kFormatMinor = 1;
+constexpr uint16_t kFormatMinor = 2;
 // The oldest format this reader accepts: 1.2. Blobs before 1.2 carry no section digests, so a
 // section spliced in from another blob could not be told apart; they are refused, naming their
 // version. A 1.2 blob is a 2.0 blob without NPU-packed constants, so it still loads.

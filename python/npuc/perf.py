@@ -100,13 +100,7 @@ class PerfReport:
         self._plot_roofline(roof)
         fig.suptitle(f"npuc eval_perf: {self.summary['soc']} {self.summary['dtype']}, "
                      f"{self.summary['cores']} core(s), {self.summary['fps']:.1f} FPS")
-        fig.tight_layout()
-        try:
-            with atomic_output(path, PLOT_WHAT, self.inputs) as tmp:
-                fig.savefig(tmp, dpi=100, format=fmt)
-        finally:
-            plt.close(fig)
-        return Path(path)
+        return self._save(fig, path, fmt)
 
     def plot_timeline(self, path: Union[str, Path]) -> Path:
         """Writes the per-core timeline (PNG for ``.png``): a lane per NPU core and one for the host,
@@ -139,6 +133,13 @@ class PerfReport:
         s = self.summary
         ax.set_title(f"npuc eval_perf timeline: {s['soc']} {s['dtype']}, {cores} core(s), {s['fps']:.1f} FPS, "
                      f"sync {s.get('sync_time_us', 0):.0f} us, DDR contention {s.get('contention_time_us', 0):.0f} us")
+        return self._save(fig, path, fmt)
+
+    def _save(self, fig: Any, path: Union[str, Path], fmt: str) -> Path:
+        """Lays out and writes `fig` to `path` in `fmt` (atomically: a failure leaves no partial
+        file), then closes it."""
+        import matplotlib.pyplot as plt
+
         fig.tight_layout()
         try:
             with atomic_output(path, PLOT_WHAT, self.inputs) as tmp:

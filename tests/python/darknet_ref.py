@@ -183,3 +183,15 @@ def reference_layers(cfg_text: str) -> List[int]:
     if types[last][0] not in ("yolo", "region", "detection"):
         out.append(last)
     return out
+
+
+TINY_CFG = "[net]\nwidth=8\nheight=8\nchannels=3\n\n[convolutional]\nfilters=4\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
+
+
+def write_tiny(folder: Path) -> Tuple[Path, Path]:
+    """A one-conv 8x8 Darknet model with random weights in `folder`: (cfg, weights). For tests of
+    what a fixed-shape loader refuses."""
+    cfg, weights = folder / "tiny.cfg", folder / "tiny.weights"
+    cfg.write_text(TINY_CFG)
+    write_random_weights(TINY_CFG, weights)
+    return cfg, weights

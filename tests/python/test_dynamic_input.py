@@ -223,12 +223,9 @@ def test_batch_together_with_dynamic_input_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_fixed_shape_loader_is_refused(tmp_path: Path) -> None:
-    from darknet_ref import write_random_weights
+    from darknet_ref import write_tiny
 
-    cfg_text = "[net]\nwidth=8\nheight=8\nchannels=3\n\n[convolutional]\nfilters=4\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
-    cfg, weights = tmp_path / "tiny.cfg", tmp_path / "tiny.weights"
-    cfg.write_text(cfg_text)
-    write_random_weights(cfg_text, weights)
+    cfg, weights = write_tiny(tmp_path)
     tk = npuc.Toolkit()
     tk.config(target_platform="rk3588", dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 16, 16]]])
     tk.load_darknet(model=str(cfg), weight=str(weights))

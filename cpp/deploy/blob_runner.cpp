@@ -37,13 +37,21 @@ std::vector<double> perChannel(const std::vector<std::vector<double>>& values, s
 
 BlobRunner::BlobRunner(const std::string& path, std::shared_ptr<const CustomOpSet> custom_ops)
     : model_(loadCompiledModel(path, std::nullopt, std::move(custom_ops))) {
-  sim_ = model_.quant_plan
-             ? std::make_shared<const quant::QuantizedExecutor>(*model_.graph, *model_.quant_plan)
-             : std::make_shared<const quant::QuantizedExecutor>(*model_.graph);
-  program_ = runtime::programRuntimeFor(model_, sim_, &why_not_);
+  sets_.push_back(prepare(model_, &why_not_));
+  for (const CompiledModel& variant : model_.shape_variants) sets_.push_back(prepare(variant, nullptr));
 }
 
 BlobRunner::~BlobRunner() = default;
+
+BlobRunner::ShapeSet BlobRunner::prepare(const CompiledModel& m, std::string* why_not) const {
+  ShapeSet s;
+  s.model = &m;
+  s.sim = m.quant_plan ? std::make_shared<const quant::QuantizedExecutor>(*m.graph, *m.quant_plan)
+                       : std::make_shared<const quant::QuantizedExecutor>(*m.graph);
+  std::string ignored;
+  s.program = runtime::programRuntimeFor(m, s.sim, why_not ? why_not : &ignored);
+  return s;
+}
 
 std::vector<IoInfo> BlobRunner::inputs() const {
   return infos(model_.graph->inputs());
@@ -51,8 +59,13 @@ std::vector<IoInfo> BlobRunner::inputs() const {
 std::vector<IoInfo> BlobRunner::outputs() const {
   return infos(model_.graph->outputs());
 }
+std::vector<std::vector<IoInfo>> BlobRunner::inputSets() const {
+  std::vector<std::vector<IoInfo>> out;
+  for (const ShapeSet& s : sets_) out.push_back(infos(s.model->graph->inputs()));
+  return out;
+}
 std::string BlobRunner::runtime() const {
-  return program_ ? "program" : "simulator";
+  return sets_.front().program ? "program" : "simulator";
 }
 
 Tensor BlobRunner::preprocess(size_t index, const Tensor& x) const {
@@ -63,16 +76,28 @@ Tensor BlobRunner::preprocess(size_t index, const Tensor& x) const {
   const IoInfo& info = ins[index];
   if (!isFloat(info.dtype)) return x;  // ids, masks: taken as given
   Tensor f = x.dtype() == DType::Float32 ? x : x.castTo(DType::Float32);
-  const Shape& want = info.shape;
+  // The shapes this input takes: one per shape set, set 0 first (a set's input as is wins over an
+  // earlier set's NHWC form only when no set takes the array as is).
+  std::vector<Shape> wants;
+  for (const std::vector<IoInfo>& set : inputSets()) wants.push_back(set.at(index).shape);
   Shape got = f.shape();
-  if (want.size() == 4 && got.size() == 3) got.insert(got.begin(), 1);  // an image without batch
-  if (got == want) return applyNormalization(index, f.reshaped(got));
-  const bool nhwc = want.size() == 4 && got.size() == 4 && got[0] == want[0] && got[1] == want[2] &&
-                    got[2] == want[3] && got[3] == want[1];
-  if (!nhwc) {
-    throw InputError("input '" + info.name + "' expects " + shapeStr(want) + " (or its NHWC form), got " +
+  if (wants.front().size() == 4 && got.size() == 3) got.insert(got.begin(), 1);  // an image without batch
+  for (const Shape& want : wants)
+    if (got == want) return applyNormalization(index, f.reshaped(got));
+  const Shape* match = nullptr;
+  for (const Shape& want : wants)
+    if (want.size() == 4 && got.size() == 4 && got[0] == want[0] && got[1] == want[2] && got[2] == want[3] &&
+        got[3] == want[1]) {
+      match = &want;
+      break;
+    }
+  if (!match) {
+    std::string takes;
+    for (const Shape& want : wants) takes += (takes.empty() ? "" : " or ") + shapeStr(want);
+    throw InputError("input '" + info.name + "' expects " + takes + " (or the NHWC form), got " +
                      shapeStr(x.shape()));
   }
+  const Shape& want = *match;
   const int64_t n = got[0], h = got[1], w = got[2], c = got[3];
   Tensor nchw = Tensor::uninitialized(DType::Float32, want);
   const float* src = f.data<float>();
@@ -110,7 +135,27 @@ Tensor BlobRunner::applyNormalization(size_t index, Tensor x) const {
 }
 
 std::vector<Tensor> BlobRunner::runRaw(const std::vector<Tensor>& inputs) const {
-  return program_ ? program_->run(inputs) : sim_->run(inputs);
+  const ShapeSet* chosen = &sets_.front();
+  if (sets_.size() > 1) {  // config(dynamic_input): the set whose input shapes these are
+    chosen = nullptr;
+    std::string allowed;
+    for (size_t k = 0; k < sets_.size() && !chosen; ++k) {
+      const std::vector<Value*>& want = sets_[k].model->graph->inputs();
+      bool fits = want.size() == inputs.size();
+      for (size_t i = 0; fits && i < want.size(); ++i) fits = inputs[i].shape() == want[i]->shape();
+      if (fits) chosen = &sets_[k];
+      std::string shapes;
+      for (const Value* v : want) shapes += (shapes.empty() ? "" : ", ") + shapeStr(v->shape());
+      allowed += (allowed.empty() ? "" : "; ") + ("set " + std::to_string(k) + ": " + shapes);
+    }
+    if (!chosen) {
+      std::string given;
+      for (const Tensor& t : inputs) given += (given.empty() ? "" : ", ") + shapeStr(t.shape());
+      throw InputError("run: input shape(s) " + given + " match none of the model's input-shape sets (" +
+                       allowed + ")");
+    }
+  }
+  return chosen->program ? chosen->program->run(inputs) : chosen->sim->run(inputs);
 }
 
 }  // namespace npuc::deploy

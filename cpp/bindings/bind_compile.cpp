@@ -174,6 +174,11 @@ void bindOptions(py::module_& m) {
             o.quantized_method = enumFromName("quantized_method", v, quantMethodFromName);
           })
       .def_readwrite("single_core_mode", &CompileOptions::single_core_mode)
+      .def_property(
+          "node_order", [](const CompileOptions& o) { return nodeOrderName(o.node_order); },
+          [](CompileOptions& o, const std::string& v) {
+            o.node_order = enumFromName("node_order", v, nodeOrderFromName);
+          })
       .def_readwrite("custom_string", &CompileOptions::custom_string)
       .def_readwrite("disable_passes", &CompileOptions::disable_passes)
       .def_readwrite("hybrid_layers", &CompileOptions::hybrid_layers)

@@ -23,11 +23,17 @@ constexpr size_t kMinBufferEntryBytes = 46;
 
 std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
   blob::ByteWriter w;
-  w.u32(kMemoryPlanCodecVersion);
+  const bool exporter_order =
+      plan.order == "exporter" && plan.exporter_order_bound_bytes == plan.lower_bound_bytes;
+  w.u32(exporter_order ? 1 : kMemoryPlanCodecVersion);
   w.u64(plan.alignment);
   w.u64(plan.arena_bytes);
   w.u64(plan.lower_bound_bytes);
   w.str(plan.strategy, kMaxNameBytes, "memory plan strategy");
+  if (!exporter_order) {
+    w.str(plan.order, kMaxNameBytes, "memory plan node order");
+    w.u64(plan.exporter_order_bound_bytes);
+  }
   w.count(plan.buffers.size(), "planned buffers");
   for (const PlannedBuffer& b : plan.buffers) {
     w.str(b.value, kMaxNameBytes, "planned buffer name");
@@ -52,7 +58,7 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
                      "MPLN section");
   const uint32_t version = r.u32("memory plan version");
-  if (version != kMemoryPlanCodecVersion) {
+  if (version != kMemoryPlanCodecVersion && version != 1) {
     r.fail(fmt::format("memory plan version {} is not supported (expected {})", version,
                        kMemoryPlanCodecVersion));
   }
@@ -63,6 +69,12 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   plan.arena_bytes = r.u64("arena bytes");
   plan.lower_bound_bytes = r.u64("arena lower bound");
   plan.strategy = r.str("placement strategy", kMaxNameBytes);
+  if (version >= 2) {
+    plan.order = r.str("node order", kMaxNameBytes);
+    plan.exporter_order_bound_bytes = r.u64("exporter order lower bound");
+  } else {  // written before the order was chosen: the exporter's
+    plan.exporter_order_bound_bytes = plan.lower_bound_bytes;
+  }
   const uint32_t n = r.count("planned buffers", kMinBufferEntryBytes);
   plan.buffers.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {

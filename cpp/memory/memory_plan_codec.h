@@ -9,8 +9,11 @@
 
 namespace npuc::memory {
 
-// Format version of the payload; decodeMemoryPlan refuses any other.
-constexpr uint32_t kMemoryPlanCodecVersion = 1;
+// Format version of the payload; decodeMemoryPlan reads 1 and 2 and refuses any other.
+// 2 adds the node order's name and the exporter order's lower bound (issue #19). A plan for the
+// exporter's order is still written as version 1, so its blob stays byte-identical to earlier
+// builds' and readable by earlier npuc versions.
+constexpr uint32_t kMemoryPlanCodecVersion = 2;
 
 // Deterministic: buffers in plan order, every field fixed-width little-endian.
 std::string encodeMemoryPlan(const NpuMemoryPlan& plan);

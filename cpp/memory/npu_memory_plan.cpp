@@ -30,7 +30,8 @@ bool PlannedBuffer::operator==(const PlannedBuffer& o) const {
 
 bool NpuMemoryPlan::operator==(const NpuMemoryPlan& o) const {
   return alignment == o.alignment && arena_bytes == o.arena_bytes &&
-         lower_bound_bytes == o.lower_bound_bytes && strategy == o.strategy && buffers == o.buffers;
+         lower_bound_bytes == o.lower_bound_bytes && strategy == o.strategy && order == o.order &&
+         exporter_order_bound_bytes == o.exporter_order_bound_bytes && buffers == o.buffers;
 }
 
 uint64_t NpuMemoryPlan::ioBytes() const {
@@ -165,6 +166,7 @@ class PlanBuilder {
     plan_.arena_bytes = placed.arena_bytes;
     plan_.lower_bound_bytes = placed.lower_bound_bytes;
     plan_.strategy = placed.strategy;
+    plan_.exporter_order_bound_bytes = placed.lower_bound_bytes;
   }
 
   const Graph& graph_;
@@ -274,6 +276,10 @@ std::string findLiveOverlap(std::vector<const PlannedBuffer*> arena) {
 
 std::string findPlanViolation(const NpuMemoryPlan& plan) {
   if (!isPowerOfTwo(plan.alignment)) return fmt::format("alignment {} is not a power of two", plan.alignment);
+  if (plan.lower_bound_bytes > plan.exporter_order_bound_bytes) {
+    return fmt::format("lower bound {} is above the exporter order's ({}): the order only lowers it",
+                       plan.lower_bound_bytes, plan.exporter_order_bound_bytes);
+  }
   if (plan.lower_bound_bytes > plan.arena_bytes) {
     return fmt::format("arena of {} bytes is below its lower bound {}", plan.arena_bytes,
                        plan.lower_bound_bytes);

@@ -56,8 +56,14 @@ struct PlannedBuffer {
 struct NpuMemoryPlan {
   uint64_t alignment = kArenaAlignment;
   uint64_t arena_bytes = 0;
-  uint64_t lower_bound_bytes = 0;      // max over steps of the live arena bytes
-  std::string strategy;                // placement order that won (arena_placement.h)
+  uint64_t lower_bound_bytes = 0;  // max over steps of the live arena bytes
+  std::string strategy;            // placement order that won (arena_placement.h)
+  // The node order the plan is for (memory/memory_aware_order.h): "exporter", or the candidate
+  // that beat it, and the lower bound the exporter's order would have had (== lower_bound_bytes
+  // when the order is the exporter's). Set by the compile driver; planNpuMemory alone plans the
+  // graph's order as given and calls it "exporter".
+  std::string order = "exporter";
+  uint64_t exporter_order_bound_bytes = 0;
   std::vector<PlannedBuffer> buffers;  // in graph order (inputs, then node outputs)
 
   uint64_t ioBytes() const;  // sum of the input and output buffers

@@ -15,6 +15,7 @@
 #include "blob/checksum.h"
 #include "common/error.h"
 #include "compile/compiled_model.h"
+#include "memory/memory_aware_order.h"
 #include "compile/compiled_model_io.h"
 #include "compile/compiled_reports.h"
 #include "compile/options_codec.h"
@@ -356,6 +357,48 @@ void bindCompile(py::module_& m) {
       py::arg("model"), py::arg("soc"), py::arg("options"),
       "Compiles `model` (a Model: a float build, run in FP16; a QuantizedModel in int8 mode: an INT8 "
       "build with its plan) for SoC `soc`: placement, lowering and memory plan, decided once.");
+  m.def(
+      "memory_order",
+      [](const py::object& model, const std::string& soc, const CompileOptions& options) {
+        std::shared_ptr<const Graph> graph;
+        const quant::QuantPlan* plan = nullptr;
+        std::shared_ptr<const QuantizedExecutor> sim;
+        if (py::isinstance<PyQuantizedModel>(model)) {
+          const auto& q = model.cast<const PyQuantizedModel&>();
+          sim = q.sharedSim();
+          graph = std::shared_ptr<const Graph>(sim, &sim->graph());
+          if (sim->mode() == quant::SimMode::Int8) plan = &q.plan();
+        } else {
+          graph = model.cast<const Model&>().sharedGraph();
+        }
+        memory::MemoryOrder order;
+        {
+          py::gil_scoped_release release;
+          const SocProfile& profile = socProfile(soc);
+          order = memory::chooseMemoryOrder(*graph, plan, profile,
+                                            partitionGraph(*graph, profile, options.op_target));
+        }
+        py::dict d;
+        d["order"] = order.name;
+        d["bound_bytes"] = order.bound_bytes;
+        d["exporter_order_bound_bytes"] = order.exporter_bound_bytes;
+        d["step_floor_bytes"] = order.step_floor_bytes;
+        py::list candidates;
+        for (const memory::OrderCandidate& c : order.candidates) {
+          py::dict row;
+          row["name"] = c.name;
+          row["bound_bytes"] = c.bound_bytes;
+          row["device_switches"] = c.device_switches;
+          row["rejected"] = c.rejected;
+          candidates.append(row);
+        }
+        d["candidates"] = candidates;
+        return d;
+      },
+      py::arg("model"), py::arg("soc"), py::arg("options"),
+      "The memory-aware node order's choice for `model` on `soc` (as compile_model makes it, before "
+      "its fusion-group check): {'order', 'bound_bytes', 'exporter_order_bound_bytes', "
+      "'step_floor_bytes', 'candidates': [{'name', 'bound_bytes', 'device_switches', 'rejected'}]}.");
   m.def(
       "load_compiled",
       [](const std::string& path, const std::optional<std::string>& expected_soc,

@@ -47,6 +47,9 @@ py::dict planDict(const NpuMemoryPlan& plan) {
   d["arena_ratio"] = plan.ratio();
   d["io_bytes"] = plan.ioBytes();
   d["strategy"] = plan.strategy;
+  d["order"] = plan.order;
+  d["exporter_order_bound_bytes"] = plan.exporter_order_bound_bytes;
+  d["order_bound_ratio"] = plan.orderRatio();
   d["tensors"] = bufferList(plan);
   return d;
 }

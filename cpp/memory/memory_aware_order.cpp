@@ -330,6 +330,17 @@ std::vector<int> stepsOf(const StepGraph& s, const std::vector<const Node*>& nod
   return order;
 }
 
+uint64_t stepFloor(const StepGraph& s) {
+  uint64_t floor = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    uint64_t own = 0;
+    for (int b : s.writes[i]) own += s.buffers[b].bytes;
+    for (int b : s.reads[i]) own += s.buffers[b].bytes;
+    floor = std::max(floor, own);
+  }
+  return floor;
+}
+
 std::vector<const Node*> graphOrder(const Graph& graph) {
   std::vector<const Node*> out;
   for (const Node* n : graph.nodes()) out.push_back(n);
@@ -367,6 +378,7 @@ MemoryOrder chooseMemoryOrder(const Graph& graph, const quant::QuantPlan* quant_
     out.candidates.push_back(std::move(c));
   }
   out.exporter_bound_bytes = out.candidates[0].bound_bytes;
+  out.step_floor_bytes = stepFloor(s);
   out.bound_bytes = out.candidates[best].bound_bytes;
   out.name = out.candidates[best].name;
   out.nodes = out.candidates[best].nodes;

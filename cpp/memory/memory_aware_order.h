@@ -47,7 +47,11 @@ struct MemoryOrder {
   // Every node of the graph, in the chosen order (a candidate's nodes or anchors_early).
   std::vector<const Node*> nodes;
   uint64_t exporter_bound_bytes = 0;
-  uint64_t bound_bytes = 0;                // of the chosen order (<= exporter_bound_bytes)
+  uint64_t bound_bytes = 0;          // of the chosen order (<= exporter_bound_bytes)
+  // No order goes below this: max over steps of the bytes of the buffers the step reads and
+  // writes, which are all live while it runs. When the exporter's bound equals it, the peak is one
+  // step's own inputs and outputs and reordering cannot help.
+  uint64_t step_floor_bytes = 0;
   std::vector<OrderCandidate> candidates;  // every candidate tried, the exporter order first
   bool changed() const { return name != "exporter"; }
 };

@@ -46,6 +46,12 @@ double NpuMemoryPlan::ratio() const {
                                 : static_cast<double>(arena_bytes) / static_cast<double>(lower_bound_bytes);
 }
 
+double NpuMemoryPlan::orderRatio() const {
+  return exporter_order_bound_bytes == 0
+             ? 1.0
+             : static_cast<double>(lower_bound_bytes) / static_cast<double>(exporter_order_bound_bytes);
+}
+
 namespace {
 
 Device other(Device d) {

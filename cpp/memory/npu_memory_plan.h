@@ -69,6 +69,8 @@ struct NpuMemoryPlan {
   uint64_t ioBytes() const;  // sum of the input and output buffers
   // arena / lower bound (1 for an empty arena).
   double ratio() const;
+  // lower bound / the exporter order's bound (1 when both are 0): what the node order saved.
+  double orderRatio() const;
   bool operator==(const NpuMemoryPlan& o) const;
 };
 

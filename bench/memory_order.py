@@ -1,0 +1,117 @@
+"""Memory-aware node order (issue #19): the arena's lower bound in the exporter's order and in the
+order the compiler chose, per model.
+
+For every shared model plus yolov5s_relu and yolov8n (bench/yolo_models.py; exported with torch
+into bench/.cache on first use), builds INT8 for rk3588 from one random calibration sample (only
+the plan's dtypes matter) and compiles it twice: with the default memory-aware order and with
+``node_order='exporter'`` (the peer, same run). Prints per model the exporter-order bound, the
+chosen order's bound, their ratio, both arenas, the candidate that won, and the step floor: max over
+steps of the bytes one step reads and writes, which no order can go below. Issue #19's target:
+chosen / exporter <= 0.9 on at least half of the models, never above 1.
+
+    PYTHONPATH=python /usr/bin/python3 bench/memory_order.py [model ...]
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+
+from common import CACHE, shared_models_dir
+
+import npuc
+from npuc._npuc import compile_model, memory_order
+
+SHARED = ["mobilenet_v2", "shufflenet_v2_x0_5", "tiny_vit", "glu_net", "yolo_focus", "conv_transpose_clip",
+          "ppocr_cls", "ppocrv4_det"]
+YOLO = ["yolov5s_relu", "yolov8n"]
+SOC = "rk3588"
+TARGET = 0.9
+
+
+def model_path(name: str) -> Path:
+    if name in YOLO:
+        path = CACHE / f"{name}.onnx"
+        if not path.exists():
+            from yolo_models import export_yolo
+
+            export_yolo(name)
+        return path
+    return shared_models_dir() / f"{name}.onnx"
+
+
+def measure(name: str) -> Dict[str, Any]:
+    tk = npuc.Toolkit()
+    tk.config(target_platform=SOC)
+    with contextlib.redirect_stdout(io.StringIO()):
+        tk.load_onnx(model=str(model_path(name)))
+        shape = list(tk.model.inputs[0]["shape"])
+        sample = [np.random.default_rng(0).standard_normal(shape).astype(np.float32)]
+        tk.build(do_quantization=True, dataset=sample)
+    source = tk._simulator()
+    options = tk._compile_options()
+    t0 = time.perf_counter()
+    chosen = compile_model(source, SOC, options).eval_memory()
+    seconds = time.perf_counter() - t0
+    options.node_order = "exporter"
+    t0 = time.perf_counter()
+    exporter = compile_model(source, SOC, options).eval_memory()
+    exporter_seconds = time.perf_counter() - t0
+    options.node_order = "memory_aware"
+    choice = memory_order(source, SOC, options)
+    assert exporter["lower_bound_bytes"] == chosen["exporter_order_bound_bytes"], name
+    return {
+        "model": name,
+        "exporter_bound": chosen["exporter_order_bound_bytes"],
+        "bound": chosen["lower_bound_bytes"],
+        "ratio": chosen["order_bound_ratio"],
+        "arena": chosen["arena_bytes"],
+        "exporter_arena": exporter["arena_bytes"],
+        "order": chosen["order"],
+        "floor": choice["step_floor_bytes"],
+        "candidates": choice["candidates"],
+        "seconds": seconds,
+        "exporter_seconds": exporter_seconds,
+    }
+
+
+def kib(x: int) -> str:
+    return f"{x / 1024:.1f}"
+
+
+def main(names: List[str]) -> int:
+    rows = []
+    for name in names:
+        try:
+            rows.append(measure(name))
+        except Exception as e:  # a model that cannot be built here is reported, not fatal
+            print(f"{name}: skipped ({type(e).__name__}: {e})", file=sys.stderr)
+    print(f"rk3588 INT8; bounds and arenas in KiB; floor = max over steps of one step's own inputs + outputs")
+    print("| model | exporter bound | chosen bound | ratio | floor | arena (exporter arena) | order | "
+          "compile s (exporter s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {kib(r['exporter_bound'])} | {kib(r['bound'])} | {r['ratio']:.3f} | "
+              f"{kib(r['floor'])} | {kib(r['arena'])} ({kib(r['exporter_arena'])}) | {r['order']} | "
+              f"{r['seconds']:.2f} ({r['exporter_seconds']:.2f}) |")
+    print()
+    print("candidates (KiB, device switches, * = rejected for extra switches):")
+    for r in rows:
+        parts = [f"{c['name']} {kib(c['bound_bytes'])}/{c['device_switches']}{'*' if c['rejected'] else ''}"
+                 for c in r["candidates"]]
+        print(f"  {r['model']}: " + ", ".join(parts))
+    met = sum(r["ratio"] <= TARGET for r in rows)
+    worse = [r["model"] for r in rows if r["bound"] > r["exporter_bound"]]
+    at_floor = [r["model"] for r in rows if r["exporter_bound"] == r["floor"]]
+    print(f"\n<= {TARGET}x the exporter-order bound: {met} of {len(rows)}; worse on: {worse or 'none'}; "
+          f"exporter bound already at the step floor (no order can help): {at_floor or 'none'}")
+    return 0 if not worse else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] or SHARED + YOLO))

@@ -372,17 +372,19 @@ void bindCompile(py::module_& m) {
           graph = model.cast<const Model&>().sharedGraph();
         }
         memory::MemoryOrder order;
+        uint64_t floor = 0;
         {
           py::gil_scoped_release release;
           const SocProfile& profile = socProfile(soc);
-          order = memory::chooseMemoryOrder(*graph, plan, profile,
-                                            partitionGraph(*graph, profile, options.op_target));
+          const PartitionReport placement = partitionGraph(*graph, profile, options.op_target);
+          order = memory::chooseMemoryOrder(*graph, plan, profile, placement);
+          floor = memory::orderFloorBytes(*graph, plan, profile, placement);
         }
         py::dict d;
         d["order"] = order.name;
         d["bound_bytes"] = order.bound_bytes;
         d["exporter_order_bound_bytes"] = order.exporter_bound_bytes;
-        d["step_floor_bytes"] = order.step_floor_bytes;
+        d["floor_bytes"] = floor;
         py::list candidates;
         for (const memory::OrderCandidate& c : order.candidates) {
           py::dict row;
@@ -398,7 +400,7 @@ void bindCompile(py::module_& m) {
       py::arg("model"), py::arg("soc"), py::arg("options"),
       "The memory-aware node order's choice for `model` on `soc` (as compile_model makes it, before "
       "its fusion-group check): {'order', 'bound_bytes', 'exporter_order_bound_bytes', "
-      "'step_floor_bytes', 'candidates': [{'name', 'bound_bytes', 'device_switches', 'rejected'}]}.");
+      "'floor_bytes' (no order goes below it), 'candidates': [{'name', 'bound_bytes', 'device_switches', 'rejected'}]}.");
   m.def(
       "load_compiled",
       [](const std::string& path, const std::optional<std::string>& expected_soc,

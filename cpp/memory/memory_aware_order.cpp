@@ -330,13 +330,29 @@ std::vector<int> stepsOf(const StepGraph& s, const std::vector<const Node*>& nod
   return order;
 }
 
-uint64_t stepFloor(const StepGraph& s) {
+// A bound no topological order goes below: while step i runs, the buffers it reads and writes are
+// live, and so is every buffer written by an ancestor of i (or a graph input's copy) and read by a
+// descendant of i, whatever the order. Max over steps.
+uint64_t orderFloor(const StepGraph& s) {
+  const size_t n = s.size();
+  std::vector<std::vector<char>> ancestor(n, std::vector<char>(n, 0));  // ancestor[i][a]: a runs before i
+  for (size_t i = 0; i < n; ++i)  // ids are topological
+    for (int p : s.preds[i]) {
+      ancestor[i][p] = 1;
+      for (size_t a = 0; a < n; ++a) ancestor[i][a] |= ancestor[p][a];
+    }
   uint64_t floor = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    uint64_t own = 0;
-    for (int b : s.writes[i]) own += s.buffers[b].bytes;
-    for (int b : s.reads[i]) own += s.buffers[b].bytes;
-    floor = std::max(floor, own);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t live = 0;
+    for (const StepBuffer& b : s.buffers) {
+      const bool touches = b.producer == static_cast<int>(i) ||
+                           std::find(b.readers.begin(), b.readers.end(), static_cast<int>(i)) != b.readers.end();
+      bool across = false;
+      if (!touches && (b.producer < 0 || ancestor[i][b.producer]))
+        for (int r : b.readers) across |= ancestor[r][i] != 0;
+      if (touches || across) live += b.bytes;
+    }
+    floor = std::max(floor, live);
   }
   return floor;
 }
@@ -378,7 +394,6 @@ MemoryOrder chooseMemoryOrder(const Graph& graph, const quant::QuantPlan* quant_
     out.candidates.push_back(std::move(c));
   }
   out.exporter_bound_bytes = out.candidates[0].bound_bytes;
-  out.step_floor_bytes = stepFloor(s);
   out.bound_bytes = out.candidates[best].bound_bytes;
   out.name = out.candidates[best].name;
   out.nodes = out.candidates[best].nodes;
@@ -395,6 +410,11 @@ uint64_t orderLowerBound(const Graph& graph, const quant::QuantPlan* quant_plan,
     if (s.members[it->second].back() == n) steps.push_back(it->second);
   }
   return boundOf(s, stepsOf(s, nodesOf(s, steps)));
+}
+
+uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                         const PartitionReport& placement) {
+  return orderFloor(buildSteps(graph, quant_plan, soc, placement));
 }
 
 size_t deviceSwitches(const PartitionReport& placement, const std::vector<const Node*>& order) {

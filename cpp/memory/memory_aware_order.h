@@ -34,7 +34,15 @@ namespace npuc::memory {
 struct OrderCandidate {
   std::string name;
   uint64_t bound_bytes = 0;        // max over steps of the live arena bytes in this order
-  size_t device_switches = 0;      // NPU<->CPU changes between consecutive steps
+  size_t device_switches = 0;      // A bound no topological order goes below: max over steps of the bytes the step reads and writes
+// plus those of every buffer written before it and read after it in every order (an ancestor's
+// output that a descendant reads). When the exporter's bound equals it, the exporter's order is
+// already optimal. Quadratic in the steps (ancestor sets): for reports and benchmarks, not run by
+// the compile driver.
+uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                         const PartitionReport& placement);
+
+// NPU<->CPU changes between consecutive steps
   bool rejected = false;           // more device switches than the exporter order
   std::vector<const Node*> nodes;  // every node, in this order, each fused group contiguous
   // The same steps with each group's non-last members as early as their inputs allow, for when
@@ -48,10 +56,6 @@ struct MemoryOrder {
   std::vector<const Node*> nodes;
   uint64_t exporter_bound_bytes = 0;
   uint64_t bound_bytes = 0;          // of the chosen order (<= exporter_bound_bytes)
-  // No order goes below this: max over steps of the bytes of the buffers the step reads and
-  // writes, which are all live while it runs. When the exporter's bound equals it, the peak is one
-  // step's own inputs and outputs and reordering cannot help.
-  uint64_t step_floor_bytes = 0;
   std::vector<OrderCandidate> candidates;  // every candidate tried, the exporter order first
   bool changed() const { return name != "exporter"; }
 };
@@ -66,6 +70,14 @@ MemoryOrder chooseMemoryOrder(const Graph& graph, const quant::QuantPlan* quant_
 // graph.nodes(): GraphError otherwise). A fusion group runs at its last member, as in the memory plan.
 uint64_t orderLowerBound(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
                          const PartitionReport& placement, const std::vector<const Node*>& order);
+
+// A bound no topological order goes below: max over steps of the bytes the step reads and writes
+// plus those of every buffer written before it and read after it in every order (an ancestor's
+// output that a descendant reads). When the exporter's bound equals it, the exporter's order is
+// already optimal. Quadratic in the steps (ancestor sets): for reports and benchmarks, not run by
+// the compile driver.
+uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                         const PartitionReport& placement);
 
 // NPU<->CPU changes between consecutive steps of `order` (fusion groups counted as one step).
 size_t deviceSwitches(const PartitionReport& placement, const std::vector<const Node*>& order);

@@ -12,6 +12,7 @@
 #include "compile/compiled_model.h"
 #include "compile/compiled_model_io.h"
 #include "memory/memory_aware_order.h"
+#include "memory/memory_plan_codec.h"
 #include "memory/npu_memory_plan.h"
 #include "target/fusion_groups.h"
 #include "target/soc_profile.h"
@@ -233,6 +234,23 @@ TEST(MemoryAwareOrder, FusedGroupsAreKept) {
       EXPECT_LT(pos.at(m.graph->findNode("a_narrow")), pos.at(m.graph->findNode("b_narrow")));
     }
   }
+}
+
+// A plan in the exporter's order is still written as MPLN version 1 (blobs of such builds do not
+// change); one in another order as version 2 with the order and the exporter's bound.
+TEST(MemoryAwareOrder, PlanCodecWritesVersion2OnlyForAnotherOrder) {
+  const CompiledModel m = compileModel(interleavedBranches(), nullptr, soc(), floatOptions());
+  const CompiledModel e = compileModel(interleavedBranches(), nullptr, soc(), floatOptions(NodeOrder::Exporter));
+  auto version = [](const std::string& bytes) { return static_cast<uint8_t>(bytes.at(0)); };
+  const std::string v2 = encodeMemoryPlan(*m.memory_plan), v1 = encodeMemoryPlan(*e.memory_plan);
+  EXPECT_EQ(version(v2), 2);
+  EXPECT_EQ(version(v1), 1);
+  EXPECT_EQ(decodeMemoryPlan(v2), *m.memory_plan);
+  EXPECT_EQ(decodeMemoryPlan(v1), *e.memory_plan);
+  EXPECT_EQ(decodeMemoryPlan(v1).exporter_order_bound_bytes, e.memory_plan->lower_bound_bytes);
+  NpuMemoryPlan bad = *m.memory_plan;  // a bound above the exporter's is not a plan npuc writes
+  bad.exporter_order_bound_bytes = bad.lower_bound_bytes - kArenaAlignment;
+  EXPECT_THROW(decodeMemoryPlan(encodeMemoryPlan(bad)), BlobError);
 }
 
 TEST(MemoryAwareOrder, BadOrdersAreRefused) {

@@ -15,11 +15,11 @@
 #include "blob/checksum.h"
 #include "common/error.h"
 #include "compile/compiled_model.h"
-#include "memory/memory_aware_order.h"
 #include "compile/compiled_model_io.h"
 #include "compile/compiled_reports.h"
 #include "compile/options_codec.h"
 #include "compile/shape_variants.h"
+#include "memory/memory_aware_order.h"
 #include "opset/custom_ops.h"
 #include "runtime/program_runtime_loader.h"
 
@@ -400,7 +400,8 @@ void bindCompile(py::module_& m) {
       py::arg("model"), py::arg("soc"), py::arg("options"),
       "The memory-aware node order's choice for `model` on `soc` (as compile_model makes it, before "
       "its fusion-group check): {'order', 'bound_bytes', 'exporter_order_bound_bytes', "
-      "'floor_bytes' (no order goes below it), 'candidates': [{'name', 'bound_bytes', 'device_switches', 'rejected'}]}.");
+      "'floor_bytes' (no order goes below it), 'candidates': [{'name', 'bound_bytes', 'device_switches', "
+      "'rejected'}]}.");
   m.def(
       "load_compiled",
       [](const std::string& path, const std::optional<std::string>& expected_soc,

@@ -17,6 +17,9 @@ namespace npuc::memory {
 
 namespace {
 
+// Most down-sets the exact search visits (each a bitset of the steps): a few MB at most.
+constexpr size_t kMaxExactStates = 200'000;
+
 // One arena buffer as planNpuMemory makes it: written by `producer` (-1: a graph input's converted
 // copy, live from the first step) and read by the steps in `readers` (distinct); it lives from its
 // producer to its last reader (its producer alone when nobody reads it).
@@ -250,6 +253,86 @@ std::vector<int> branchOrder(const StepGraph& s, bool sinks_by_need) {
   return order;
 }
 
+// The exact minimum-peak order, by dynamic programming over the sets of steps already run
+// (Liberis & Lane): with D run, live(D) = the bytes written in D (or graph-input copies) that a
+// step outside D still reads; running s next peaks at live(D) + the bytes s writes. So the best
+// peak to reach D + {s} is min over (D, s) of max(best(D), that). The states are the DAG's
+// down-sets: n + 1 for a chain, exponentially many for wide graphs, so the search gives up
+// (returns nothing) past `max_states`. Ties keep the first order found, steps tried ascending.
+std::vector<int> exactOrder(const StepGraph& s, size_t max_states) {
+  const size_t n = s.size(), words = (n + 63) / 64;
+  using Set = std::vector<uint64_t>;
+  struct SetHash {
+    size_t operator()(const Set& v) const {
+      size_t h = 1469598103934665603ull;
+      for (uint64_t w : v) h = (h ^ w) * 1099511628211ull;
+      return h;
+    }
+  };
+  struct State {
+    Set done;
+    int64_t live = 0;  // bytes live once `done` has run
+    int64_t peak = 0;  // best peak reaching it
+    int prev = -1, step = -1;
+  };
+  auto has = [](const Set& d, int i) { return (d[i / 64] >> (i % 64)) & 1u; };
+  std::vector<State> states;
+  State start;
+  start.done.assign(words, 0);
+  for (const StepBuffer& b : s.buffers)
+    if (b.producer < 0 && !b.readers.empty()) start.live += static_cast<int64_t>(b.bytes);
+  states.push_back(start);
+  std::vector<int> layer{0};
+  for (size_t k = 0; k < n; ++k) {
+    std::unordered_map<Set, int, SetHash> next_index;
+    std::vector<int> next;
+    for (int from : layer) {
+      for (size_t c = 0; c < n; ++c) {
+        const int step = static_cast<int>(c);
+        if (has(states[from].done, step)) continue;
+        bool ready = true;
+        for (int p : s.preds[c]) ready = ready && has(states[from].done, p);
+        if (!ready) continue;
+        int64_t written = 0, freed = 0;
+        for (int b : s.writes[c]) {
+          written += static_cast<int64_t>(s.buffers[b].bytes);
+          if (s.buffers[b].readers.empty()) freed += static_cast<int64_t>(s.buffers[b].bytes);
+        }
+        for (int b : s.reads[c]) {
+          bool last = true;  // every other reader has run
+          for (int r : s.buffers[b].readers) last = last && (r == step || has(states[from].done, r));
+          if (last) freed += static_cast<int64_t>(s.buffers[b].bytes);
+        }
+        const int64_t peak = std::max(states[from].peak, states[from].live + written);
+        Set done = states[from].done;
+        done[c / 64] |= uint64_t{1} << (c % 64);
+        auto [it, fresh] = next_index.emplace(done, static_cast<int>(states.size()));
+        if (fresh) {
+          if (states.size() >= max_states) return {};
+          State st;
+          st.done = std::move(done);
+          st.live = states[from].live + written - freed;
+          st.peak = peak;
+          st.prev = from;
+          st.step = step;
+          states.push_back(std::move(st));
+          next.push_back(it->second);
+        } else if (peak < states[it->second].peak) {
+          states[it->second].peak = peak;
+          states[it->second].prev = from;
+          states[it->second].step = step;
+        }
+      }
+    }
+    layer = std::move(next);
+  }
+  std::vector<int> order;
+  for (int at = layer.empty() ? -1 : layer.front(); at > 0; at = states[at].prev)
+    order.push_back(states[at].step);
+  std::reverse(order.begin(), order.end());
+  return order.size() == n ? order : std::vector<int>{};
+}
+
 // The nodes of the steps in `order`, each fused group contiguous.
 std::vector<const Node*> nodesOf(const StepGraph& s, const std::vector<int>& order) {
   std::vector<const Node*> nodes;
@@ -336,7 +419,7 @@ std::vector<int> stepsOf(const StepGraph& s, const std::vector<const Node*>& nod
 uint64_t orderFloor(const StepGraph& s) {
   const size_t n = s.size();
   std::vector<std::vector<char>> ancestor(n, std::vector<char>(n, 0));  // ancestor[i][a]: a runs before i
-  for (size_t i = 0; i < n; ++i)  // ids are topological
+  for (size_t i = 0; i < n; ++i)                                        // ids are topological
     for (int p : s.preds[i]) {
       ancestor[i][p] = 1;
       for (size_t a = 0; a < n; ++a) ancestor[i][a] |= ancestor[p][a];
@@ -345,8 +428,9 @@ uint64_t orderFloor(const StepGraph& s) {
   for (size_t i = 0; i < n; ++i) {
     uint64_t live = 0;
     for (const StepBuffer& b : s.buffers) {
-      const bool touches = b.producer == static_cast<int>(i) ||
-                           std::find(b.readers.begin(), b.readers.end(), static_cast<int>(i)) != b.readers.end();
+      const bool touches =
+          b.producer == static_cast<int>(i) ||
+          std::find(b.readers.begin(), b.readers.end(), static_cast<int>(i)) != b.readers.end();
       bool across = false;
       if (!touches && (b.producer < 0 || ancestor[i][b.producer]))
         for (int r : b.readers) across |= ancestor[r][i] != 0;
@@ -370,13 +454,18 @@ MemoryOrder chooseMemoryOrder(const Graph& graph, const quant::QuantPlan* quant_
   const StepGraph s = buildSteps(graph, quant_plan, soc, placement);
   std::vector<int> exporter(s.size());
   for (size_t i = 0; i < s.size(); ++i) exporter[i] = static_cast<int>(i);
-  const std::vector<std::pair<std::string, std::vector<int>>> tried = {
+  std::vector<std::pair<std::string, std::vector<int>>> tried = {
       {"exporter", exporter},
       {"greedy-live", greedyOrder(s, false)},
       {"greedy-live-same-device", greedyOrder(s, true)},
       {"branch-first", branchOrder(s, false)},
       {"branch-first-largest-output", branchOrder(s, true)},
   };
+  // The exact search when the graph is narrow enough; its cost is states x steps, so the budget
+  // shrinks with the graph (about 2e7 step checks: tens of ms).
+  const size_t budget = std::min<size_t>(kMaxExactStates, 20'000'000 / std::max<size_t>(s.size(), 1));
+  std::vector<int> exact = exactOrder(s, budget);
+  if (!exact.empty()) tried.emplace_back("exact", std::move(exact));
   MemoryOrder out;
   out.nodes = graphOrder(graph);
   const size_t exporter_switches = switchesOf(s, exporter);

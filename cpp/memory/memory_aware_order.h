@@ -33,16 +33,17 @@ namespace npuc::memory {
 
 struct OrderCandidate {
   std::string name;
-  uint64_t bound_bytes = 0;        // max over steps of the live arena bytes in this order
-  size_t device_switches = 0;      // A bound no topological order goes below: max over steps of the bytes the step reads and writes
-// plus those of every buffer written before it and read after it in every order (an ancestor's
-// output that a descendant reads). When the exporter's bound equals it, the exporter's order is
-// already optimal. Quadratic in the steps (ancestor sets): for reports and benchmarks, not run by
-// the compile driver.
-uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-                         const PartitionReport& placement);
+  uint64_t bound_bytes = 0;  // max over steps of the live arena bytes in this order
+  size_t device_switches =
+      0;  // A bound no topological order goes below: max over steps of the bytes the step reads and writes
+  // plus those of every buffer written before it and read after it in every order (an ancestor's
+  // output that a descendant reads). When the exporter's bound equals it, the exporter's order is
+  // already optimal. Quadratic in the steps (ancestor sets): for reports and benchmarks, not run by
+  // the compile driver.
+  uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                           const PartitionReport& placement);
 
-// NPU<->CPU changes between consecutive steps
+  // NPU<->CPU changes between consecutive steps
   bool rejected = false;           // more device switches than the exporter order
   std::vector<const Node*> nodes;  // every node, in this order, each fused group contiguous
   // The same steps with each group's non-last members as early as their inputs allow, for when
@@ -55,7 +56,7 @@ struct MemoryOrder {
   // Every node of the graph, in the chosen order (a candidate's nodes or anchors_early).
   std::vector<const Node*> nodes;
   uint64_t exporter_bound_bytes = 0;
-  uint64_t bound_bytes = 0;          // of the chosen order (<= exporter_bound_bytes)
+  uint64_t bound_bytes = 0;                // of the chosen order (<= exporter_bound_bytes)
   std::vector<OrderCandidate> candidates;  // every candidate tried, the exporter order first
   bool changed() const { return name != "exporter"; }
 };

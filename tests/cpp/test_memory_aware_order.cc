@@ -167,7 +167,12 @@ TEST(MemoryAwareOrder, NeverWorseAndNoExtraDeviceSwitches) {
     EXPECT_EQ(exporter.name, "exporter");
     EXPECT_LE(order.bound_bytes, order.exporter_bound_bytes);
     EXPECT_LE(deviceSwitches(placement, order.nodes), deviceSwitches(placement, graphOrder(*g)));
+    // The exact search runs on a graph this small and is never beaten.
+    const auto exact = std::find_if(order.candidates.begin(), order.candidates.end(),
+                                    [](const OrderCandidate& c) { return c.name == "exact"; });
+    ASSERT_NE(exact, order.candidates.end());
     for (const OrderCandidate& c : order.candidates) {
+      EXPECT_GE(c.bound_bytes, exact->bound_bytes) << c.name;
       EXPECT_EQ(c.rejected, c.device_switches > exporter.device_switches) << c.name;
       if (!c.rejected) {
         EXPECT_GE(c.bound_bytes, order.bound_bytes) << c.name;
@@ -240,7 +245,8 @@ TEST(MemoryAwareOrder, FusedGroupsAreKept) {
 // change); one in another order as version 2 with the order and the exporter's bound.
 TEST(MemoryAwareOrder, PlanCodecWritesVersion2OnlyForAnotherOrder) {
   const CompiledModel m = compileModel(interleavedBranches(), nullptr, soc(), floatOptions());
-  const CompiledModel e = compileModel(interleavedBranches(), nullptr, soc(), floatOptions(NodeOrder::Exporter));
+  const CompiledModel e =
+      compileModel(interleavedBranches(), nullptr, soc(), floatOptions(NodeOrder::Exporter));
   auto version = [](const std::string& bytes) { return static_cast<uint8_t>(bytes.at(0)); };
   const std::string v2 = encodeMemoryPlan(*m.memory_plan), v1 = encodeMemoryPlan(*e.memory_plan);
   EXPECT_EQ(version(v2), 2);

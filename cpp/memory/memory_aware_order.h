@@ -12,8 +12,10 @@
 //
 // Candidates: the exporter order itself, greedy list schedules over the ready set (the step that
 // leaves the fewest live bytes behind it, with and without a preference for staying on the same
-// device), and branch-at-a-time depth-first orders (Sethi-Ullman: from each join, the input branch
-// that needs the most memory runs first). The candidate with the smallest bound wins; the exporter
+// device), branch-at-a-time depth-first orders (Sethi-Ullman: from each join, the input branch
+// that needs the most memory runs first), and, within a budget, the exact minimum-peak order by
+// dynamic programming over the sets of steps already run (Liberis & Lane; skipped for graphs too
+// wide for the budget). The candidate with the smallest bound wins; the exporter
 // order wins ties, so the chosen order is never worse. A candidate that switches between NPU and
 // CPU more often than the exporter order is rejected (each switch is a hand-over sync that costs
 // time), whatever it saves.

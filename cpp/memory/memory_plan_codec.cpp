@@ -72,6 +72,9 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   if (version >= 2) {
     plan.order = r.str("node order", kMaxNameBytes);
     plan.exporter_order_bound_bytes = r.u64("exporter order lower bound");
+    if (plan.exporter_order_bound_bytes < plan.lower_bound_bytes)  // the order is chosen only if it lowers it
+      r.fail(fmt::format("exporter order bound {} is below the plan's lower bound {}",
+                         plan.exporter_order_bound_bytes, plan.lower_bound_bytes));
   } else {  // written before the order was chosen: the exporter's
     plan.exporter_order_bound_bytes = plan.lower_bound_bytes;
   }

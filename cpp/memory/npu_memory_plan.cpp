@@ -282,10 +282,6 @@ std::string findLiveOverlap(std::vector<const PlannedBuffer*> arena) {
 
 std::string findPlanViolation(const NpuMemoryPlan& plan) {
   if (!isPowerOfTwo(plan.alignment)) return fmt::format("alignment {} is not a power of two", plan.alignment);
-  if (plan.lower_bound_bytes > plan.exporter_order_bound_bytes) {
-    return fmt::format("lower bound {} is above the exporter order's ({}): the order only lowers it",
-                       plan.lower_bound_bytes, plan.exporter_order_bound_bytes);
-  }
   if (plan.lower_bound_bytes > plan.arena_bytes) {
     return fmt::format("arena of {} bytes is below its lower bound {}", plan.arena_bytes,
                        plan.lower_bound_bytes);

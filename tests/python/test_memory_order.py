@@ -43,9 +43,9 @@ def _interleaved_branches(path: Path) -> Path:
     return out
 
 
-def _build(model: Path, node_order: str, samples: List[np.ndarray]) -> npuc.Toolkit:
+def _build(model: Path, node_order: str, samples: List[np.ndarray], op_target: Dict[str, str]) -> npuc.Toolkit:
     tk = npuc.Toolkit()
-    tk.config(target_platform="rk3588")
+    tk.config(target_platform="rk3588", op_target=op_target or None)
     tk.load_onnx(model=str(model))
     tk.build(do_quantization=True, dataset=samples)
     if node_order != "memory_aware":  # the test-only switch: CompileOptions.node_order
@@ -68,14 +68,14 @@ def _exported_and_loaded(tk: npuc.Toolkit, path: Path) -> npuc.Toolkit:
     return loaded
 
 
-def _compare(model: Path, tmp_path: Path, must_reorder: bool) -> Dict[str, int]:
+def _compare(model: Path, tmp_path: Path, must_reorder: bool, op_target: Dict[str, str] = {}) -> Dict[str, int]:
     probe = npuc.Toolkit()
     probe.load_onnx(model=str(model))
     shape = list(probe.model.inputs[0]["shape"])
     rng = np.random.default_rng(0)
     samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
-    chosen = _exported_and_loaded(_build(model, "memory_aware", samples), tmp_path / "chosen.npub")
-    exporter = _exported_and_loaded(_build(model, "exporter", samples), tmp_path / "exporter.npub")
+    chosen = _exported_and_loaded(_build(model, "memory_aware", samples, op_target), tmp_path / "chosen.npub")
+    exporter = _exported_and_loaded(_build(model, "exporter", samples, op_target), tmp_path / "exporter.npub")
     mc, me = chosen.eval_memory(is_print=False), exporter.eval_memory(is_print=False)
     assert me["order"] == "exporter"
     assert me["exporter_order_bound_bytes"] == me["lower_bound_bytes"]
@@ -96,6 +96,14 @@ def _compare(model: Path, tmp_path: Path, must_reorder: bool) -> Dict[str, int]:
 def test_interleaved_branches_get_a_lower_bound_and_the_same_outputs(tmp_path: Path) -> None:
     bounds = _compare(_interleaved_branches(tmp_path), tmp_path, must_reorder=True)
     assert bounds["chosen"] < bounds["exporter"]
+
+
+def test_a_cpu_branch_is_not_interleaved_with_the_npu_and_outputs_match(tmp_path: Path) -> None:
+    # b's branch on the CPU: the exporter's order switches NPU/CPU four times; any order chosen
+    # switches no more often, and the outputs still match bit for bit.
+    bounds = _compare(_interleaved_branches(tmp_path), tmp_path, must_reorder=False,
+                      op_target={"b_wide": "cpu", "b_narrow": "cpu"})
+    assert bounds["chosen"] <= bounds["exporter"]
 
 
 def test_node_order_is_recorded_only_when_not_the_default() -> None:

@@ -1,5 +1,5 @@
 """The memory-aware node order (issue #19, cpp/memory/memory_aware_order.h): a blob built in the
-chosen order gives the same INT8 outputs, bit for bit, as one built in the exporter's order, its
+chosen order gives the same outputs (INT8 and FP16), bit for bit, as one built in the exporter's order, its
 arena bound is never above the exporter order's, and eval_memory reports both bounds."""
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ def _interleaved_branches(path: Path) -> Path:
     return out
 
 
-def _build(model: Path, node_order: str, samples: List[np.ndarray], op_target: Dict[str, str]) -> npuc.Toolkit:
+def _build(model: Path, node_order: str, samples: List[np.ndarray], op_target: Dict[str, str],
+           quantize: bool) -> npuc.Toolkit:
     tk = npuc.Toolkit()
     tk.config(target_platform="rk3588", op_target=op_target or None)
     tk.load_onnx(model=str(model))
-    tk.build(do_quantization=True, dataset=samples)
+    tk.build(do_quantization=quantize, dataset=samples if quantize else None)
     if node_order != "memory_aware":  # the test-only switch: CompileOptions.node_order
         typed = tk._compile_options
 
@@ -68,14 +69,17 @@ def _exported_and_loaded(tk: npuc.Toolkit, path: Path) -> npuc.Toolkit:
     return loaded
 
 
-def _compare(model: Path, tmp_path: Path, must_reorder: bool, op_target: Dict[str, str] = {}) -> Dict[str, int]:
+def _compare(model: Path, tmp_path: Path, must_reorder: bool, op_target: Dict[str, str] = {},
+             quantize: bool = True) -> Dict[str, int]:
     probe = npuc.Toolkit()
     probe.load_onnx(model=str(model))
     shape = list(probe.model.inputs[0]["shape"])
     rng = np.random.default_rng(0)
     samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
-    chosen = _exported_and_loaded(_build(model, "memory_aware", samples, op_target), tmp_path / "chosen.npub")
-    exporter = _exported_and_loaded(_build(model, "exporter", samples, op_target), tmp_path / "exporter.npub")
+    chosen = _exported_and_loaded(_build(model, "memory_aware", samples, op_target, quantize),
+                                  tmp_path / "chosen.npub")
+    exporter = _exported_and_loaded(_build(model, "exporter", samples, op_target, quantize),
+                                    tmp_path / "exporter.npub")
     mc, me = chosen.eval_memory(is_print=False), exporter.eval_memory(is_print=False)
     assert me["order"] == "exporter"
     assert me["exporter_order_bound_bytes"] == me["lower_bound_bytes"]
@@ -117,11 +121,13 @@ def test_node_order_is_recorded_only_when_not_the_default() -> None:
         o.node_order = "random"
 
 
-# tiny_vit is reordered (greedy-live); shufflenet_v2_x0_5 keeps the exporter's order (its peak is one
-# step's own inputs and outputs), so it checks that nothing changes there.
-@pytest.mark.parametrize("name,must_reorder", [("tiny_vit", True), ("shufflenet_v2_x0_5", False)])
-def test_shared_models_int8_bit_identical_to_exporter_order(name: str, must_reorder: bool, tmp_path: Path) -> None:
+# tiny_vit is reordered (INT8: the exact search, FP16: greedy); shufflenet_v2_x0_5 keeps the
+# exporter's order (already at the floor no order goes below), so it checks nothing changes there.
+@pytest.mark.parametrize("name,must_reorder,quantize",
+                         [("tiny_vit", True, True), ("tiny_vit", True, False), ("shufflenet_v2_x0_5", False, True)])
+def test_shared_models_bit_identical_to_exporter_order(name: str, must_reorder: bool, quantize: bool,
+                                                       tmp_path: Path) -> None:
     models = shared_models_dir()
     if models is None or not (models / f"{name}.onnx").exists():
         pytest.skip("shared models not available")
-    _compare(models / f"{name}.onnx", tmp_path, must_reorder)
+    _compare(models / f"{name}.onnx", tmp_path, must_reorder, quantize=quantize)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -167,12 +168,14 @@ TEST(MemoryAwareOrder, NeverWorseAndNoExtraDeviceSwitches) {
     EXPECT_EQ(exporter.name, "exporter");
     EXPECT_LE(order.bound_bytes, order.exporter_bound_bytes);
     EXPECT_LE(deviceSwitches(placement, order.nodes), deviceSwitches(placement, graphOrder(*g)));
-    // The exact search runs on a graph this small and is never beaten.
+    // The exact search, when it runs (not when a heuristic is already at the one-step floor), is
+    // never beaten.
     const auto exact = std::find_if(order.candidates.begin(), order.candidates.end(),
                                     [](const OrderCandidate& c) { return c.name == "exact"; });
-    ASSERT_NE(exact, order.candidates.end());
     for (const OrderCandidate& c : order.candidates) {
-      EXPECT_GE(c.bound_bytes, exact->bound_bytes) << c.name;
+      if (exact != order.candidates.end()) {
+        EXPECT_GE(c.bound_bytes, exact->bound_bytes) << c.name;
+      }
       EXPECT_EQ(c.rejected, c.device_switches > exporter.device_switches) << c.name;
       if (!c.rejected) {
         EXPECT_GE(c.bound_bytes, order.bound_bytes) << c.name;
@@ -257,6 +260,32 @@ TEST(MemoryAwareOrder, PlanCodecWritesVersion2OnlyForAnotherOrder) {
   NpuMemoryPlan bad = *m.memory_plan;  // a bound above the exporter's is not a plan npuc writes
   bad.exporter_order_bound_bytes = bad.lower_bound_bytes - kArenaAlignment;
   EXPECT_THROW(decodeMemoryPlan(encodeMemoryPlan(bad)), BlobError);
+}
+
+// 24 independent branches have 4^24 down-sets: the exact search gives up within its budget (the
+// others still run) instead of taking the compile down with it.
+TEST(MemoryAwareOrder, AWideGraphSkipsTheExactSearchQuickly) {
+  Builder b;
+  Value* x = b.input(16);
+  std::vector<Value*> ends;
+  for (int i = 0; i < 24; ++i) {
+    const std::string p = "br" + std::to_string(i);
+    ends.push_back(b.conv(p + "_c", b.conv(p + "_b", b.conv(p + "_a", x, 64), 32), 16));
+  }
+  Value* v = ends[0];  // a Mul chain (no fusion): every branch's end is held until its Mul
+  for (size_t i = 1; i < ends.size(); ++i) {
+    Node* n = b.g->appendNode("Mul", {v, ends[i]}, 1, "mul" + std::to_string(i));
+    n->output()->setType(DType::Float32, v->shape());
+    v = n->output();
+  }
+  b.g->addOutput(v);
+  const PartitionReport placement = partitionGraph(*b.g, soc());
+  const auto t0 = std::chrono::steady_clock::now();
+  const MemoryOrder order = chooseMemoryOrder(*b.g, nullptr, soc(), placement);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 5.0);  // about 0.1 s unloaded; generous for a shared machine
+  for (const OrderCandidate& c : order.candidates) EXPECT_NE(c.name, "exact");
+  EXPECT_LE(order.bound_bytes, order.exporter_bound_bytes);
 }
 
 TEST(MemoryAwareOrder, BadOrdersAreRefused) {

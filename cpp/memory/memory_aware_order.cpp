@@ -476,12 +476,12 @@ MemoryOrder chooseMemoryOrder(const Graph& graph, const quant::QuantPlan* quant_
   };
   // The exact search, unless a candidate already sits at the one-step floor (the largest bytes
   // one step reads and writes: no order goes below it, as on most CNNs) or the graph is too wide.
-  // Its cost is states x steps, so the state budget shrinks with the graph (about 1e7 step checks,
-  // 0.1-0.2 s at worst on this machine).
+  // Its cost is states x steps, so the state budget shrinks with the graph (about 2e7 step checks,
+  // 0.1-0.25 s at worst on this machine).
   uint64_t best_heuristic = std::numeric_limits<uint64_t>::max();
   for (const auto& [name, order] : tried) best_heuristic = std::min(best_heuristic, boundOf(s, order));
   if (best_heuristic > stepOwnFloor(s)) {
-    const size_t budget = std::min<size_t>(kMaxExactStates, 10'000'000 / std::max<size_t>(s.size(), 1));
+    const size_t budget = std::min<size_t>(kMaxExactStates, 20'000'000 / std::max<size_t>(s.size(), 1));
     std::vector<int> exact = exactOrder(s, budget);
     if (!exact.empty()) tried.emplace_back("exact", std::move(exact));
   }

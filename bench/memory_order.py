@@ -94,8 +94,8 @@ def main(names: List[str]) -> int:
                 rows.append(measure(name, quantize))
             except Exception as e:  # a model that cannot be built here is reported, not fatal
                 print(f"{name}: skipped ({type(e).__name__}: {e})", file=sys.stderr)
-    print(f"rk3588 INT8 (one random calibration sample) and FP16; bounds and arenas in KiB; "
-          f"floor = no topological order goes below it")
+    print(f"{SOC} INT8 (one random calibration sample) and FP16; bounds and arenas in KiB; "
+          "floor = no topological order goes below it")
     print("| model | mode | exporter bound | chosen bound | ratio | floor | arena (exporter arena) | order | "
           "compile s (exporter s) |")
     print("|---|---|---|---|---|---|---|---|---|")

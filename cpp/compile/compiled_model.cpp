@@ -30,29 +30,67 @@ std::set<std::vector<size_t>> groupsByPosition(const Graph& graph, const Partiti
   return out;
 }
 
-// Runs the graph in the memory-aware order when one beats the exporter's: `graph` and `placement`
-// become a reordered copy and its partition. The partition and the fusion groups are re-derived
-// from the copy (a loaded blob re-derives them the same way); a candidate is kept only if every
-// node lands on the same device for the same reason and the groups are the same (a different group
-// would change the program and its numerics). Candidates are tried best first; when none passes,
-// the exporter's order stays. Returns the order the plan is for.
-memory::MemoryOrder applyMemoryOrder(std::shared_ptr<const Graph>& graph, PartitionReport& placement,
-                                     const quant::QuantPlan* plan, const SocProfile& soc,
-                                     const CompileOptions& options) {
-  memory::MemoryOrder order;
-  if (options.node_order == NodeOrder::Exporter) return order;
-  order = memory::chooseMemoryOrder(*graph, plan, soc, placement);
-  if (!order.changed()) return order;
+// The rest of the compile for one node order: memory plan, program, core schedules.
+CompiledModel compileInOrder(std::shared_ptr<const Graph> graph, PartitionReport placement,
+                             const quant::QuantPlan* plan, const SocProfile& soc,
+                             const CompileOptions& options, perf::TilingCache* tiling_cache) {
+  CompiledModel m;
+  m.soc = &soc;
+  if (plan) m.quant_plan = *plan;
+  m.graph = std::move(graph);
+  m.placement = std::move(placement);
+  m.memory_plan = memory::planNpuMemory(*m.graph, m.quantPlan(), soc, m.placement);
+  lower::LowerOptions lo;
+  lo.placement = &m.placement;
+  lo.single_core_mode = options.single_core_mode;
+  lo.plan = m.quantPlan();
+  lo.tiling_cache = tiling_cache;
+  m.program = lower::lowerGraph(*m.graph, soc, lo);
+  m.options = options;
+  // Decided once here, for every core count the runtime may be given; eval_perf reads them.
+  m.core_schedules = compiledCoreSchedules(m, tiling_cache);
+  return m;
+}
+
+// Whether `m` is predicted no slower than `exporter` on every core count it has a schedule for.
+// Single-core time is a sum over the same tasks, but the multi-core list schedule follows the task
+// order, so a reordering can lengthen it: memory is not bought with time.
+bool noSlower(const CompiledModel& m, const CompiledModel& exporter, perf::TilingCache* tiling_cache) {
+  for (const sched::CoreSchedule& s : m.core_schedules) {
+    const double mine = compiledPerf(m, tiling_cache, s.cores).summary.total_time_us;
+    const double theirs = compiledPerf(exporter, tiling_cache, s.cores).summary.total_time_us;
+    if (mine > theirs * (1 + 1e-9)) return false;
+  }
+  return true;
+}
+
+// At most this many reordered compiles per model (each a full lowering and scheduling).
+constexpr size_t kMaxOrderTrials = 4;
+
+// Compiles in the memory-aware order when one beats the exporter's, else in the exporter's. Each
+// candidate (best bound first) runs on a reordered copy of the graph whose partition and fusion
+// groups are re-derived (a loaded blob re-derives them the same way) and must equal the
+// exporter's: same device and reason per node, same groups (a different group would change the
+// program and its numerics). It is kept only if its plan's bound is the predicted one and it is
+// no slower on any core count; otherwise the next is tried, and at the end the exporter's order
+// stays.
+CompiledModel compileMemoryAware(std::shared_ptr<const Graph> graph, PartitionReport placement,
+                                 const quant::QuantPlan* plan, const SocProfile& soc,
+                                 const CompileOptions& options, perf::TilingCache* tiling_cache) {
+  const memory::MemoryOrder order = memory::chooseMemoryOrder(*graph, plan, soc, placement);
   std::unordered_map<const Node*, size_t> original;
   for (const Node* n : graph->nodes()) original.emplace(n, original.size());
   const std::set<std::vector<size_t>> groups = groupsByPosition(*graph, placement, soc, original);
+  CompiledModel exporter = compileInOrder(graph, placement, plan, soc, options, tiling_cache);
   std::vector<const memory::OrderCandidate*> better;
   for (const memory::OrderCandidate& c : order.candidates)
     if (!c.rejected && c.bound_bytes < order.exporter_bound_bytes) better.push_back(&c);
   std::stable_sort(better.begin(), better.end(),
                    [](const auto* a, const auto* b) { return a->bound_bytes < b->bound_bytes; });
+  size_t trials = 0;
   for (const memory::OrderCandidate* c : better) {
     for (const std::vector<const Node*>* nodes : {&c->nodes, &c->anchors_early}) {
+      if (trials == kMaxOrderTrials) break;
       std::shared_ptr<const Graph> copy = memory::reorderedCopy(*graph, *nodes);
       PartitionReport moved = partitionGraph(*copy, soc, options.op_target);
       std::unordered_map<const Node*, size_t> to_original;
@@ -64,18 +102,16 @@ memory::MemoryOrder applyMemoryOrder(std::shared_ptr<const Graph>& graph, Partit
         same = moved.nodes[i].device == was.device && moved.nodes[i].reason == was.reason;
       }
       if (!same || groupsByPosition(*copy, moved, soc, to_original) != groups) continue;
-      order.name = c->name;
-      order.bound_bytes = c->bound_bytes;
-      order.nodes = *nodes;
-      graph = std::move(copy);
-      placement = std::move(moved);
-      return order;
+      ++trials;
+      CompiledModel m = compileInOrder(copy, std::move(moved), plan, soc, options, tiling_cache);
+      if (m.memory_plan->lower_bound_bytes != c->bound_bytes || !noSlower(m, exporter, tiling_cache))
+        continue;
+      m.memory_plan->order = c->name;
+      m.memory_plan->exporter_order_bound_bytes = exporter.memory_plan->lower_bound_bytes;
+      return m;
     }
   }
-  order.name = "exporter";
-  order.bound_bytes = order.exporter_bound_bytes;
-  order.nodes = order.candidates.front().nodes;
-  return order;
+  return exporter;
 }
 
 }  // namespace
@@ -94,38 +130,13 @@ CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::Quan
     }
     requireQuantizedDtype(soc, plan->scheme.dtype);
   }
-  CompiledModel m;
-  m.soc = &soc;
-  if (plan) m.quant_plan = *plan;
-  m.placement = partitionGraph(*graph, soc, options.op_target);
-  // Decided before lowering, so the program's tasks, the memory plan, the blob's graph and every
-  // report follow the one order.
-  const std::shared_ptr<const Graph> exporter_graph = graph;
-  memory::MemoryOrder order = applyMemoryOrder(graph, m.placement, plan, soc, options);
-  m.graph = std::move(graph);
-  m.memory_plan = memory::planNpuMemory(*m.graph, m.quantPlan(), soc, m.placement);
-  if (order.changed() && m.memory_plan->lower_bound_bytes != order.bound_bytes) {
-    // The order's bound was predicted from the same buffers the plan makes; should they ever
-    // disagree, the exporter's order is the safe choice (its bound is the reference).
-    m.graph = exporter_graph;
-    m.placement = partitionGraph(*m.graph, soc, options.op_target);
-    m.memory_plan = memory::planNpuMemory(*m.graph, m.quantPlan(), soc, m.placement);
-    order.name = "exporter";
-  }
-  m.memory_plan->order = order.name;
-  // In the exporter's order the plan's own bound is the exporter's (no prediction involved).
-  m.memory_plan->exporter_order_bound_bytes =
-      order.changed() ? order.exporter_bound_bytes : m.memory_plan->lower_bound_bytes;
-  lower::LowerOptions lo;
-  lo.placement = &m.placement;
-  lo.single_core_mode = options.single_core_mode;
-  lo.plan = m.quantPlan();
-  lo.tiling_cache = tiling_cache;
-  m.program = lower::lowerGraph(*m.graph, soc, lo);
-  m.options = std::move(options);
-  // Decided once here, for every core count the runtime may be given; eval_perf reads them.
-  m.core_schedules = compiledCoreSchedules(m, tiling_cache);
-  return m;
+  PartitionReport placement = partitionGraph(*graph, soc, options.op_target);
+  // The node order is decided before lowering, so the program's tasks, the memory plan, the blob's
+  // graph and every report follow the one order. A plan in the exporter's order is its own
+  // reference (memory_plan.order "exporter", both bounds equal: planNpuMemory's defaults).
+  if (options.node_order == NodeOrder::Exporter)
+    return compileInOrder(std::move(graph), std::move(placement), plan, soc, options, tiling_cache);
+  return compileMemoryAware(std::move(graph), std::move(placement), plan, soc, options, tiling_cache);
 }
 
 }  // namespace npuc

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "compile/compiled_model.h"
 #include "compile/compiled_model_io.h"
+#include "compile/compiled_reports.h"
 #include "memory/memory_aware_order.h"
 #include "memory/memory_plan_codec.h"
 #include "memory/npu_memory_plan.h"
@@ -77,11 +78,14 @@ std::vector<std::string> names(const std::vector<const Node*>& nodes) {
   return out;
 }
 
+// One NPU core: the multi-core schedules of these tiny graphs run the branches side by side, which
+// a branch-at-a-time order would slow down, so there the exporter's order stays (tested below).
 CompileOptions floatOptions(NodeOrder order = NodeOrder::MemoryAware, OpTargetMap op_target = {}) {
   CompileOptions o;
   o.quantized = false;  // a float build (FP16 on the NPU): no quantization plan needed
   o.node_order = order;
   o.op_target = std::move(op_target);
+  o.single_core_mode = true;
   return o;
 }
 
@@ -121,6 +125,22 @@ TEST(MemoryAwareOrder, BranchAtATimeBeatsAnInterleavedExporterOrder) {
   EXPECT_EQ(e.memory_plan->lower_bound_bytes, order.exporter_bound_bytes);
   EXPECT_EQ(e.memory_plan->exporter_order_bound_bytes, order.exporter_bound_bytes);
   EXPECT_EQ(e.options.node_order, NodeOrder::Exporter);
+}
+
+// On three cores the exporter's interleaved branches run in parallel; the branch-at-a-time order
+// reuses the wide buffer, so the second branch waits for the first: slower, so not taken. Whatever
+// is chosen is never slower than the exporter's order on any core count.
+TEST(MemoryAwareOrder, NoCoreCountGetsSlower) {
+  CompileOptions multi = floatOptions(), exporter_multi = floatOptions(NodeOrder::Exporter);
+  multi.single_core_mode = exporter_multi.single_core_mode = false;
+  const CompiledModel m = compileModel(interleavedBranches(), nullptr, soc(), multi);
+  const CompiledModel e = compileModel(interleavedBranches(), nullptr, soc(), exporter_multi);
+  ASSERT_EQ(m.core_schedules.size(), 3u);
+  for (uint32_t k = 1; k <= 3; ++k)
+    EXPECT_LE(compiledPerf(m, nullptr, k).summary.total_time_us,
+              compiledPerf(e, nullptr, k).summary.total_time_us)
+        << k << " cores";
+  EXPECT_LE(m.memory_plan->lower_bound_bytes, m.memory_plan->exporter_order_bound_bytes);
 }
 
 TEST(MemoryAwareOrder, ReorderedModelRoundTripsThroughTheBlob) {

@@ -4,7 +4,8 @@ order the compiler chose, per model.
 For every shared model plus yolov5s_relu and yolov8n (bench/yolo_models.py; exported with torch
 into bench/.cache on first use), builds INT8 for rk3588 from one random calibration sample (only
 the plan's dtypes matter), and FP16, and compiles each twice: with the default memory-aware order and with
-``node_order='exporter'`` (the peer, same run). Prints per model the exporter-order bound, the
+``node_order='exporter'`` (the peer, same run), and once more with single_core_mode (there no
+multi-core schedule can get slower, which the driver otherwise refuses). Prints per model the exporter-order bound, the
 chosen order's bound, their ratio, both arenas, the candidate that won, and the floor no order can
 go below: max over steps of the bytes the step reads and writes plus those written by an ancestor
 and read by a descendant (live across the step in every topological order). Issue #19's target:
@@ -65,6 +66,8 @@ def measure(name: str, quantize: bool) -> Dict[str, Any]:
     exporter_seconds = time.perf_counter() - t0
     options.node_order = "memory_aware"
     choice = memory_order(source, SOC, options)
+    options.single_core_mode = True  # one core: no multi-core schedule for an order to slow down
+    single = compile_model(source, SOC, options).eval_memory()
     assert exporter["lower_bound_bytes"] == chosen["exporter_order_bound_bytes"], name
     return {
         "model": name,
@@ -75,6 +78,8 @@ def measure(name: str, quantize: bool) -> Dict[str, Any]:
         "arena": chosen["arena_bytes"],
         "exporter_arena": exporter["arena_bytes"],
         "order": chosen["order"],
+        "single_bound": single["lower_bound_bytes"],
+        "single_order": single["order"],
         "floor": choice["floor_bytes"],
         "candidates": choice["candidates"],
         "seconds": seconds,
@@ -97,11 +102,12 @@ def main(names: List[str]) -> int:
     print(f"{SOC} INT8 (one random calibration sample) and FP16; bounds and arenas in KiB; "
           "floor = no topological order goes below it")
     print("| model | mode | exporter bound | chosen bound | ratio | floor | arena (exporter arena) | order | "
-          "compile s (exporter s) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "single-core build: bound, ratio, order | compile s (exporter s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['mode']} | {kib(r['exporter_bound'])} | {kib(r['bound'])} | {r['ratio']:.3f} | "
               f"{kib(r['floor'])} | {kib(r['arena'])} ({kib(r['exporter_arena'])}) | {r['order']} | "
+              f"{kib(r['single_bound'])}, {r['single_bound'] / r['exporter_bound']:.3f}, {r['single_order']} | "
               f"{r['seconds']:.2f} ({r['exporter_seconds']:.2f}) |")
     print()
     print("candidates (KiB, device switches, * = rejected for extra switches):")

@@ -18,7 +18,9 @@
 // wide for the budget). The candidate with the smallest bound wins; the exporter
 // order wins ties, so the chosen order is never worse. A candidate that switches between NPU and
 // CPU more often than the exporter order is rejected (each switch is a hand-over sync that costs
-// time), whatever it saves.
+// time), whatever it saves. The compile driver (compile/compiled_model.cpp) then tries the
+// candidates best first and keeps one only if the fusion groups and the partition come out the
+// same and no core count's predicted time gets worse.
 #pragma once
 
 #include <cstdint>
@@ -82,7 +84,8 @@ uint64_t orderLowerBound(const Graph& graph, const quant::QuantPlan* quant_plan,
 uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
                          const PartitionReport& placement);
 
-// NPU<->CPU changes between consecutive steps of `order` (fusion groups counted as one step).
+// NPU<->CPU changes between consecutive nodes of `order` (a fused group is all NPU, so a
+// contiguous one adds none).
 size_t deviceSwitches(const PartitionReport& placement, const std::vector<const Node*>& order);
 
 // A deep copy of `graph` whose node list is `order` (nodes of `graph`; GraphError if it is not a

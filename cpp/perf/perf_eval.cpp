@@ -345,13 +345,10 @@ PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOpt
     throw ConfigError(soc.name + ": " + std::to_string(options.cores) + " NPU cores requested, the SoC has " +
                       std::to_string(soc.npu.cores));
   const auto cores = static_cast<uint32_t>(options.cores > 0 ? options.cores : soc.npu.cores);
-  if (options.single_core_mode || cores == 1) {
-    PerfOptions one = options;
-    one.single_core_mode = true;
-    return Evaluator(graph, soc, one, cache).run(nullptr);
-  }
+  // Every row is costed on one core; on more, the core scheduler places the rows.
   PerfOptions one = options;
   one.single_core_mode = true;
+  if (options.single_core_mode || cores == 1) return Evaluator(graph, soc, one, cache).run(nullptr);
   std::vector<sched::TaskWork> work;
   PerfReport report = Evaluator(graph, soc, one, cache).run(&work);
   const double sync = static_cast<double>(soc.npu.core_sync_cycles);

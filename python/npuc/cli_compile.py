@@ -328,7 +328,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_perf(args: argparse.Namespace) -> int:
     import npuc
     from npuc.model_files import darknet_weights_for, is_darknet, load_model
-    from npuc.perf import PerfReport, check_output_paths, eval_perf
+    from npuc.perf import PerfReport, check_output_paths, eval_perf, timeline_path
 
     if not os.path.isfile(args.model):
         raise ConfigFileError(f"model file {shown_path(args.model)} does not exist")
@@ -387,8 +387,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     if args.plot:
         report.plot(args.plot)
         if report.summary["cores"] > 1:
-            root, ext = os.path.splitext(args.plot)
-            report.plot_timeline(f"{root}.timeline{ext}")
+            report.plot_timeline(timeline_path(args.plot))
     return 0
 
 

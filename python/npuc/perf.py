@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -280,6 +281,12 @@ def check_plot_path(path: Union[str, Path], inputs: Optional[JobInputs] = None) 
         raise OutputError(f"cannot write {PLOT_WHAT} to '{path}': {named}; "
                           f"use one of {', '.join('.' + f for f in formats)}")
     return suffix[1:]
+
+
+def timeline_path(plot_path: Union[str, Path]) -> str:
+    """Where eval_perf writes the per-core timeline beside its plot: ``perf.png`` -> ``perf.timeline.png``."""
+    root, ext = os.path.splitext(os.fspath(plot_path))
+    return f"{root}.timeline{ext}"
 
 
 def check_output_paths(inputs: JobInputs, csv: Optional[Union[str, Path]] = None,

@@ -181,6 +181,9 @@ class Toolkit(RknnOnlyCalls):
         # config(dynamic_input): (set 0's model, [(shapes, model, simulator) per set]) after a build
         # or load_blob with several sets; stale once self._model is another (npuc.dynamic_input).
         self._shape_sets: Optional[Tuple[Any, List[Tuple[List[Shape], Any, Any]]]] = None
+        # init_runtime(core_mask=...)'s value (RKNN's); None before init_runtime: eval_perf then uses
+        # every core of the SoC (one with single_core_mode).
+        self._runtime_mask: Optional[int] = None
 
     # ------------------------------------------------------------------ context manager
 
@@ -1060,16 +1063,19 @@ class Toolkit(RknnOnlyCalls):
             options = self._compile_options()
         if cached is not None and cached[1].options == options and cached[1].soc == soc_profile(soc)["name"]:
             return cached[1]
-        quantized = None if self._built_float else self._simulator()
-        source = quantized if quantized is not None and quantized.mode == "int8" else self._model
-        compiled = compile_model(source, soc, options)
+        compiled = compile_model(self._compile_source(self._model, self._simulator()), soc, options)
         sets = self._current_shape_sets()
         if len(sets) > 1:  # config(dynamic_input): every other set compiled alike, kept as shape_variants
             compiled = compiled.with_shape_variants(
-                [compile_model(sim if sim is not None and not self._built_float and sim.mode == "int8" else model,
-                               soc, options) for _, model, sim in sets[1:]])
+                [compile_model(self._compile_source(model, sim), soc, options) for _, model, sim in sets[1:]])
         self._compiled_model = (self._model, compiled, False)
         return compiled
+
+    def _compile_source(self, model: Any, simulator: Optional[Any]) -> Any:
+        """What compile_model takes for one build of `model`: its INT8 simulator (which carries the
+        quantization plan) for a quantized build, else the model itself (a float build runs in FP16)."""
+        quantized = not self._built_float and simulator is not None and simulator.mode == "int8"
+        return simulator if quantized else model
 
     def init_runtime(
         self, target: Optional[str] = None, max_run_bytes: Optional[Union[int, str]] = None, **kwargs: Any
@@ -1235,7 +1241,7 @@ class Toolkit(RknnOnlyCalls):
             OutputError: ``plot_path`` is not an image format matplotlib writes (named with the
                 ones it does), a file this toolkit read, or a directory; checked before any work.
         """
-        from npuc.perf import PerfReport, check_plot_path, eval_perf
+        from npuc.perf import PerfReport, check_plot_path, eval_perf, timeline_path
 
         require("eval_perf", self._stage)
         is_print = arg_check.flag("eval_perf", "is_print", is_print)
@@ -1248,7 +1254,7 @@ class Toolkit(RknnOnlyCalls):
             check_plot_path(plot_path, self._inputs)
         cache = tuning_cache or ""
         # After init_runtime: its core_mask's cores; before: all the SoC's (one with single_core_mode).
-        mask = getattr(self, "_runtime_mask", None)
+        mask = self._runtime_mask
         runtime = None if mask is None else (self._cores_for_mask(mask), core_mask.core_mask_name(mask))
         cores = runtime[0] if runtime else 0
         per_set: List[Tuple[List[Shape], Any]] = []
@@ -1276,14 +1282,8 @@ class Toolkit(RknnOnlyCalls):
         if plot_path is not None:
             report.plot(plot_path)
             if int(report.summary["cores"]) > 1:  # the per-core timeline beside it
-                report.plot_timeline(self._timeline_path(plot_path))
+                report.plot_timeline(timeline_path(plot_path))
         return report
-
-    @staticmethod
-    def _timeline_path(plot_path: Union[str, os.PathLike]) -> str:
-        """eval_perf's per-core timeline plot for ``plot_path``: ``perf.png`` -> ``perf.timeline.png``."""
-        root, ext = os.path.splitext(os.fspath(plot_path))
-        return f"{root}.timeline{ext}"
 
     def eval_memory(self, is_print: bool = True) -> "MemoryReport":
         """Device memory of the built (or loaded) model (RKNN-Toolkit2 ``eval_memory``).
@@ -1449,8 +1449,7 @@ class Toolkit(RknnOnlyCalls):
         for key, value in options.items():
             if value not in (None, False, RKNN_BOARD_OPTIONS[key]):
                 self._log.warning("init_runtime(%s=%s) has no effect: npuc runs on the host simulator, whose outputs "
-                                  "do not depend on it%s", key, shown(value),
-                                  "")
+                                  "do not depend on it", key, shown(value))
 
     def _emit(self, text: str) -> None:
         """Prints a report block (RKNN prints its build reports too) and logs it to the

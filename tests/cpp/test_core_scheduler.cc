@@ -217,10 +217,11 @@ TEST(CoreScheduler, ArenaReuseWaitsForEveryEarlierUserOfTheBytes) {
     if (t.kind != lower::TaskKind::Convert) row_of[t.id] = row++;
   ASSERT_EQ(static_cast<size_t>(row), r.rows.size());
   for (size_t j = 0; j < hazards.size(); ++j)
-    for (uint32_t i : hazards[j])
-      if (row_of[j] >= 0 && row_of[i] >= 0)
-        EXPECT_GE(r.rows[row_of[j]].start_us, r.rows[row_of[i]].end_us - 1e-9)
-            << "task " << j << " overwrites bytes task " << i << " still uses";
+    for (uint32_t i : hazards[j]) {
+      if (row_of[j] < 0 || row_of[i] < 0) continue;
+      EXPECT_GE(r.rows[row_of[j]].start_us, r.rows[row_of[i]].end_us - 1e-9)
+          << "task " << j << " overwrites bytes task " << i << " still uses";
+    }
 }
 
 }  // namespace

@@ -180,6 +180,7 @@ void bindOptions(py::module_& m) {
           [](CompileOptions& o, const std::string& v) {
             o.node_order = enumFromName("node_order", v, nodeOrderFromName);
           })
+      .def_readwrite("concat_in_place", &CompileOptions::concat_in_place)
       .def_readwrite("custom_string", &CompileOptions::custom_string)
       .def_readwrite("disable_passes", &CompileOptions::disable_passes)
       .def_readwrite("hybrid_layers", &CompileOptions::hybrid_layers)

@@ -47,6 +47,10 @@ struct CompileOptions {
   // Every task on one NPU core (RKNN's default core mask) instead of spread over all.
   bool single_core_mode = false;
   NodeOrder node_order = NodeOrder::MemoryAware;
+  // Concats planned in place where that never makes the arena or a core count's time worse
+  // (memory/concat_in_place.h); false: every Concat copies (for comparison; META records it only
+  // then).
+  bool concat_in_place = true;
   std::string custom_string;                     // recorded verbatim (RKNN's custom_string)
   std::vector<std::string> disable_passes;       // as given to the optimizer
   std::vector<std::string> hybrid_layers;        // layers kept in FP16 by the user

@@ -114,6 +114,56 @@ CompiledModel compileMemoryAware(std::shared_ptr<const Graph> graph, PartitionRe
   return exporter;
 }
 
+// In-place Concats (memory/concat_in_place.h) on `m`'s order, decided once here and recorded in
+// its memory plan, which the program runtime and eval_perf read. Candidates are taken greedily in
+// graph order, each kept when the arena bound does not grow with it (a slice makes its container
+// live from the first input written, which can lift an earlier step; an input is a slice of one
+// Concat at most). The whole set is then kept only if the placed arena is no larger and no core
+// count's predicted time is worse (the container's longer live range adds reuse hazards to the
+// multi-core schedule); otherwise every Concat copies, as before.
+CompiledModel withConcatsInPlace(CompiledModel m, perf::TilingCache* tiling_cache) {
+  const memory::NpuMemoryPlan& base = *m.memory_plan;
+  std::set<std::string> chosen;
+  std::set<const Value*> sliced;  // inputs already planned as a chosen Concat's slice
+  uint64_t bound = base.lower_bound_bytes;
+  for (const std::string& out :
+       memory::inPlaceConcatCandidates(*m.graph, m.quantPlan(), *m.soc, m.placement)) {
+    const std::vector<Value*>& inputs = m.graph->findValue(out)->producer()->inputs();
+    if (std::any_of(inputs.begin(), inputs.end(), [&](const Value* v) { return sliced.count(v) != 0; }))
+      continue;
+    std::set<std::string> trial = chosen;
+    trial.insert(out);
+    const uint64_t b = memory::plannedLowerBound(*m.graph, m.quantPlan(), *m.soc, m.placement, trial);
+    if (b > bound) continue;
+    chosen = std::move(trial);
+    bound = b;
+    sliced.insert(inputs.begin(), inputs.end());
+  }
+  if (chosen.empty()) return m;
+  CompiledModel c = m;
+  c.memory_plan = memory::planNpuMemory(*c.graph, c.quantPlan(), *c.soc, c.placement, chosen);
+  // The reference stays the exporter order's bound without in-place Concats.
+  c.memory_plan->order = base.order;
+  c.memory_plan->exporter_order_bound_bytes = base.exporter_order_bound_bytes;
+  if (c.memory_plan->arena_bytes > base.arena_bytes) return m;
+  c.core_schedules = compiledCoreSchedules(c, tiling_cache);
+  if (!noSlower(c, m, tiling_cache)) return m;
+  return c;
+}
+
+// The node order, then the in-place Concats on it.
+CompiledModel compileChoosing(std::shared_ptr<const Graph> graph, PartitionReport placement,
+                              const quant::QuantPlan* plan, const SocProfile& soc,
+                              const CompileOptions& options, perf::TilingCache* tiling_cache) {
+  // A plan in the exporter's order is its own reference (memory_plan.order "exporter", both
+  // bounds equal: planNpuMemory's defaults).
+  CompiledModel m =
+      options.node_order == NodeOrder::Exporter
+          ? compileInOrder(std::move(graph), std::move(placement), plan, soc, options, tiling_cache)
+          : compileMemoryAware(std::move(graph), std::move(placement), plan, soc, options, tiling_cache);
+  return options.concat_in_place ? withConcatsInPlace(std::move(m), tiling_cache) : m;
+}
+
 }  // namespace
 
 CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::QuantPlan* plan,
@@ -132,11 +182,8 @@ CompiledModel compileModel(std::shared_ptr<const Graph> graph, const quant::Quan
   }
   PartitionReport placement = partitionGraph(*graph, soc, options.op_target);
   // The node order is decided before lowering, so the program's tasks, the memory plan, the blob's
-  // graph and every report follow the one order. A plan in the exporter's order is its own
-  // reference (memory_plan.order "exporter", both bounds equal: planNpuMemory's defaults).
-  if (options.node_order == NodeOrder::Exporter)
-    return compileInOrder(std::move(graph), std::move(placement), plan, soc, options, tiling_cache);
-  return compileMemoryAware(std::move(graph), std::move(placement), plan, soc, options, tiling_cache);
+  // graph and every report follow the one order.
+  return compileChoosing(std::move(graph), std::move(placement), plan, soc, options, tiling_cache);
 }
 
 }  // namespace npuc

@@ -37,17 +37,8 @@ namespace npuc::memory {
 
 struct OrderCandidate {
   std::string name;
-  uint64_t bound_bytes = 0;  // max over steps of the live arena bytes in this order
-  size_t device_switches =
-      0;  // A bound no topological order goes below: max over steps of the bytes the step reads and writes
-  // plus those of every buffer written before it and read after it in every order (an ancestor's
-  // output that a descendant reads). When the exporter's bound equals it, the exporter's order is
-  // already optimal. Quadratic in the steps (ancestor sets): for reports and benchmarks, not run by
-  // the compile driver.
-  uint64_t orderFloorBytes(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-                           const PartitionReport& placement);
-
-  // NPU<->CPU changes between consecutive steps
+  uint64_t bound_bytes = 0;        // max over steps of the live arena bytes in this order
+  size_t device_switches = 0;      // NPU<->CPU changes between consecutive steps
   bool rejected = false;           // more device switches than the exporter order
   std::vector<const Node*> nodes;  // every node, in this order, each fused group contiguous
   // The same steps with each group's non-last members as early as their inputs allow, for when

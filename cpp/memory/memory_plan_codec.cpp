@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "blob/blob_format.h"
 #include "blob/byte_io.h"
 #include "common/error.h"
@@ -25,12 +27,15 @@ std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
   blob::ByteWriter w;
   const bool exporter_order =
       plan.order == "exporter" && plan.exporter_order_bound_bytes == plan.lower_bound_bytes;
-  w.u32(exporter_order ? 1 : kMemoryPlanCodecVersion);
+  const bool nested = std::any_of(plan.buffers.begin(), plan.buffers.end(),
+                                  [](const PlannedBuffer& b) { return b.within != -1; });
+  const uint32_t version = nested ? 3 : exporter_order ? 1 : 2;
+  w.u32(version);
   w.u64(plan.alignment);
   w.u64(plan.arena_bytes);
   w.u64(plan.lower_bound_bytes);
   w.str(plan.strategy, kMaxNameBytes, "memory plan strategy");
-  if (!exporter_order) {
+  if (version >= 2) {
     w.str(plan.order, kMaxNameBytes, "memory plan node order");
     w.u64(plan.exporter_order_bound_bytes);
   }
@@ -50,6 +55,7 @@ std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
     w.i64(b.first);
     w.i64(b.last);
     w.u64(b.offset);
+    if (version >= 3) w.i32(static_cast<int32_t>(b.within));
   }
   return w.take();
 }
@@ -58,7 +64,7 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
                      "MPLN section");
   const uint32_t version = r.u32("memory plan version");
-  if (version != kMemoryPlanCodecVersion && version != 1) {
+  if (version < 1 || version > kMemoryPlanCodecVersion) {
     r.fail(fmt::format("memory plan version {} is not supported (expected {})", version,
                        kMemoryPlanCodecVersion));
   }
@@ -106,6 +112,12 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
     b.first = r.i64("first step");
     b.last = r.i64("last step");
     b.offset = r.u64("buffer offset");
+    if (version >= 3) {
+      const int32_t within = r.i32("buffer container");
+      if (within < -1 || within >= static_cast<int64_t>(n))
+        r.fail(fmt::format("{}: container index {} is not a buffer of the plan", who, within));
+      b.within = within;
+    }
     plan.buffers.push_back(std::move(b));
   }
   r.expectEnd();

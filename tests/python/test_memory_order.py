@@ -49,15 +49,17 @@ def _build(model: Path, node_order: str, samples: List[np.ndarray], op_target: D
     tk.config(target_platform="rk3588", op_target=op_target or None, single_core_mode=single_core)
     tk.load_onnx(model=str(model))
     tk.build(do_quantization=quantize, dataset=samples if quantize else None)
-    if node_order != "memory_aware":  # the test-only switch: CompileOptions.node_order
-        typed = tk._compile_options
+    # The test-only switches: CompileOptions.node_order, and no in-place Concats (their bound is
+    # compared with the exporter order's without them; test_concat_in_place.py covers them).
+    typed = tk._compile_options
 
-        def with_order():  # type: ignore[no-untyped-def]
-            o = typed()
-            o.node_order = node_order
-            return o
+    def with_order():  # type: ignore[no-untyped-def]
+        o = typed()
+        o.node_order = node_order
+        o.concat_in_place = False
+        return o
 
-        tk._compile_options = with_order  # type: ignore[method-assign]
+    tk._compile_options = with_order  # type: ignore[method-assign]
     return tk
 
 

@@ -48,7 +48,8 @@ std::vector<perf::CostedTask> programTasks(const CompiledModel& m) {
     c.task.device = t.kind == lower::TaskKind::Npu ? Device::Npu : Device::Cpu;
     c.task.op_type = t.pattern;
     c.in_place = t.kind == lower::TaskKind::Npu && t.nodes.size() == 1 &&
-                 memory::concatIsInPlace(*nodes.at(t.nodes[0]), containers);
+                 memory::concatIsInPlace(*nodes.at(t.nodes[0]), containers) &&
+                 memory::concatCopiesNothing(*nodes.at(t.nodes[0]), m.quantPlan());
     for (uint32_t i : t.nodes)  // the placement lists nodes in graph order, as the program indexes them
       c.task.full_name += (c.task.full_name.empty() ? "" : "+") + m.placement.nodes.at(i).label;
     c.dtype = t.compute == lower::ElemType::Int8    ? NpuDType::Int8

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "memory/npu_buffer_sizes.h"
@@ -36,10 +37,8 @@ std::string quantProblem(const Node& concat, const quant::QuantPlan& plan) {
   for (const Value* v : concat.inputs()) {
     if (!plan.has(v->name())) return fmt::format("input '{}' is not quantized", v->name());
     const quant::TensorQuant& in = plan.at(v->name());
-    if (!in.isPerTensor() || !q.isPerTensor() || in.dtype != q.dtype || in.scales != q.scales ||
-        in.zero_points != q.zero_points)
-      return fmt::format(
-          "input '{}' needs requantization (its scale or zero point differs from the output's)", v->name());
+    if (!in.isPerTensor() || !q.isPerTensor() || in.dtype != q.dtype)
+      return fmt::format("input '{}' is not quantized per tensor in the output's dtype", v->name());
   }
   return "";
 }
@@ -91,6 +90,25 @@ std::string concatInPlaceProblem(const Node& concat, const quant::QuantPlan* qua
   }
   if (offsets) *offsets = std::move(starts);
   return "";
+}
+
+std::vector<bool> rescaledInputs(const Node& concat, const quant::QuantPlan* plan) {
+  std::vector<bool> out(concat.inputs().size(), false);
+  const Value* y = concat.output(0);
+  if (!plan || !y || !plan->has(y->name())) return out;
+  const quant::TensorQuant& q = plan->at(y->name());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Value* v = concat.inputs()[i];
+    if (!v || !plan->has(v->name())) continue;
+    const quant::TensorQuant& in = plan->at(v->name());
+    out[i] = in.scales != q.scales || in.zero_points != q.zero_points;
+  }
+  return out;
+}
+
+bool concatCopiesNothing(const Node& concat, const quant::QuantPlan* plan) {
+  const std::vector<bool> r = rescaledInputs(concat, plan);
+  return std::none_of(r.begin(), r.end(), [](bool b) { return b; });
 }
 
 bool concatIsInPlace(const Node& node, const std::set<std::string>& containers) {

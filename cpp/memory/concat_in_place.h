@@ -28,17 +28,27 @@ namespace npuc::memory {
 // Why `concat` cannot be planned in place, "" when it can. Conditions: a Concat placed on the NPU
 // along dim 1 of a batch-1 tensor whose output is an activation (not a graph output); every input
 // a distinct activation written by an NPU node other than a Concat (no nesting), neither a graph
-// input nor a graph output; one storage dtype for all, computed by the NPU; no requantization (an
-// INT8 build's Concat runs in INT8 and every input has exactly the output's scale and zero point,
-// so the Concat step is a byte copy); every slice starting on a C2 block and on `alignment` bytes.
+// input nor a graph output; one storage dtype for all, computed by the NPU (an INT8 build's Concat
+// runs in INT8, every input quantized per tensor); every slice starting on a C2 block and on
+// `alignment` bytes. An input whose scale or zero point differs from the output's
+// (rescaledInputs) is rescaled by the Concat step within its slice, element by element, so no
+// reader may see it after the Concat: the memory plan, which knows the steps, also requires its
+// last reader to be the Concat.
 // When it can and `offsets` is given, it receives each input's byte offset in the output's buffer.
 std::string concatInPlaceProblem(const Node& concat, const quant::QuantPlan* quant_plan,
                                  const SocProfile& soc, const PartitionReport& placement, uint64_t alignment,
                                  std::vector<uint64_t>* offsets = nullptr);
 
+// Per input of `concat`: true when the Concat requantizes it (its quantization differs from the
+// output's); all false in a float build.
+std::vector<bool> rescaledInputs(const Node& concat, const quant::QuantPlan* quant_plan);
+// No input is rescaled: planned in place, the Concat step is a no-op.
+bool concatCopiesNothing(const Node& concat, const quant::QuantPlan* quant_plan);
+
 // Whether `node` is a Concat a memory plan planned in place (`containers`:
-// NpuMemoryPlan::containers()): its inputs are already its output, so the program runtime skips its
-// step and eval_perf costs it as free. One rule for both, read from the plan.
+// NpuMemoryPlan::containers()). When it also copies nothing, its inputs are already its output, so
+// the program runtime skips its step and eval_perf costs it as free (one rule for both, read from
+// the plan); otherwise it runs, rescaling the slices that need it.
 bool concatIsInPlace(const Node& node, const std::set<std::string>& containers);
 
 }  // namespace npuc::memory

@@ -143,11 +143,15 @@ class PlanBuilder {
     if (!container) return "its output has no NPU buffer in the arena (inside a fused task?)";
     if (container->within >= 0) return "its output is already inside another buffer";
     std::vector<PlannedBuffer*> slices;
+    const std::vector<bool> rescaled = rescaledInputs(*concat, quant_plan_);
+    const int64_t concat_step = container->first;
     for (size_t i = 0; i < concat->inputs().size(); ++i) {
       const Value* v = concat->inputs()[i];
       PlannedBuffer* b = arenaNpuBuffer(v->name());
       if (!b) return "input '" + v->name() + "' has no NPU buffer in the arena";
       if (b->within >= 0) return "input '" + v->name() + "' is already inside another buffer";
+      if (rescaled[i] && b->last > concat_step)  // its slice is rescaled in place at the Concat
+        return "input '" + v->name() + "' is requantized by the Concat and read after it";
       if (offsets[i] + b->bytes > container->bytes) return "input '" + v->name() + "' does not fit its slice";
       slices.push_back(b);
     }

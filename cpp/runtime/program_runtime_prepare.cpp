@@ -172,8 +172,12 @@ void ProgramRuntime::prepare() {
     pt.outputs = t.outputs;
     for (uint32_t n : t.nodes) pt.nodes.push_back(n);
     std::sort(pt.nodes.begin(), pt.nodes.end());  // graph order: producers before readers
+    // A Concat that rescales some slice runs (its step reads the slices and its output is stored
+    // over them, the rescaled values where they were); one that copies nothing is skipped.
     pt.in_place = t.kind == lower::TaskKind::Npu && pt.nodes.size() == 1 &&
-                  memory::concatIsInPlace(*nodes[pt.nodes[0]], containers);
+                  memory::concatIsInPlace(*nodes[pt.nodes[0]], containers) &&
+                  memory::concatCopiesNothing(*nodes[pt.nodes[0]],
+                                              sim_->mode() == quant::SimMode::Int8 ? &sim_->plan() : nullptr);
     for (uint32_t in : pt.in_place ? pt.inputs : std::vector<uint32_t>{})
       if (placements_[in].where != Where::Arena)
         throw BlobError("program runtime: " + taskLabel(t) + " is planned in place but its input '" +

@@ -2,7 +2,8 @@
 while a deeper branch runs, then Concat(deep, held)) and two sole-reader convs joined by a Concat.
 Exported and loaded, the blob runs on the program runtime with the Concat's inputs written into its
 output's buffer; outputs equal those of a build without in-place Concats bit for bit (INT8 and
-FP16), the arena is never larger, eval_memory names the Concat and eval_perf costs it as free."""
+FP16), the arena is never larger, eval_memory names the Concat and eval_perf costs it as free
+(unless it rescales a slice)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,9 @@ def _loaded(model: Path, quantize: bool, in_place: bool, samples: List[np.ndarra
     return loaded
 
 
-@pytest.mark.parametrize("neck,quantize", [(True, False), (False, False), (False, True)])
+# INT8 neck: P3 (also read by deep1) keeps its own scale, so the Concat rescales it within its slice
+# and still runs; everywhere else the Concat copies nothing and is skipped.
+@pytest.mark.parametrize("neck,quantize", [(True, False), (False, False), (False, True), (True, True)])
 def test_in_place_concat_is_bit_identical_smaller_and_free(neck: bool, quantize: bool, tmp_path: Path) -> None:
     model = _model(tmp_path, neck)
     rng = np.random.default_rng(0)
@@ -82,8 +85,12 @@ def test_in_place_concat_is_bit_identical_smaller_and_free(neck: bool, quantize:
     assert "In-place Concats:             1" in str(mw)
     pw, po = with_.eval_perf(is_print=False), without.eval_perf(is_print=False)
     concat_rows = [r for r in pw.rows if r["OpType"] == "Concat"]
-    assert len(concat_rows) == 1 and concat_rows[0]["Time(us)"] == 0.0 and concat_rows[0]["TaskNumber"] == 0
-    assert pw.summary["total_time_us"] < po.summary["total_time_us"]
+    assert len(concat_rows) == 1
+    if neck and quantize:
+        assert concat_rows[0]["Time(us)"] > 0 and pw.summary["total_time_us"] <= po.summary["total_time_us"]
+    else:
+        assert concat_rows[0]["Time(us)"] == 0.0 and concat_rows[0]["TaskNumber"] == 0
+        assert pw.summary["total_time_us"] < po.summary["total_time_us"]
     for seed in (1, 2):
         x = np.random.default_rng(seed).standard_normal((1, 8, 32, 32)).astype(np.float32)
         a, b = with_.inference(inputs=[x]), without.inference(inputs=[x])

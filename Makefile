@@ -61,6 +61,7 @@ bench: bench-deps build
 	cd bench && $(PYTHON) quant_accuracy.py --dtypes
 	cd bench && $(PYTHON) qdq_import.py
 	cd bench && $(PYTHON) memory_plan.py
+	cd bench && $(PYTHON) memory_order.py
 	cd bench && OMP_NUM_THREADS=1 $(PYTHON) sim_speed.py
 	cd bench && $(PYTHON) load_time.py
 

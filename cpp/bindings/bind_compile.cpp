@@ -19,6 +19,7 @@
 #include "compile/compiled_reports.h"
 #include "compile/options_codec.h"
 #include "compile/shape_variants.h"
+#include "memory/memory_aware_order.h"
 #include "opset/custom_ops.h"
 #include "runtime/program_runtime_loader.h"
 
@@ -174,6 +175,12 @@ void bindOptions(py::module_& m) {
             o.quantized_method = enumFromName("quantized_method", v, quantMethodFromName);
           })
       .def_readwrite("single_core_mode", &CompileOptions::single_core_mode)
+      .def_property(
+          "node_order", [](const CompileOptions& o) { return nodeOrderName(o.node_order); },
+          [](CompileOptions& o, const std::string& v) {
+            o.node_order = enumFromName("node_order", v, nodeOrderFromName);
+          })
+      .def_readwrite("concat_in_place", &CompileOptions::concat_in_place)
       .def_readwrite("custom_string", &CompileOptions::custom_string)
       .def_readwrite("disable_passes", &CompileOptions::disable_passes)
       .def_readwrite("hybrid_layers", &CompileOptions::hybrid_layers)
@@ -351,6 +358,51 @@ void bindCompile(py::module_& m) {
       py::arg("model"), py::arg("soc"), py::arg("options"),
       "Compiles `model` (a Model: a float build, run in FP16; a QuantizedModel in int8 mode: an INT8 "
       "build with its plan) for SoC `soc`: placement, lowering and memory plan, decided once.");
+  m.def(
+      "memory_order",
+      [](const py::object& model, const std::string& soc, const CompileOptions& options) {
+        std::shared_ptr<const Graph> graph;
+        const quant::QuantPlan* plan = nullptr;
+        std::shared_ptr<const QuantizedExecutor> sim;
+        if (py::isinstance<PyQuantizedModel>(model)) {
+          const auto& q = model.cast<const PyQuantizedModel&>();
+          sim = q.sharedSim();
+          graph = std::shared_ptr<const Graph>(sim, &sim->graph());
+          if (sim->mode() == quant::SimMode::Int8) plan = &q.plan();
+        } else {
+          graph = model.cast<const Model&>().sharedGraph();
+        }
+        memory::MemoryOrder order;
+        uint64_t floor = 0;
+        {
+          py::gil_scoped_release release;
+          const SocProfile& profile = socProfile(soc);
+          const PartitionReport placement = partitionGraph(*graph, profile, options.op_target);
+          order = memory::chooseMemoryOrder(*graph, plan, profile, placement);
+          floor = memory::orderFloorBytes(*graph, plan, profile, placement);
+        }
+        py::dict d;
+        d["order"] = order.name;
+        d["bound_bytes"] = order.bound_bytes;
+        d["exporter_order_bound_bytes"] = order.exporter_bound_bytes;
+        d["floor_bytes"] = floor;
+        py::list candidates;
+        for (const memory::OrderCandidate& c : order.candidates) {
+          py::dict row;
+          row["name"] = c.name;
+          row["bound_bytes"] = c.bound_bytes;
+          row["device_switches"] = c.device_switches;
+          row["rejected"] = c.rejected;
+          candidates.append(row);
+        }
+        d["candidates"] = candidates;
+        return d;
+      },
+      py::arg("model"), py::arg("soc"), py::arg("options"),
+      "The memory-aware node order's choice for `model` on `soc` (as compile_model makes it, before "
+      "its fusion-group check): {'order', 'bound_bytes', 'exporter_order_bound_bytes', "
+      "'floor_bytes' (no order goes below it), 'candidates': [{'name', 'bound_bytes', 'device_switches', "
+      "'rejected'}]}.");
   m.def(
       "load_compiled",
       [](const std::string& path, const std::optional<std::string>& expected_soc,

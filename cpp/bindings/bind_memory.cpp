@@ -34,6 +34,9 @@ py::list bufferList(const NpuMemoryPlan& plan) {
     d["offset"] = b.offset;
     d["first"] = b.first;
     d["last"] = b.last;
+    // The buffer it is a slice of (an in-place Concat's output), else None.
+    d["within"] = b.within >= 0 ? py::object(py::str(plan.buffers[static_cast<size_t>(b.within)].value))
+                                : py::object(py::none());
     out.append(d);
   }
   return out;
@@ -47,6 +50,11 @@ py::dict planDict(const NpuMemoryPlan& plan) {
   d["arena_ratio"] = plan.ratio();
   d["io_bytes"] = plan.ioBytes();
   d["strategy"] = plan.strategy;
+  d["order"] = plan.order;
+  d["exporter_order_bound_bytes"] = plan.exporter_order_bound_bytes;
+  d["order_bound_ratio"] = plan.orderRatio();
+  const std::set<std::string> containers = plan.containers();
+  d["in_place_concats"] = py::cast(std::vector<std::string>(containers.begin(), containers.end()));
   d["tensors"] = bufferList(plan);
   return d;
 }

@@ -67,10 +67,21 @@ quant::QuantScheme quantSchemeOf(const CompileOptions& o) {
   return quant::QuantScheme::of(o.quantized_dtype, quantMethodGroup(o.quantized_method));
 }
 
+const char* nodeOrderName(NodeOrder o) {
+  return o == NodeOrder::Exporter ? "exporter" : "memory_aware";
+}
+
+std::optional<NodeOrder> nodeOrderFromName(const std::string& name) {
+  if (name == "memory_aware") return NodeOrder::MemoryAware;
+  if (name == "exporter") return NodeOrder::Exporter;
+  return std::nullopt;
+}
+
 bool CompileOptions::operator==(const CompileOptions& o) const {
   return optimization_level == o.optimization_level && quantized == o.quantized &&
          quantized_dtype == o.quantized_dtype && quantized_algorithm == o.quantized_algorithm &&
          quantized_method == o.quantized_method && single_core_mode == o.single_core_mode &&
+         node_order == o.node_order && concat_in_place == o.concat_in_place &&
          custom_string == o.custom_string && disable_passes == o.disable_passes &&
          hybrid_layers == o.hybrid_layers && op_target == o.op_target && mean_values == o.mean_values &&
          std_values == o.std_values;

@@ -29,6 +29,14 @@ std::optional<QuantDType> quantDTypeFromName(const std::string& name);  // RKNN 
 std::optional<QuantAlgorithm> quantAlgorithmFromName(const std::string& name);
 std::optional<QuantMethod> quantMethodFromName(const std::string& name);
 
+// The order the nodes run in (memory/memory_aware_order.h). MemoryAware (the default): the
+// topological order with the smallest activation arena bound, never worse than the exporter's.
+// Exporter: the graph's order as imported and optimized, for comparing against it (the blob's META
+// records it only when it is not the default, so default builds' blobs do not change).
+enum class NodeOrder : uint8_t { MemoryAware, Exporter };
+const char* nodeOrderName(NodeOrder o);  // "memory_aware" / "exporter"
+std::optional<NodeOrder> nodeOrderFromName(const std::string& name);
+
 struct CompileOptions {
   int optimization_level = 3;  // 0-3, as config(optimization_level)
   bool quantized = true;       // false: a float build, which the NPU runs in FP16
@@ -38,6 +46,11 @@ struct CompileOptions {
   QuantMethod quantized_method = QuantMethod::Channel;
   // Every task on one NPU core (RKNN's default core mask) instead of spread over all.
   bool single_core_mode = false;
+  NodeOrder node_order = NodeOrder::MemoryAware;
+  // Concats planned in place where that never makes the arena or a core count's time worse
+  // (memory/concat_in_place.h); false: every Concat copies (for comparison; META records it only
+  // then).
+  bool concat_in_place = true;
   std::string custom_string;                     // recorded verbatim (RKNN's custom_string)
   std::vector<std::string> disable_passes;       // as given to the optimizer
   std::vector<std::string> hybrid_layers;        // layers kept in FP16 by the user

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "blob/blob.h"
 #include "blob/blob_format.h"
 #include "common/error.h"
 #include "compile/compiled_model_io.h"
 #include "lower/lowered_program.h"
+#include "memory/concat_in_place.h"
 #include "sched/arena_hazards.h"
 
 namespace npuc {
@@ -35,6 +37,8 @@ namespace {
 
 std::vector<perf::CostedTask> programTasks(const CompiledModel& m) {
   const std::vector<Node*> nodes = m.graph->nodeList();
+  const std::set<std::string> containers =
+      m.memory_plan ? m.memory_plan->containers() : std::set<std::string>{};
   std::vector<perf::CostedTask> out;
   for (const lower::Task& t : m.program->tasks) {
     if (t.kind == lower::TaskKind::Convert) continue;  // costed as the hand-over of its reader
@@ -43,6 +47,9 @@ std::vector<perf::CostedTask> programTasks(const CompiledModel& m) {
     c.task.fused = t.nodes.size() > 1;
     c.task.device = t.kind == lower::TaskKind::Npu ? Device::Npu : Device::Cpu;
     c.task.op_type = t.pattern;
+    c.in_place = t.kind == lower::TaskKind::Npu && t.nodes.size() == 1 &&
+                 memory::concatIsInPlace(*nodes.at(t.nodes[0]), containers) &&
+                 memory::concatCopiesNothing(*nodes.at(t.nodes[0]), m.quantPlan());
     for (uint32_t i : t.nodes)  // the placement lists nodes in graph order, as the program indexes them
       c.task.full_name += (c.task.full_name.empty() ? "" : "+") + m.placement.nodes.at(i).label;
     c.dtype = t.compute == lower::ElemType::Int8    ? NpuDType::Int8

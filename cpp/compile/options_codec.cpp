@@ -22,6 +22,9 @@ RecordedOptions encodeCompileOptions(const CompileOptions& o) {
     out["quantized_algorithm"] = repr(std::string(quantAlgorithmName(o.quantized_algorithm)));
     out["quantized_method"] = repr(std::string(quantMethodName(o.quantized_method)));
   }
+  if (o.node_order != NodeOrder::MemoryAware)
+    out["node_order"] = repr(std::string(nodeOrderName(o.node_order)));
+  if (!o.concat_in_place) out["concat_in_place"] = repr(o.concat_in_place);
   if (!o.custom_string.empty()) out["custom_string"] = repr(o.custom_string);
   if (!o.disable_passes.empty()) out["disable_passes"] = repr(o.disable_passes);
   if (!o.hybrid_layers.empty()) out["hybrid_layers"] = repr(o.hybrid_layers);
@@ -67,6 +70,8 @@ CompileOptions decodeCompileOptions(const RecordedOptions& recorded, const std::
        [&](const std::string& t) { o.quantized_algorithm = enumOf(t, quantAlgorithmFromName); }},
       {"quantized_method",
        [&](const std::string& t) { o.quantized_method = enumOf(t, quantMethodFromName); }},
+      {"node_order", [&](const std::string& t) { o.node_order = enumOf(t, nodeOrderFromName); }},
+      {"concat_in_place", [&](const std::string& t) { o.concat_in_place = pyliteral::readBool(t); }},
       {"custom_string", [&](const std::string& t) { o.custom_string = pyliteral::readString(t); }},
       {"disable_passes", [&](const std::string& t) { o.disable_passes = pyliteral::readStringList(t); }},
       {"hybrid_layers", [&](const std::string& t) { o.hybrid_layers = pyliteral::readStringList(t); }},

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "blob/blob_format.h"
 #include "blob/byte_io.h"
 #include "common/error.h"
@@ -23,11 +25,20 @@ constexpr size_t kMinBufferEntryBytes = 46;
 
 std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
   blob::ByteWriter w;
-  w.u32(kMemoryPlanCodecVersion);
+  const bool exporter_order =
+      plan.order == "exporter" && plan.exporter_order_bound_bytes == plan.lower_bound_bytes;
+  const bool nested = std::any_of(plan.buffers.begin(), plan.buffers.end(),
+                                  [](const PlannedBuffer& b) { return b.within != -1; });
+  const uint32_t version = nested ? 3 : exporter_order ? 1 : 2;
+  w.u32(version);
   w.u64(plan.alignment);
   w.u64(plan.arena_bytes);
   w.u64(plan.lower_bound_bytes);
   w.str(plan.strategy, kMaxNameBytes, "memory plan strategy");
+  if (version >= 2) {
+    w.str(plan.order, kMaxNameBytes, "memory plan node order");
+    w.u64(plan.exporter_order_bound_bytes);
+  }
   w.count(plan.buffers.size(), "planned buffers");
   for (const PlannedBuffer& b : plan.buffers) {
     w.str(b.value, kMaxNameBytes, "planned buffer name");
@@ -44,6 +55,7 @@ std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
     w.i64(b.first);
     w.i64(b.last);
     w.u64(b.offset);
+    if (version >= 3) w.i32(static_cast<int32_t>(b.within));
   }
   return w.take();
 }
@@ -52,7 +64,7 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
                      "MPLN section");
   const uint32_t version = r.u32("memory plan version");
-  if (version != kMemoryPlanCodecVersion) {
+  if (version < 1 || version > kMemoryPlanCodecVersion) {
     r.fail(fmt::format("memory plan version {} is not supported (expected {})", version,
                        kMemoryPlanCodecVersion));
   }
@@ -63,6 +75,15 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
   plan.arena_bytes = r.u64("arena bytes");
   plan.lower_bound_bytes = r.u64("arena lower bound");
   plan.strategy = r.str("placement strategy", kMaxNameBytes);
+  if (version >= 2) {
+    plan.order = r.str("node order", kMaxNameBytes);
+    plan.exporter_order_bound_bytes = r.u64("exporter order lower bound");
+    if (plan.exporter_order_bound_bytes < plan.lower_bound_bytes)  // the order is chosen only if it lowers it
+      r.fail(fmt::format("exporter order bound {} is below the plan's lower bound {}",
+                         plan.exporter_order_bound_bytes, plan.lower_bound_bytes));
+  } else {  // written before the order was chosen: the exporter's
+    plan.exporter_order_bound_bytes = plan.lower_bound_bytes;
+  }
   const uint32_t n = r.count("planned buffers", kMinBufferEntryBytes);
   plan.buffers.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
@@ -91,6 +112,12 @@ NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
     b.first = r.i64("first step");
     b.last = r.i64("last step");
     b.offset = r.u64("buffer offset");
+    if (version >= 3) {
+      const int32_t within = r.i32("buffer container");
+      if (within < -1 || within >= static_cast<int64_t>(n))
+        r.fail(fmt::format("{}: container index {} is not a buffer of the plan", who, within));
+      b.within = within;
+    }
     plan.buffers.push_back(std::move(b));
   }
   r.expectEnd();

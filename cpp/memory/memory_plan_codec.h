@@ -9,8 +9,13 @@
 
 namespace npuc::memory {
 
-// Format version of the payload; decodeMemoryPlan refuses any other.
-constexpr uint32_t kMemoryPlanCodecVersion = 1;
+// Format version of the payload; decodeMemoryPlan reads 1, 2 and 3 and refuses any other.
+// 2 adds the node order's name and the exporter order's lower bound (issue #19); 3 adds, per
+// buffer, the buffer it is planned within (in-place Concat, memory/concat_in_place.h). Each plan
+// is written in the lowest version that holds it: a plan for the exporter's order without in-place
+// Concats is still version 1, so its blob stays byte-identical to earlier builds' and readable by
+// earlier npuc versions; earlier versions refuse a version-3 plan with a BlobError.
+constexpr uint32_t kMemoryPlanCodecVersion = 3;
 
 // Deterministic: buffers in plan order, every field fixed-width little-endian.
 std::string encodeMemoryPlan(const NpuMemoryPlan& plan);

@@ -170,6 +170,11 @@ std::string MemoryReport::toText(size_t max_tensor_rows) const {
                  mib(weight_bytes), weight_bytes, weights.size());
   fmt::format_to(out, "    Total Internal Tensor Memory: {} ({}, one arena; lower bound {}, {:.3f}x)\n",
                  mib(arena_bytes), arena_bytes, lower_bound_bytes, arenaRatio());
+  fmt::format_to(out, "    Node order:                   {} (lower bound {}, exporter order's {}, {:.3f}x)\n",
+                 plan.order, lower_bound_bytes, plan.exporter_order_bound_bytes, plan.orderRatio());
+  if (const size_t n = plan.containers().size())
+    fmt::format_to(out, "    In-place Concats:             {} (inputs written into the output's buffer)\n",
+                   n);
   fmt::format_to(out, "    Total I/O Memory:             {} ({}, graph inputs and outputs)\n", mib(io_bytes),
                  io_bytes);
   fmt::format_to(out, "    Total Other Memory:           {} ({}, graph, tasks, metadata in the blob)\n",

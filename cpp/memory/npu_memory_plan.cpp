@@ -8,7 +8,9 @@
 #include <queue>
 #include <set>
 
+#include "common/error.h"
 #include "memory/arena_placement.h"
+#include "memory/concat_in_place.h"
 #include "runtime/memory_planner.h"
 #include "target/fusion_groups.h"
 
@@ -25,12 +27,13 @@ const char* bufferHomeName(BufferHome h) {
 
 bool PlannedBuffer::operator==(const PlannedBuffer& o) const {
   return value == o.value && format == o.format && home == o.home && dtype == o.dtype && shape == o.shape &&
-         bytes == o.bytes && first == o.first && last == o.last && offset == o.offset;
+         bytes == o.bytes && first == o.first && last == o.last && offset == o.offset && within == o.within;
 }
 
 bool NpuMemoryPlan::operator==(const NpuMemoryPlan& o) const {
   return alignment == o.alignment && arena_bytes == o.arena_bytes &&
-         lower_bound_bytes == o.lower_bound_bytes && strategy == o.strategy && buffers == o.buffers;
+         lower_bound_bytes == o.lower_bound_bytes && strategy == o.strategy && order == o.order &&
+         exporter_order_bound_bytes == o.exporter_order_bound_bytes && buffers == o.buffers;
 }
 
 uint64_t NpuMemoryPlan::ioBytes() const {
@@ -43,6 +46,20 @@ uint64_t NpuMemoryPlan::ioBytes() const {
 double NpuMemoryPlan::ratio() const {
   return lower_bound_bytes == 0 ? 1.0
                                 : static_cast<double>(arena_bytes) / static_cast<double>(lower_bound_bytes);
+}
+
+std::set<std::string> NpuMemoryPlan::containers() const {
+  std::set<std::string> out;
+  for (const PlannedBuffer& b : buffers)
+    if (b.within >= 0 && static_cast<size_t>(b.within) < buffers.size())
+      out.insert(buffers[static_cast<size_t>(b.within)].value);
+  return out;
+}
+
+double NpuMemoryPlan::orderRatio() const {
+  return exporter_order_bound_bytes == 0
+             ? 1.0
+             : static_cast<double>(lower_bound_bytes) / static_cast<double>(exporter_order_bound_bytes);
 }
 
 namespace {
@@ -80,8 +97,9 @@ TaskSchedule scheduleTasks(const Graph& graph, const SocProfile& soc, const Part
 class PlanBuilder {
  public:
   PlanBuilder(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-              const PartitionReport& placement)
-      : graph_(graph),
+              const PartitionReport& placement, const std::set<std::string>& in_place = {})
+      : in_place_(in_place),
+        graph_(graph),
         quant_plan_(quant_plan),
         soc_(soc),
         placement_(placement),
@@ -89,14 +107,62 @@ class PlanBuilder {
 
   NpuMemoryPlan build() {
     collectBuffers();
+    nestInPlaceConcats();
     place();
     return std::move(plan_);
   }
 
-  // The buffers with their sizes and live ranges, not yet placed (every offset 0).
+  // The buffers with their sizes and live ranges, not yet placed (every offset 0, a slice's its
+  // offset in its container).
   std::vector<PlannedBuffer> unplacedBuffers() {
-    collectBuffers();
+    collect();
     return std::move(plan_.buffers);
+  }
+
+  void collect() {
+    collectBuffers();
+    nestInPlaceConcats();
+  }
+
+  // Why the Concat writing `value` cannot be planned in place among the buffers collected (and
+  // nested) so far, "" when it can; when it can, its inputs are nested into its buffer.
+  std::string nestConcat(const std::string& value) {
+    const Value* out = graph_.findValue(value);
+    const Node* concat = out ? out->producer() : nullptr;
+    if (!concat) return "'" + value + "' is no node's output";
+    std::vector<uint64_t> offsets;
+    std::string problem =
+        concatInPlaceProblem(*concat, quant_plan_, soc_, placement_, plan_.alignment, &offsets);
+    if (!problem.empty()) return problem;
+    auto arenaNpuBuffer = [&](const std::string& name) -> PlannedBuffer* {
+      for (PlannedBuffer& b : plan_.buffers)
+        if (b.value == name && b.format == BufferFormat::Npu && b.home == BufferHome::Arena) return &b;
+      return nullptr;
+    };
+    PlannedBuffer* container = arenaNpuBuffer(value);
+    if (!container) return "its output has no NPU buffer in the arena (inside a fused task?)";
+    if (container->within >= 0) return "its output is already inside another buffer";
+    std::vector<PlannedBuffer*> slices;
+    const std::vector<bool> rescaled = rescaledInputs(*concat, quant_plan_);
+    const int64_t concat_step = container->first;
+    for (size_t i = 0; i < concat->inputs().size(); ++i) {
+      const Value* v = concat->inputs()[i];
+      PlannedBuffer* b = arenaNpuBuffer(v->name());
+      if (!b) return "input '" + v->name() + "' has no NPU buffer in the arena";
+      if (b->within >= 0) return "input '" + v->name() + "' is already inside another buffer";
+      if (rescaled[i] && b->last > concat_step)  // its slice is rescaled in place at the Concat
+        return "input '" + v->name() + "' is requantized by the Concat and read after it";
+      if (offsets[i] + b->bytes > container->bytes) return "input '" + v->name() + "' does not fit its slice";
+      slices.push_back(b);
+    }
+    const auto index = static_cast<int64_t>(container - plan_.buffers.data());
+    for (size_t i = 0; i < slices.size(); ++i) {
+      slices[i]->within = index;
+      slices[i]->offset = offsets[i];  // relative until place() adds the container's offset
+      container->first = std::min(container->first, slices[i]->first);
+      container->last = std::max(container->last, slices[i]->last);
+    }
+    return "";
   }
 
  private:
@@ -151,22 +217,35 @@ class PlanBuilder {
     plan_.buffers.push_back(std::move(b));
   }
 
+  void nestInPlaceConcats() {
+    for (const std::string& value : in_place_) {
+      const std::string problem = nestConcat(value);
+      if (!problem.empty())
+        throw GraphError("memory plan: the Concat writing '" + value +
+                         "' cannot be planned in place: " + problem);
+    }
+  }
+
   void place() {
     std::vector<BufferRequest> requests;
     std::vector<size_t> index;  // request -> buffer
     for (size_t i = 0; i < plan_.buffers.size(); ++i) {
       const PlannedBuffer& b = plan_.buffers[i];
-      if (b.home != BufferHome::Arena) continue;
+      if (b.home != BufferHome::Arena || b.within >= 0) continue;
       requests.push_back({b.bytes, b.first, b.last});
       index.push_back(i);
     }
     const ArenaPlacement placed = placeArena(requests, plan_.alignment);
     for (size_t r = 0; r < requests.size(); ++r) plan_.buffers[index[r]].offset = placed.offsets[r];
+    for (PlannedBuffer& b : plan_.buffers)  // a slice sits at its offset in its container
+      if (b.within >= 0) b.offset += plan_.buffers[static_cast<size_t>(b.within)].offset;
     plan_.arena_bytes = placed.arena_bytes;
     plan_.lower_bound_bytes = placed.lower_bound_bytes;
     plan_.strategy = placed.strategy;
+    plan_.exporter_order_bound_bytes = placed.lower_bound_bytes;
   }
 
+  std::set<std::string> in_place_;
   const Graph& graph_;
   const quant::QuantPlan* quant_plan_;
   const SocProfile& soc_;
@@ -180,15 +259,41 @@ bool isPowerOfTwo(uint64_t x) {
 }
 
 std::string describe(const PlannedBuffer& b) {
-  return fmt::format("'{}' ({}, {} bytes at {}, steps {}..{})", b.value, bufferFormatName(b.format), b.bytes,
-                     b.offset, b.first, b.last);
+  return fmt::format("'{}' ({}, {} bytes at {}{}, steps {}..{})", b.value, bufferFormatName(b.format),
+                     b.bytes, b.offset, b.within >= 0 ? fmt::format(" within buffer {}", b.within) : "",
+                     b.first, b.last);
+}
+
+// The lower bound of unplaced buffers: containers and other arena buffers, not the slices.
+uint64_t boundOf(const std::vector<PlannedBuffer>& buffers, uint64_t alignment) {
+  std::vector<BufferRequest> live;
+  for (const PlannedBuffer& b : buffers)
+    if (b.home == BufferHome::Arena && b.within < 0) live.push_back({b.bytes, b.first, b.last});
+  return liveBytesLowerBound(live, alignment);
 }
 
 }  // namespace
 
 NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-                            const PartitionReport& placement) {
-  return PlanBuilder(graph, quant_plan, soc, placement).build();
+                            const PartitionReport& placement, const std::set<std::string>& in_place) {
+  return PlanBuilder(graph, quant_plan, soc, placement, in_place).build();
+}
+
+uint64_t plannedLowerBound(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                           const PartitionReport& placement, const std::set<std::string>& in_place) {
+  return boundOf(PlanBuilder(graph, quant_plan, soc, placement, in_place).unplacedBuffers(), kArenaAlignment);
+}
+
+std::vector<std::string> inPlaceConcatCandidates(const Graph& graph, const quant::QuantPlan* quant_plan,
+                                                 const SocProfile& soc, const PartitionReport& placement) {
+  std::vector<std::string> out;
+  for (const Node* n : graph.nodes()) {
+    if (n->opType() != "Concat" || !n->output(0)) continue;
+    PlanBuilder builder(graph, quant_plan, soc, placement);
+    builder.collect();  // the buffers the Concat is checked against
+    if (builder.nestConcat(n->output(0)->name()).empty()) out.push_back(n->output(0)->name());
+  }
+  return out;
 }
 
 NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc) {
@@ -199,15 +304,28 @@ NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_pl
 std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
                              const quant::QuantPlan* quant_plan, const SocProfile& soc,
                              const PartitionReport& placement) {
-  std::vector<PlannedBuffer> expected = PlanBuilder(graph, quant_plan, soc, placement).unplacedBuffers();
+  for (const PlannedBuffer& b : plan.buffers)
+    if (b.within >= 0 && static_cast<size_t>(b.within) >= plan.buffers.size())
+      return "buffer " + describe(b) + " is within no buffer of the plan";
+  std::vector<PlannedBuffer> expected;
+  try {
+    expected = PlanBuilder(graph, quant_plan, soc, placement, plan.containers()).unplacedBuffers();
+  } catch (const GraphError& e) {
+    return e.what();
+  }
   if (expected.size() != plan.buffers.size()) {
     return fmt::format("it has {} buffers, the partition needs {}", plan.buffers.size(), expected.size());
   }
   for (size_t i = 0; i < expected.size(); ++i) {
     PlannedBuffer stored = plan.buffers[i];
-    stored.offset = 0;  // any sound placement will do: findPlanViolation checks the offsets
+    // Any sound placement will do (findPlanViolation checks the offsets), but a slice must sit at
+    // its channels' offset in its container.
+    const uint64_t base = stored.within >= 0 ? plan.buffers[static_cast<size_t>(stored.within)].offset : 0;
+    stored.offset = stored.within >= 0 && stored.offset >= base ? stored.offset - base
+                    : stored.within >= 0                        ? ~uint64_t{0}
+                                                                : 0;
     if (!(stored == expected[i])) {
-      expected[i].offset = plan.buffers[i].offset;
+      expected[i].offset = expected[i].within >= 0 ? base + expected[i].offset : plan.buffers[i].offset;
       return fmt::format("buffer {} is {}, the partition needs {}", i, describe(plan.buffers[i]),
                          describe(expected[i]));
     }
@@ -270,6 +388,37 @@ std::string findLiveOverlap(std::vector<const PlannedBuffer*> arena) {
   return "";
 }
 
+// A buffer planned within another must lie inside it, bytes and live range, and the container
+// must be an arena buffer of the same format that is within none (no nesting).
+std::string sliceViolation(const NpuMemoryPlan& plan, const PlannedBuffer& b) {
+  if (static_cast<size_t>(b.within) >= plan.buffers.size())
+    return "buffer " + describe(b) + " is within no buffer of the plan";
+  const PlannedBuffer& c = plan.buffers[static_cast<size_t>(b.within)];
+  if (&c == &b || c.within >= 0 || c.home != BufferHome::Arena || c.format != b.format)
+    return "buffer " + describe(b) + " is within " + describe(c) + ", which cannot hold it";
+  if (b.offset < c.offset || b.offset + b.bytes > c.offset + c.bytes)
+    return "buffer " + describe(b) + " is not inside its container " + describe(c);
+  if (b.first < c.first || b.last > c.last)
+    return "buffer " + describe(b) + " is live outside its container " + describe(c);
+  return "";
+}
+
+// Two slices of one container sharing a byte (they are live at once: the container's last reader
+// reads them all).
+std::string slicesOverlap(const NpuMemoryPlan& plan) {
+  std::map<int64_t, std::vector<const PlannedBuffer*>> by_container;
+  for (const PlannedBuffer& b : plan.buffers)
+    if (b.within >= 0) by_container[b.within].push_back(&b);
+  for (auto& [container, slices] : by_container) {
+    std::sort(slices.begin(), slices.end(),
+              [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < slices.size(); ++i)
+      if (slices[i - 1]->offset + slices[i - 1]->bytes > slices[i]->offset)
+        return "buffers " + describe(*slices[i - 1]) + " and " + describe(*slices[i]) + " overlap";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string findPlanViolation(const NpuMemoryPlan& plan) {
@@ -285,15 +434,21 @@ std::string findPlanViolation(const NpuMemoryPlan& plan) {
       return "buffer " + describe(b) + " is not aligned";
     if (b.first > b.last || b.first < 0 || b.last == std::numeric_limits<int64_t>::max())
       return "buffer " + describe(b) + " has an invalid live range";
+    if (b.within < -1) return "buffer " + describe(b) + " is within no buffer of the plan";
     if (b.home != BufferHome::Arena) {
-      if (b.offset != 0) return "I/O buffer " + describe(b) + " has an arena offset";
+      if (b.offset != 0 || b.within >= 0) return "I/O buffer " + describe(b) + " has an arena offset";
       continue;
     }
     if (b.bytes > plan.arena_bytes || b.offset > plan.arena_bytes - b.bytes)
       return fmt::format("buffer {} ends past the arena ({} bytes)", describe(b), plan.arena_bytes);
+    if (b.within >= 0) {
+      if (std::string problem = sliceViolation(plan, b); !problem.empty()) return problem;
+      continue;  // its bytes are its container's: checked there, counted there
+    }
     arena.push_back(&b);
     live.push_back({b.bytes, b.first, b.last});
   }
+  if (std::string problem = slicesOverlap(plan); !problem.empty()) return problem;
   const size_t bound = liveBytesLowerBound(live, plan.alignment);
   if (bound != plan.lower_bound_bytes) {
     return fmt::format("lower bound {} does not match its buffers ({})", plan.lower_bound_bytes, bound);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,32 +51,59 @@ struct PlannedBuffer {
   int64_t first = 0;               // step that writes it
   int64_t last = 0;                // last step that reads it (>= first)
   uint64_t offset = 0;             // in the arena; 0 for I/O buffers
+  // The buffer (index in NpuMemoryPlan::buffers) whose bytes hold this one, or -1: an in-place
+  // Concat's input is a slice of its output's buffer (concat_in_place.h), written there by its
+  // producer. Such a buffer takes no arena bytes of its own: the bound and the placement count and
+  // place only its container, which is live from the first slice written to the last read of any.
+  int64_t within = -1;
   bool operator==(const PlannedBuffer& o) const;
 };
 
 struct NpuMemoryPlan {
   uint64_t alignment = kArenaAlignment;
   uint64_t arena_bytes = 0;
-  uint64_t lower_bound_bytes = 0;      // max over steps of the live arena bytes
-  std::string strategy;                // placement order that won (arena_placement.h)
+  uint64_t lower_bound_bytes = 0;  // max over steps of the live arena bytes
+  std::string strategy;            // placement order that won (arena_placement.h)
+  // The node order the plan is for (memory/memory_aware_order.h): "exporter", or the candidate
+  // that beat it, and the lower bound the exporter's order would have had (== lower_bound_bytes
+  // when the order is the exporter's). Set by the compile driver; planNpuMemory alone plans the
+  // graph's order as given and calls it "exporter".
+  std::string order = "exporter";
+  uint64_t exporter_order_bound_bytes = 0;
   std::vector<PlannedBuffer> buffers;  // in graph order (inputs, then node outputs)
 
   uint64_t ioBytes() const;  // sum of the input and output buffers
   // arena / lower bound (1 for an empty arena).
   double ratio() const;
+  // lower bound / the exporter order's bound (1 when both are 0): what the node order saved.
+  double orderRatio() const;
+  // Value names of the buffers other buffers are planned within: the in-place Concats' outputs.
+  std::set<std::string> containers() const;
   bool operator==(const NpuMemoryPlan& o) const;
 };
 
 // Plans `graph` (static shapes) for `soc`. `quant_plan`: the INT8 build's plan, or null for a
 // float build (run in FP16). `placement`: the NPU/CPU partition to plan for (partitionGraph).
+// `in_place`: output value names of the Concats whose inputs are planned inside their output
+// (concat_in_place.h); GraphError naming the Concat when one of them cannot be.
 NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
-                            const PartitionReport& placement);
+                            const PartitionReport& placement, const std::set<std::string>& in_place = {});
+
+// The arena lower bound planNpuMemory would report for `in_place` (without placing anything), and
+// the Concats (output value names, graph order) that can be planned in place one at a time: the
+// compile driver chooses among them.
+uint64_t plannedLowerBound(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc,
+                           const PartitionReport& placement, const std::set<std::string>& in_place);
+std::vector<std::string> inPlaceConcatCandidates(const Graph& graph, const quant::QuantPlan* quant_plan,
+                                                 const SocProfile& soc, const PartitionReport& placement);
 // Same, with the default partition of `graph` on `soc` (no op_target overrides).
 NpuMemoryPlan planNpuMemory(const Graph& graph, const quant::QuantPlan* quant_plan, const SocProfile& soc);
 
 // Checks that `plan` is a plan of `graph` for `placement`: its buffers (value, format, home,
 // dtype, shape, bytes, live range, in order) are exactly those planNpuMemory derives for that
-// partition; offsets are not compared (findPlanViolation checks them). Returns the first
+// partition and the plan's own in-place Concats (containers(), each checked to be one that can be
+// planned in place, each input at its slice's offset in the container); other offsets are not
+// compared (findPlanViolation checks them). Returns the first
 // difference as text, "" when they agree. A blob's stored plan is checked this way against the
 // partition of its recorded build options (op_target), so a plan for another partition is refused.
 std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
@@ -83,7 +111,9 @@ std::string findPlanMismatch(const NpuMemoryPlan& plan, const Graph& graph,
                              const PartitionReport& placement);
 
 // Checks the plan's invariants by brute force: offsets and sizes aligned, arena buffers inside
-// the arena, and no two arena buffers whose live ranges intersect share a byte. Returns the
+// the arena, and no two arena buffers whose live ranges intersect share a byte; a buffer planned
+// within another lies inside it (bytes and live range), in an arena buffer that is itself within
+// none, apart from its container's other slices; the bound counts containers only. Returns the
 // first violation as text, "" when the plan is sound.
 std::string findPlanViolation(const NpuMemoryPlan& plan);
 

@@ -66,6 +66,7 @@ class Evaluator {
     std::vector<Task> plain;
     for (const CostedTask& t : tasks) {
       for (const Node* n : t.task.nodes) task_dtype_[n] = t.dtype;
+      if (t.in_place && !t.task.nodes.empty()) in_place_.insert(t.task.nodes.front());
       plain.push_back(t.task);
     }
     return cost(placement, plain);
@@ -87,7 +88,9 @@ class Evaluator {
     if (work_) work_->clear();
     for (const Task& t : tasks) {
       splits_.clear();
-      PerfRow row = t.device == Device::Npu ? costNpu(t, report.warnings) : costCpu(t);
+      PerfRow row = in_place_.count(t.nodes.front()) ? inPlaceRow(t)
+                    : t.device == Device::Npu        ? costNpu(t, report.warnings)
+                                                     : costCpu(t);
       row.id = static_cast<int64_t>(report.rows.size()) + 1;
       row.op_type = t.op_type;
       row.target = t.device;
@@ -129,6 +132,15 @@ class Evaluator {
     row.task_number = 1;
     row.tiles = c.tiles;
     row.bottleneck = c.compute_cycles >= c.ddr_cycles ? "NPU" : "DDR";
+  }
+
+  // An in-place Concat: no NPU task runs (task_number 0), no byte moves.
+  PerfRow inPlaceRow(const Task& t) {
+    PerfRow row;
+    row.data_type = upperDTypeName(opDType(*t.nodes.front()));
+    row.bottleneck = "in place";
+    whole_overhead_ = 0;
+    return row;
   }
 
   PerfRow costNpu(const Task& t, std::vector<std::string>& warnings) {
@@ -328,6 +340,7 @@ class Evaluator {
   TilingCache* cache_;
   const PartitionReport* placement_ = nullptr;
   std::map<const Node*, NpuDType> task_dtype_;  // compiled tasks only
+  std::set<const Node*> in_place_;              // first nodes of in-place Concat tasks
   std::set<std::pair<const Value*, Device>> handed_over_;
   // Core scheduler input (evaluateTasks' `work`): the current row's splits and overhead, and the
   // row of every node costed so far.

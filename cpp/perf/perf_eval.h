@@ -46,6 +46,9 @@ PerfReport evaluatePerf(const Graph& graph, const SocProfile& soc, const PerfOpt
 struct CostedTask {
   TaskNodes task;
   NpuDType dtype = NpuDType::Int8;
+  // An in-place Concat (memory/concat_in_place.h): its producers wrote its output, it runs nothing
+  // and costs nothing.
+  bool in_place = false;
   // The cost model's structural constants (defaults: docs/perf_model.md); changed by the fit only.
   CostConstants constants;
 };

@@ -1,12 +1,12 @@
 // Running the prepared tasks over the arena (program_runtime.h); the preparation is in
 // program_runtime_prepare.cpp.
-#include "opset/bounded_output.h"
 #include "runtime/program_runtime.h"
 
 #include <cstring>
 #include <sstream>
 
 #include "common/error.h"
+#include "opset/bounded_output.h"
 #include "runtime/half_codec.h"
 
 namespace npuc::runtime {
@@ -143,6 +143,7 @@ std::vector<Tensor> ProgramRuntime::run(const std::vector<Tensor>& inputs,
         store(v, dst, ctx);
       continue;
     }
+    if (task.in_place) continue;  // the producers already wrote its output
     for (size_t i = 0; i < task.inputs.size(); ++i) {
       const Placement& p = placements_[task.inputs[i]];
       ctx.slots[static_cast<size_t>(p.slot)] = load(p, task.inputs[i], ctx, task.decode_at[i]);
@@ -179,7 +180,7 @@ std::string ProgramRuntime::describe() const {
   std::ostringstream os;
   for (const PreparedTask& t : tasks_) {
     os << t.id << " " << lower::taskKindName(t.kind) << " " << t.pattern << " @" << t.step << " ["
-       << t.nodes.size() << " step(s)]\n";
+       << (t.in_place ? std::string("in place") : std::to_string(t.nodes.size()) + " step(s)") << "]\n";
   }
   return os.str();
 }

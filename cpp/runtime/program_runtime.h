@@ -19,8 +19,12 @@
 // every such value to half), the raw elements otherwise. A Convert task copies a value between its
 // NPU and host buffers in that representation; the quantize (graph inputs), dequantize (graph
 // outputs) and the host ops' own dequantize happen where the simulator does them, so outputs equal
-// QuantizedExecutor::run bit for bit. Convert tasks run right after the task producing their source
-// (the hand-over point the memory plan assumes), not where the lowering listed them.
+// QuantizedExecutor::run bit for bit. A Concat the plan placed in place: its producers store into
+// the slices of its buffer (the plan gives each input its slice as its offset), which then holds
+// the concatenation, so it is not run; unless it requantizes an input, when it runs and its output
+// is stored over the slices (the rescaled values where the input was, which nothing reads later). Convert
+// tasks run right after the task producing their source (the hand-over point the memory plan assumes), not
+// where the lowering listed them.
 #pragma once
 
 #include <atomic>
@@ -97,6 +101,9 @@ class ProgramRuntime {
     std::vector<uint32_t> outputs;
     std::vector<uint64_t> decode_at;  // per input: its offset in the decode scratch (half inputs)
     std::vector<int> release_slots;   // emptied after the task: its inputs, outputs, inner values
+    // An in-place Concat that rescales nothing (memory/concat_in_place.h, read from the plan):
+    // its producers wrote its inputs into its output's buffer, so it runs nothing.
+    bool in_place = false;
   };
   // What one run in flight owns: allocated when the pool is empty, then reused by later runs.
   struct RunContext {

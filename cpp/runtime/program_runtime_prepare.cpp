@@ -3,8 +3,10 @@
 // every task that touches a buffer. Everything a run needs is decided here, once.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/error.h"
+#include "memory/concat_in_place.h"
 #include "runtime/program_runtime.h"
 
 namespace npuc::runtime {
@@ -150,6 +152,7 @@ void ProgramRuntime::prepare() {
   }
 
   // ---- prepared tasks, checked against the plan
+  const std::set<std::string> containers = plan_.containers();
   int64_t previous_step = 0;
   uint64_t largest_task_values = 0;  // a task's step outputs, held until they are stored
   for (uint32_t id : order) {
@@ -169,6 +172,16 @@ void ProgramRuntime::prepare() {
     pt.outputs = t.outputs;
     for (uint32_t n : t.nodes) pt.nodes.push_back(n);
     std::sort(pt.nodes.begin(), pt.nodes.end());  // graph order: producers before readers
+    // A Concat that rescales some slice runs (its step reads the slices and its output is stored
+    // over them, the rescaled values where they were); one that copies nothing is skipped.
+    pt.in_place = t.kind == lower::TaskKind::Npu && pt.nodes.size() == 1 &&
+                  memory::concatIsInPlace(*nodes[pt.nodes[0]], containers) &&
+                  memory::concatCopiesNothing(*nodes[pt.nodes[0]],
+                                              sim_->mode() == quant::SimMode::Int8 ? &sim_->plan() : nullptr);
+    for (uint32_t in : pt.in_place ? pt.inputs : std::vector<uint32_t>{})
+      if (placements_[in].where != Where::Arena)
+        throw BlobError("program runtime: " + taskLabel(t) + " is planned in place but its input '" +
+                        placements_[in].value + "' is not in the arena");
     uint64_t scratch = 0;
     for (uint32_t in : pt.inputs) {
       const Placement& p = placements_[in];

@@ -6,7 +6,11 @@ the same from the ``.npub`` blob (``cpp/memory``, ``docs/memory_plan.md``):
 * ``weight_bytes``: every constant as the NPU stores it (int8 weights packed with channel padding,
   int32 biases, FP16 in a float build), each tensor 64-byte aligned;
 * ``arena_bytes``: the one activation arena of the memory plan (the blob's MPLN section), with
-  ``lower_bound_bytes`` (max over steps of the live bytes) and ``arena_ratio``;
+  ``lower_bound_bytes`` (max over steps of the live bytes) and ``arena_ratio``; the bound is for
+  the node order the compiler chose (``order``: ``exporter`` or the memory-aware candidate that
+  beat it), next to ``exporter_order_bound_bytes`` (the exporter's order, without in-place Concats)
+  and ``order_bound_ratio``; ``in_place_concats`` names the Concats whose inputs are slices of
+  their output's buffer (each ``tensors`` row's ``within``);
 * ``io_bytes``: the graph's input and output buffers (separate from the arena);
 * ``other_bytes``: the rest of the blob (graph, tasks, quantization tables, plan, metadata);
 * ``total_bytes``: the sum of the four; ``tensors`` and ``weights`` hold per-tensor detail.

@@ -6,8 +6,13 @@ export_torchvision.py) and the same calibration samples: npuc quantizes the expo
 (`quantize_fx.prepare_fx/convert_fx`, per-channel weights) on the engine named by --engine
 (fbgemm when this torch build has it, otherwise onednn; Debian's torch has no fbgemm).
 Runs are interleaved (one npuc run, one torch run, ...) so machine load hits both alike; the
-table gives medians, the ratio npuc/torch (issue #5 target: <= 1.0) and each side's output
-cosine against the FP32 module.
+table gives medians, the ratio npuc/torch (issue #5 target: <= 1.0, issue #19: <= 0.5) and each
+side's output cosine against the FP32 module.
+
+A second table times the real trained ppocrv4_det (shared/models, 1x3x480x480) on the INT8
+simulator against npuc's own FP32 host runtime: one Toolkit built with do_quantization=True on a
+dataset of one real page (shared/models/ocr_det_calib/page00.png), the other only load_onnx'ed
+(inference before build runs the FP32 host runtime); both infer that page, interleaved.
 
 Run with `make bench` or
 `PYTHONPATH=python /usr/bin/python3 bench/sim_speed.py [--iters N] [--models a,b]`.
@@ -25,7 +30,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from common import CACHE, median  # noqa: E402
+from common import CACHE, median, shared_models_dir  # noqa: E402
 from export_torchvision import build_torchvision, export_module  # noqa: E402
 
 INPUT_SHAPE = (1, 3, 224, 224)
@@ -130,6 +135,47 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a64 @ b64 / max(np.linalg.norm(a64) * np.linalg.norm(b64), 1e-300))
 
 
+DET_MEAN, DET_STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]  # shared/models/README.md
+
+
+def det_row(iters: int, warmup: int) -> Any:
+    """(INT8 ms, FP32 ms, cosine INT8 vs FP32) of ppocrv4_det on one real page, or None without
+    the shared models."""
+    import contextlib
+    import io
+    import tempfile
+    from pathlib import Path
+
+    import npuc
+    from PIL import Image
+
+    folder = shared_models_dir()
+    model, page = folder / "ppocrv4_det.onnx", folder / "ocr_det_calib" / "page00.png"
+    if not model.is_file() or not page.is_file():
+        return None
+    image = np.asarray(Image.open(page).convert("RGB"))  # 480x480x3 uint8, as a user feeds it
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        dataset = Path(tmp) / "dataset.txt"
+        dataset.write_text(f"{page}\n")
+        int8 = stack.enter_context(npuc.Toolkit())
+        fp32 = stack.enter_context(npuc.Toolkit())
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for tk in (int8, fp32):
+                tk.config(target_platform="rk3588", mean_values=[DET_MEAN], std_values=[DET_STD])
+                tk.load_onnx(model=str(model))
+            int8.build(do_quantization=True, dataset=str(dataset))
+
+        def run_int8() -> Any:
+            return int8.inference(inputs=[image], data_format="nhwc")[0]
+
+        def run_fp32() -> Any:
+            return fp32.inference(inputs=[image], data_format="nhwc")[0]
+
+        cos = cosine(run_int8(), run_fp32())
+        ours, theirs = interleaved_times([run_int8, run_fp32], warmup, iters)
+    return median(ours), median(theirs), cos
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=DEFAULT_MODELS)
@@ -137,6 +183,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--samples", type=int, default=16, help="calibration samples")
     ap.add_argument("--engine", default="auto", help="PyTorch quantized engine (auto, fbgemm, x86, onednn)")
+    ap.add_argument("--no-det", action="store_true", help="skip the ppocrv4_det INT8 vs FP32 host table")
     args = ap.parse_args()
 
     import torch
@@ -166,6 +213,12 @@ def main() -> int:
     print(f"{'model':<22}{'npuc ms':>10}{'torch ms':>10}{'npuc/torch':>12}{'cos npuc':>10}{'cos torch':>10}")
     for arch, ours_ms, torch_ms, c_ours, c_torch in rows:
         print(f"{arch:<22}{ours_ms:>10.2f}{torch_ms:>10.2f}{ours_ms / torch_ms:>12.2f}{c_ours:>10.4f}{c_torch:>10.4f}")
+    det = None if args.no_det else det_row(args.iters, args.warmup)
+    if det is not None:
+        int8_ms, fp32_ms, cos = det
+        print(f"\nppocrv4_det INT8 simulator vs npuc FP32 host runtime, 1 thread, median of {args.iters} interleaved runs")
+        print(f"{'model':<22}{'int8 ms':>10}{'fp32 ms':>10}{'int8/fp32':>12}{'cos':>10}")
+        print(f"{'ppocrv4_det':<22}{int8_ms:>10.2f}{fp32_ms:>10.2f}{int8_ms / fp32_ms:>12.2f}{cos:>10.4f}")
     return 0
 
 

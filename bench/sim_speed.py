@@ -225,7 +225,8 @@ def main() -> int:
     det = None if args.no_det else det_row(args.iters, args.warmup)
     if det is not None:
         int8_ms, fp32_ms, cpu_ratio, cos = det
-        print(f"\nppocrv4_det INT8 simulator vs npuc FP32 host runtime, 1 thread, median of {args.iters} interleaved runs")
+        print(f"\nppocrv4_det INT8 simulator vs npuc FP32 host runtime, 1 thread, "
+              f"median of {args.iters} interleaved runs")
         print(f"{'model':<22}{'int8 ms':>10}{'fp32 ms':>10}{'int8/fp32':>12}{'cpu ratio':>11}{'cos':>10}")
         print(f"{'ppocrv4_det':<22}{int8_ms:>10.2f}{fp32_ms:>10.2f}{int8_ms / fp32_ms:>12.2f}{cpu_ratio:>11.2f}"
               f"{cos:>10.4f}")

@@ -3,6 +3,7 @@
 // (a clamp in the input's integer domain), GlobalAveragePool, lookup tables, and the
 // shared-scale data movement ops.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -15,6 +16,9 @@
 #include "quant/lut.h"
 #include "quant/requant_wide.h"
 #include "quant/scheme_qparams.h"
+#include "quant/sim/broadcast_runs.h"
+#include "quant/sim/byte_lookup.h"
+#include "quant/sim/node_kernel.h"
 #include "quant/sim/requant_row.h"
 #include "quant/sim/requant_vector.h"
 #include "quant/sim/sim_step.h"
@@ -27,29 +31,6 @@ std::string nodeLabel(const Node& n) {
   return "node '" + n.name() + "' (" + n.opType() + ")";
 }
 
-// Maps an output flat index to the flat index of an input broadcast to the output shape.
-class BroadcastIndex {
- public:
-  BroadcastIndex(const Shape& in, const Shape& out) : out_(out), strides_(out.size(), 0) {
-    const std::vector<int64_t> in_strides = shapeStrides(in);
-    const size_t offset = out.size() - in.size();
-    for (size_t i = 0; i < in.size(); ++i) strides_[offset + i] = in[i] == 1 ? 0 : in_strides[i];
-  }
-  int64_t operator()(int64_t flat) const {
-    int64_t idx = 0;
-    for (size_t d = out_.size(); d-- > 0;) {
-      const int64_t coord = flat % out_[d];
-      flat /= out_[d];
-      idx += coord * strides_[d];
-    }
-    return idx;
-  }
-
- private:
-  Shape out_;
-  std::vector<int64_t> strides_;
-};
-
 // Index of the pair (qa, qb) in a 256 x 256 table of a binary op's results.
 inline size_t pairIndex(int8_t qa, int8_t qb) {
   return static_cast<size_t>(static_cast<uint8_t>(qa)) << 8 | static_cast<uint8_t>(qb);
@@ -58,21 +39,26 @@ inline size_t pairIndex(int8_t qa, int8_t qb) {
 // Add and Mul share the broadcast loop; `Op` is the scalar integer formula. Its result depends
 // only on the two int8 inputs, so all 65536 results are tabulated once with `Op` itself (bit
 // identical by construction) and each element is one lookup instead of three requantizations.
+// The output is walked as broadcast runs (broadcast_runs.h): over a run where one input stays on
+// one element (x * scalar, x * s[1,C,1,1]), that element's 256-entry row of the table is a byte
+// lookup of the other input (byte_lookup.h).
 template <typename Requant, int8_t (*Op)(int8_t, int8_t, const Requant&)>
 class BinaryStep : public SimStep {
  public:
   BinaryStep(const StepContext& ctx, Requant r)
       : SimStep(ctx.inputs, ctx.outputs),
         shape_(ctx.node.output(0)->shape()),
-        same_shapes_(ctx.node.input(0)->shape() == shape_ && ctx.node.input(1)->shape() == shape_),
-        index_a_(ctx.node.input(0)->shape(), shape_),
-        index_b_(ctx.node.input(1)->shape(), shape_),
+        runs_(ctx.node.input(0)->shape(), ctx.node.input(1)->shape(), shape_),
         params_(ctx.paramsOf(ctx.node.output(0))),
         table_(size_t{1} << 16) {
+    // by_b_ holds the table transposed (row qb, column qa) when runs fix b and step a.
+    const bool transposed = runs_.aSteps() && !runs_.bSteps();
+    if (transposed) by_b_.resize(table_.size());
     for (int qa = kActivationQMin; qa <= kActivationQMax; ++qa) {
       for (int qb = kActivationQMin; qb <= kActivationQMax; ++qb) {
         const int8_t a = static_cast<int8_t>(qa), b = static_cast<int8_t>(qb);
         table_[pairIndex(a, b)] = Op(a, b, r);
+        if (transposed) by_b_[pairIndex(b, a)] = table_[pairIndex(a, b)];
       }
     }
   }
@@ -81,22 +67,32 @@ class BinaryStep : public SimStep {
     const int8_t* b = in(slots, 1).tensor.template data<int8_t>();
     SimValue y{Tensor::uninitialized(DType::Int8, shape_), true, params_};
     int8_t* dst = y.tensor.data<int8_t>();
-    const int64_t n = y.tensor.numel();
+    const int64_t n = runs_.length();
     const int8_t* table = table_.data();
-    if (same_shapes_) {
-      for (int64_t i = 0; i < n; ++i) dst[i] = table[pairIndex(a[i], b[i])];
-    } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = table[pairIndex(a[index_a_(i)], b[index_b_(i)])];
-    }
+    const bool a_steps = runs_.aSteps(), b_steps = runs_.bSteps();
+    runs_.forEach([&](int64_t ia, int64_t ib, int64_t io) {
+      const int8_t* ra = a + ia;
+      const int8_t* rb = b + ib;
+      int8_t* d = dst + io;
+      if (a_steps && b_steps) {
+        for (int64_t i = 0; i < n; ++i) d[i] = table[pairIndex(ra[i], rb[i])];
+      } else if (a_steps) {  // b fixed: its row of the transposed table, indexed by a
+        lookupBytes(by_b_.data() + pairIndex(*rb, 0), ra, n, d);
+      } else if (b_steps) {  // a fixed: its row, indexed by b
+        lookupBytes(table + pairIndex(*ra, 0), rb, n, d);
+      } else {
+        std::fill(d, d + n, table[pairIndex(*ra, *rb)]);
+      }
+    });
     out(slots, 0) = std::move(y);
   }
 
  private:
   Shape shape_;
-  bool same_shapes_;
-  BroadcastIndex index_a_, index_b_;
+  BroadcastRuns runs_;
   QuantParams params_;
-  std::vector<int8_t> table_;
+  std::vector<int8_t> table_;  // Op(qa, qb) at pairIndex(qa, qb)
+  std::vector<int8_t> by_b_;   // Op(qa, qb) at pairIndex(qb, qa), when runs fix b
 };
 
 // Add of two same-shape int8 tensors as binary_requant.h defines it: each input is rescaled on
@@ -359,17 +355,20 @@ class LutStep : public SimStep {
     } else {
       lut_ = buildLut(lutFunctionFromOpType(n.opType()), in, params_);
     }
+    for (int q = kActivationQMin; q <= kActivationQMax; ++q)
+      by_byte_[static_cast<uint8_t>(q)] = lookupLut(lut_, static_cast<int8_t>(q));
   }
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
     SimValue y{Tensor::uninitialized(DType::Int8, x.tensor.shape()), true, params_};
-    applyLut(lut_, x.tensor.data<int8_t>(), x.tensor.numel(), y.tensor.data<int8_t>());
+    lookupBytes(by_byte_.data(), x.tensor.data<int8_t>(), x.tensor.numel(), y.tensor.data<int8_t>());
     out(slots, 0) = std::move(y);
   }
 
  private:
   QuantParams params_;
   Int8Lut lut_;
+  std::array<int8_t, 256> by_byte_{};  // lut_ indexed by the input byte (lookupBytes' order)
 };
 
 // Data movement (and MaxPool) with the input's parameters on every output. The float kernel
@@ -378,18 +377,20 @@ class LutStep : public SimStep {
 // quantize(dequantize(q)) == q, so this is exactly the byte move the NPU performs.
 class SharedScaleStep : public SimStep {
  public:
-  explicit SharedScaleStep(const StepContext& ctx) : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node) {}
+  explicit SharedScaleStep(const StepContext& ctx)
+      : SimStep(ctx.inputs, ctx.outputs), node_(ctx.node), kernel_(NodeKernel::tryBuild(ctx.node)) {}
   void run(SimSlots& slots) const override {
     const SimValue& x = in(slots, 0);
     const Tensor data = dequantize(x);
     std::vector<const Tensor*> ins{&data};
     for (size_t i = 1; i < node_.numInputs(); ++i) ins.push_back(hasIn(i) ? &in(slots, i).tensor : nullptr);
-    std::vector<Tensor> outs = evalNode(node_, ins);
+    std::vector<Tensor> outs = runNode(kernel_.get(), node_, ins);
     for (size_t i = 0; i < numOut(); ++i) out(slots, i) = quantizeFloat(outs[i], x.params, x.tensor.dtype());
   }
 
  private:
   const Node& node_;
+  std::unique_ptr<NodeKernel> kernel_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "quant/int_limits.h"
 #include "quant/sim/accumulator_check.h"
+#include "quant/sim/depthwise_groups.h"
 #include "quant/sim/phase_plane.h"
 #include "quant/sim/requant_row.h"
 #include "quant/sim/requant_vector.h"
@@ -25,58 +26,6 @@ size_t alignUp(size_t bytes) {
 int64_t inputIndex(const ConvGeometry& g, int64_t n, int64_t c, int64_t y, int64_t x) {
   return ((n * g.in_channels + c) * g.in_h + y) * g.in_w + x;
 }
-
-#if defined(NPUC_REQUANT_AVX512) && defined(__AVX512VNNI__)
-#define NPUC_DEPTHWISE_VNNI 1
-// Natural output order from the two accumulators of depthwiseChannelVnni: unpacklo/hi_epi16
-// interleave within 128-bit lanes, so int32 lane 4k + j of `low` is output 8k + j and of
-// `high` output 8k + 4 + j (k = 0..3, j = 0..3). Entry o >= 16 selects from `high`.
-struct DepthwiseOrder {
-  alignas(64) int32_t index[2][16];
-};
-constexpr DepthwiseOrder makeDepthwiseOrder() {
-  DepthwiseOrder d{};
-  for (int o = 0; o < 32; ++o) {
-    const int k = o / 8, j = o % 8;
-    d.index[o / 16][o % 16] = j < 4 ? 4 * k + j : 16 + 4 * k + (j - 4);
-  }
-  return d;
-}
-constexpr DepthwiseOrder kDepthwiseOrder = makeDepthwiseOrder();
-
-// One output channel of a depthwise conv over the virtual output plane, 32 outputs at a time
-// with the accumulators in registers from the bias to the int8 bytes: per pair of taps, the two
-// int8 runs widened to int16 and interleaved so one vpdpwssd adds w0 * x0 + w1 * x1 (exact in
-// int32: no int16 saturation anywhere) per output; then the requantization. `pairs` holds
-// (w0 & 0xffff) | w1 << 16 per pair, an odd last tap paired with weight 0.
-void depthwiseChannelVnni(const int8_t* plane, const int64_t* tap_offsets, int64_t taps, const int32_t* pairs,
-                          int64_t outputs, int32_t bias, const RequantVector& requant, int8_t* out) {
-  constexpr int64_t kStep = 32;
-  const __m512i order_low = _mm512_load_si512(kDepthwiseOrder.index[0]);
-  const __m512i order_high = _mm512_load_si512(kDepthwiseOrder.index[1]);
-  for (int64_t i0 = 0; i0 < outputs; i0 += kStep) {
-    const __mmask32 lanes = outputs - i0 >= kStep ? ~__mmask32{0} : (__mmask32{1} << (outputs - i0)) - 1;
-    __m512i low = _mm512_set1_epi32(bias), high = low;
-    for (int64_t t = 0; t < taps; t += 2) {
-      const __m512i x0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, plane + tap_offsets[t] + i0));
-      const __m512i x1 =
-          t + 1 < taps ? _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, plane + tap_offsets[t + 1] + i0))
-                       : _mm512_setzero_si512();
-      const __m512i w = _mm512_set1_epi32(pairs[t / 2]);
-      low = _mm512_dpwssd_epi32(low, _mm512_unpacklo_epi16(x0, x1), w);
-      high = _mm512_dpwssd_epi32(high, _mm512_unpackhi_epi16(x0, x1), w);
-    }
-    const __m128i first = requant(_mm512_permutex2var_epi32(low, order_low, high));
-    const __m128i second = requant(_mm512_permutex2var_epi32(low, order_high, high));
-    const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(first), second, 1);
-    if (lanes == ~__mmask32{0}) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i0), bytes);
-    } else {
-      _mm256_mask_storeu_epi8(out + i0, lanes, bytes);
-    }
-  }
-}
-#endif
 
 }  // namespace
 
@@ -138,14 +87,15 @@ Int8ConvFast::Int8ConvFast(Int8ConvParams params) : p_(std::move(params)) {
   }
   if (direct()) {
     weights32_.assign(p_.weights.begin(), p_.weights.end());
-    const int64_t taps = g.kernel_h * g.kernel_w, pairs = (taps + 1) / 2;
-    tap_pairs_.assign(static_cast<size_t>(g.out_channels * pairs), 0);
+    const DepthwiseTapGroups groups = DepthwiseTapGroups::of(PhasePlane::forConv(g).tapOffsets(g));
+    group_offsets_ = groups.offsets;
     for (int64_t oc = 0; oc < g.out_channels; ++oc) {
-      for (int64_t t = 0; t < taps; ++t) {
-        const uint32_t w =
-            static_cast<uint16_t>(static_cast<int16_t>(p_.weights[static_cast<size_t>(oc * taps + t)]));
-        tap_pairs_[static_cast<size_t>(oc * pairs + t / 2)] |= static_cast<int32_t>(t % 2 ? w << 16 : w);
-      }
+      const std::vector<int32_t> w = groups.pack(p_.weights.data() + oc * k);
+      group_weights_.insert(group_weights_.end(), w.begin(), w.end());
+      int64_t sum = 0;
+      for (int64_t i = 0; i < k; ++i) sum += p_.weights[static_cast<size_t>(oc * k + i)];
+      unsigned_bias_.push_back(static_cast<int32_t>(p_.bias[static_cast<size_t>(oc)] -
+                                                    (int64_t{p_.input_zero_point} + kUnsignedOffset) * sum));
     }
     pair_taps_in_int16_ = std::all_of(p_.weights.begin(), p_.weights.end(),
                                       [](int8_t w) { return w >= -kWeightQMax && w <= kWeightQMax; });
@@ -167,7 +117,8 @@ size_t Int8ConvFast::workspaceBytes() const {
   const PhasePlane d = PhasePlane::forConv(g);
   const size_t outputs = static_cast<size_t>(d.virtualOutputs(g));
   if (direct()) {
-    return alignUp(static_cast<size_t>(d.elements())) + alignUp(outputs * sizeof(int32_t)) + alignUp(outputs);
+    return alignUp(static_cast<size_t>(d.elements() + kDepthwiseReadSlack)) +
+           alignUp(outputs * sizeof(int32_t)) + alignUp(outputs);
   }
   const int64_t k = g.reduction();
   const size_t planes = pointwise() ? 0 : static_cast<size_t>(g.inPerGroup() * d.elements());
@@ -273,7 +224,7 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
   const PhasePlane d = PhasePlane::forConv(g);
   const int64_t virtual_outputs = d.virtualOutputs(g);
   int8_t* padded = reinterpret_cast<int8_t*>(workspace);
-  uint8_t* next = workspace + alignUp(static_cast<size_t>(d.elements()));
+  uint8_t* next = workspace + alignUp(static_cast<size_t>(d.elements() + kDepthwiseReadSlack));
   int32_t* acc = reinterpret_cast<int32_t*>(next);
   int8_t* out_virtual =
       reinterpret_cast<int8_t*>(next + alignUp(static_cast<size_t>(virtual_outputs) * sizeof(int32_t)));
@@ -283,18 +234,28 @@ void Int8ConvFast::runDirect(const int8_t* x, int8_t* y, uint8_t* workspace) con
     for (int64_t ic = 0; ic < g.in_channels; ++ic) {
       d.fill(g, x + (n * g.in_channels + ic) * g.in_h * g.in_w, static_cast<int8_t>(p_.input_zero_point),
              padded);
-      for (int64_t oc = ic * cout_g; oc < (ic + 1) * cout_g; ++oc) {
-        [[maybe_unused]] const size_t c = static_cast<size_t>(oc);
 #ifdef NPUC_DEPTHWISE_VNNI
-        if (!p_.multipliers[c].isZero()) {
-          const int64_t pairs = (taps + 1) / 2;
-          depthwiseChannelVnni(padded, tap_offsets.data(), taps, tap_pairs_.data() + oc * pairs,
-                               virtual_outputs, channel_requant_[c].bias,
-                               RequantVector(channel_requant_[c], p_.output_zero_point), out_virtual);
+      // The u8 kernel reads q_x + 128: the plane flipped in place once for the group's channels
+      // (a zero multiplier, whose outputs the scalar rule gives, keeps the int8 loop below).
+      const bool vnni =
+          std::none_of(p_.multipliers.begin() + ic * cout_g, p_.multipliers.begin() + (ic + 1) * cout_g,
+                       [](const FixedPointMultiplier& m) { return m.isZero(); });
+      if (vnni) {
+        uint8_t* u8 = reinterpret_cast<uint8_t*>(padded);
+        for (int64_t i = 0; i < d.elements(); ++i) u8[i] ^= 0x80;
+        std::fill(u8 + d.elements(), u8 + d.elements() + kDepthwiseReadSlack, uint8_t{0});
+        const int64_t groups = static_cast<int64_t>(group_offsets_.size());
+        for (int64_t oc = ic * cout_g; oc < (ic + 1) * cout_g; ++oc) {
+          const size_t c = static_cast<size_t>(oc);
+          depthwiseChannelU8(u8, group_offsets_.data(), group_weights_.data() + oc * groups, groups,
+                             virtual_outputs, unsigned_bias_[c],
+                             RequantVector(channel_requant_[c], p_.output_zero_point), out_virtual);
           d.compact(g, out_virtual, y + (n * g.out_channels + oc) * g.out_h * g.out_w);
-          continue;
         }
+        continue;
+      }
 #endif
+      for (int64_t oc = ic * cout_g; oc < (ic + 1) * cout_g; ++oc) {
         const int32_t* w = weights32_.data() + oc * taps;
         for (int64_t i0 = 0; i0 < virtual_outputs; i0 += kChunk) {
           const int64_t len = std::min(kChunk, virtual_outputs - i0);

@@ -79,7 +79,11 @@ class Int8ConvFast {
   std::vector<ChannelRequant> channel_requant_;
   std::vector<int32_t> weights32_;   // widened weights (direct path)
   bool pair_taps_in_int16_ = false;  // direct path: no weight is -128 (see runDirect)
-  std::vector<int32_t> tap_pairs_;   // direct path, VNNI: two int16 tap weights per int32
+  // Direct path, VNNI (depthwise_groups.h): the taps' four-byte groups, per channel their weight
+  // dwords and the bias folded for the u8 plane (b_q - (z_x + 128) * sum q_w).
+  std::vector<int64_t> group_offsets_;
+  std::vector<int32_t> group_weights_;  // [out channel][group]
+  std::vector<int32_t> unsigned_bias_;
 };
 
 }  // namespace npuc::quant

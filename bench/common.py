@@ -6,6 +6,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,12 +51,9 @@ def ensure_ort() -> Path:
     return BENCH_DIR / "ort_runner.js"
 
 
-def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: int,
-            iters: int) -> tuple[list[float], list[np.ndarray]]:
-    """Times `model` in ONNX Runtime (node); returns per-run latencies (ms) and the outputs.
-
-    Inputs keep their numpy dtype (float32, float64, int64, int32, int8, uint8, bool); outputs come
-    back in the dtype ORT produced."""
+def _ort_call(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: int, iters: int,
+              report_status: bool) -> tuple[dict, list[np.ndarray]]:
+    """One node process running `model` in ONNX Runtime: its JSON result and the outputs."""
     runner = ensure_ort()
     with tempfile.TemporaryDirectory() as tmp:
         spec_inputs = []
@@ -68,7 +66,7 @@ def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: in
             np.ascontiguousarray(arr).tofile(f)
             spec_inputs.append({"name": name, "dims": list(arr.shape), "dtype": dtype, "file": str(f)})
         spec = {"model": str(model), "inputs": spec_inputs, "threads": threads, "warmup": warmup,
-                "iters": iters, "out_dir": tmp}
+                "iters": iters, "out_dir": tmp, "report_status": report_status}
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(json.dumps(spec))
         proc = subprocess.run(["node", str(runner), str(spec_file)], capture_output=True, text=True)
@@ -77,7 +75,51 @@ def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: in
         res = json.loads(proc.stdout)
         outs = [np.fromfile(o["file"], dtype=NUMPY_OF_ORT[o.get("dtype", "float32")]).reshape(o["dims"])
                 for o in res["outputs"]]
-        return res["latencies_ms"], outs
+        return res, outs
+
+
+def run_ort(model: Path, inputs: dict[str, np.ndarray], threads: int, warmup: int,
+            iters: int) -> tuple[list[float], list[np.ndarray]]:
+    """Times `model` in ONNX Runtime (node); returns per-run latencies (ms) and the outputs.
+
+    Inputs keep their numpy dtype (float32, float64, int64, int32, int8, uint8, bool); outputs come
+    back in the dtype ORT produced."""
+    res, outs = _ort_call(model, inputs, threads, warmup, iters, report_status=False)
+    return res["latencies_ms"], outs
+
+
+def ort_memory(model: Path, inputs: dict[str, np.ndarray], threads: int, iters: int) -> dict[str, dict[str, int]]:
+    """The node process's /proc/self/status memory fields (bytes) around `iters` ONNX Runtime runs:
+    {"start": after onnxruntime-node is loaded, before the session; "end": after the runs}."""
+    res, _ = _ort_call(model, inputs, threads, 0, iters, report_status=True)
+    return res["status"]
+
+
+def proc_status_fields(text: str) -> dict[str, int]:
+    """The memory fields of a /proc/<pid>/status text (VmHWM, VmRSS, RssAnon, RssFile, RssShmem), in bytes."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in PROC_MEMORY_FIELDS:
+            out[key] = int(value.split()[0]) * 1024  # the kernel prints kB
+    return out
+
+
+#: The /proc/<pid>/status fields the memory benchmarks read (bench/ort_runner.js reads the same).
+PROC_MEMORY_FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem")
+
+
+def fresh_python(code: str, args: Sequence[str], extra_path: Sequence[str] = ()) -> str:
+    """Runs `code` in a fresh interpreter (this one's executable) with `args` as sys.argv[1:] and
+    the repository's python/ (after `extra_path`, first on PYTHONPATH) importable; returns its stdout.
+    Memory benchmarks need the fresh process: a peak RSS cannot be reset."""
+    env = dict(os.environ)
+    parts = [*extra_path, env.get("PYTHONPATH", ""), str(REPO / "python")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"measurement subprocess failed: {out.stderr.strip()[-1500:]}")
+    return out.stdout
 
 
 def time_calls(fn: Callable[[], object], warmup: int, iters: int) -> list[float]:

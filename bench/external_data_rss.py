@@ -18,15 +18,14 @@ Prints the median growth of each, its ratio to the data size, and npuc's ratio t
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Dict, List
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from common import fresh_python
+
 MIB = 1 << 20
 
 MEASURE = r"""
@@ -75,12 +74,7 @@ def write_model(folder: Path, nbytes: int) -> Path:
 
 
 def peak_rss_growth(model: Path, stage: str) -> int:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(REPO_ROOT / "python")) if p)
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(model), stage], env=env, check=True, capture_output=True, text=True
-    )
-    return int(out.stdout.strip().splitlines()[-1])
+    return int(fresh_python(MEASURE, [str(model), stage]).strip().splitlines()[-1])
 
 
 def main(argv: List[str]) -> int:

@@ -1,13 +1,28 @@
 // Runs an ONNX model in ONNX Runtime (npm onnxruntime-node, CPU) and times it.
 // Usage: node ort_runner.js SPEC.json
 // SPEC: {"model": path, "inputs": [{"name", "dims", "file"}], "threads": 1, "warmup": N,
-//        "iters": N, "out_dir": path}  — input files hold raw little-endian data of the input's
-//        "dtype" (an ORT tensor type name: float32 when absent, int64, int32, uint8, int8, bool).
-// Prints one JSON line: {"latencies_ms": [...], "outputs": [{"name", "dims", "dtype", "file"}]}.
+//        "iters": N, "out_dir": path, "report_status": false}  — input files hold raw little-endian
+//        data of the input's "dtype" (an ORT tensor type name: float32 when absent, int64, int32,
+//        uint8, int8, bool).
+// Prints one JSON line: {"latencies_ms": [...], "outputs": [{"name", "dims", "dtype", "file"}]},
+// with "report_status": also "status": {"start", "end"}, this process's /proc/self/status memory
+// fields in bytes (VmHWM, VmRSS, RssAnon, RssFile, RssShmem) before the session and after the runs.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
+
+const MEMORY_FIELDS = ['VmHWM', 'VmRSS', 'RssAnon', 'RssFile', 'RssShmem'];
+
+// The memory fields of /proc/self/status (Linux), in bytes; the kernel prints kB.
+function procStatus() {
+  const out = {};
+  for (const line of fs.readFileSync('/proc/self/status', 'utf8').split('\n')) {
+    const [key, value] = line.split(':');
+    if (MEMORY_FIELDS.includes(key)) out[key] = parseInt(value, 10) * 1024;
+  }
+  return out;
+}
 
 // ORT tensor type -> typed array that views the raw bytes of an input file.
 const ARRAYS = {
@@ -17,6 +32,7 @@ const ARRAYS = {
 
 async function main() {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+  const start = spec.report_status ? procStatus() : null;
   const session = await ort.InferenceSession.create(spec.model, {
     intraOpNumThreads: spec.threads,
     interOpNumThreads: 1,
@@ -49,7 +65,9 @@ async function main() {
     fs.writeFileSync(file, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
     outputs.push({name, dims: t.dims, dtype: t.type, file});
   }
-  process.stdout.write(JSON.stringify({latencies_ms: lat, outputs}) + '\n');
+  const report = {latencies_ms: lat, outputs};
+  if (start) report.status = {start, end: procStatus()};
+  process.stdout.write(JSON.stringify(report) + '\n');
 }
 
 main().catch((e) => {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shared_bytes.h"
 #include "ir/graph.h"
 
 namespace npuc::blob {
@@ -31,11 +32,12 @@ struct QuantParams {
 };
 
 // A section another component encodes itself (tasks, pipelines, memory plan, ...). The container
-// stores it verbatim; `required` tells readers that do not know the kind to refuse the blob.
+// stores it verbatim; `required` tells readers that do not know the kind to refuse the blob. A
+// loaded blob's sections are views of its verified bytes (a file's mapping), not copies.
 struct ExtraSection {
   uint32_t kind = 0;  // fourcc(), see blob_format.h; must not be META/GRPH/WGHT
   bool required = false;
-  std::string bytes;
+  SharedBytes bytes;
 };
 
 // A float constant stored only as an NPU task's packed weights (format 2.0, layout NpuPacked):
@@ -95,9 +97,9 @@ struct LoadedBlob {
   uint64_t file_bytes = 0;                     // the whole blob
   std::map<uint32_t, uint64_t> section_bytes;  // payload size of every section, by kind
   std::vector<SectionEntry> sections;          // the section table, in file order
-  // GRAPH and WEIGHTS payloads, kept only when the blob has a SHPV section (whose variants
-  // reference their bytes; compile/shape_variants_codec.h).
-  std::map<uint32_t, std::string> base_payloads;
+  // GRAPH and WEIGHTS payloads (views of the blob's bytes), kept only when the blob has a SHPV
+  // section (whose variants reference their bytes; compile/shape_variants_codec.h).
+  std::map<uint32_t, SharedBytes> base_payloads;
 };
 
 // Serializes `graph` (which must verify()) into blob bytes.

@@ -35,12 +35,16 @@ struct Section {
   uint64_t size;
 };
 
-// The whole blob, 64-byte aligned (a heap copy or a file mapping), so constants can point into it;
-// `owner` keeps it alive as long as any of them does.
+// The whole blob, 64-byte aligned (a heap copy or a file mapping), so constants and sections can
+// point into it; `owner` keeps it alive as long as any of them does.
 struct BlobBytes {
   const uint8_t* data = nullptr;
   size_t size = 0;
   std::shared_ptr<void> owner;
+  // Bytes [offset, offset + size) as a view sharing `owner` (no copy).
+  SharedBytes slice(uint64_t offset, uint64_t len) const {
+    return SharedBytes::view(data + offset, len, owner);
+  }
 };
 
 BlobBytes copyAligned(const std::string& bytes) {
@@ -252,16 +256,14 @@ LoadedBlob decodeBlob(const BlobBytes& buf, BlobMeta meta, const std::optional<s
                        fourccName(s.kind), s.offset,
                        isReserved(s.kind) ? "not yet supported by" : "unknown to", kFormatMajor,
                        kFormatMinor));
-    out.extra_sections.push_back({s.kind, (s.flags & kSectionRequired) != 0,
-                                  std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});
+    out.extra_sections.push_back({s.kind, (s.flags & kSectionRequired) != 0, buf.slice(s.offset, s.size)});
   }
   const Section& meta_section = requireSection(sections, kSectionMeta, origin);
   const Section& graph = requireSection(sections, kSectionGraph, origin);
   const Section& weights = requireSection(sections, kSectionWeights, origin);
   // Shape variants (SHPV) store their bytes as references into these sections too.
   if (out.section_bytes.count(kSectionShapeVariants))
-    for (const Section* s : {&graph, &weights})
-      out.base_payloads[s->kind] = std::string(reinterpret_cast<const char*>(f + s->offset), s->size);
+    for (const Section* s : {&graph, &weights}) out.base_payloads[s->kind] = buf.slice(s->offset, s->size);
   try {
     readMeta(f, meta_section, out.meta);
     if (expected_soc) {
@@ -305,6 +307,7 @@ struct FdCloser {
 std::vector<ExtraSection> writtenSections(const std::string& written_bytes) {
   std::vector<ExtraSection> out;
   const auto* f = reinterpret_cast<const uint8_t*>(written_bytes.data());
+  // Copies (owned bytes): `written_bytes` is the caller's and may go before the sections do.
   for (const Section& s : readSectionTable(f, written_bytes.size(), "<written blob>"))
     out.push_back({s.kind, (s.flags & kSectionRequired) != 0,
                    std::string(reinterpret_cast<const char*>(f + s.offset), s.size)});

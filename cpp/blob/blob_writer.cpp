@@ -22,7 +22,7 @@ namespace {
 struct PendingSection {
   uint32_t kind;
   bool required;
-  std::string bytes;
+  SharedBytes bytes;  // the caller's sections are shared, not copied
 };
 
 std::string encodeMeta(const std::string& soc, const std::map<std::string, std::string>& options,
@@ -40,17 +40,17 @@ std::string encodeMeta(const std::string& soc, const std::map<std::string, std::
 
 // GRAPH payload followed by WEIGHTS payload, hashed as one byte string; then NWGT when it holds
 // some of the graph's constants (`packed`), so the digest still covers every weight.
-Digest digestOf(const EncodedGraph& enc, const std::string* packed = nullptr) {
+Digest digestOf(const EncodedGraph& enc, const SharedBytes* packed = nullptr) {
   std::string all;
   all.reserve(enc.graph.size() + enc.weights.size() + (packed ? packed->size() : 0));
   all.append(enc.graph).append(enc.weights);
-  if (packed) all.append(*packed);
+  if (packed) all.append(packed->view());
   return xxh128(all.data(), all.size());
 }
 
 // The NWGT section that holds the NpuPacked constants: present, required (a reader without it
 // could not rebuild the graph), and holding every extent. Null when nothing is packed.
-const std::string* checkPackedConstants(const BlobWriteOptions& options) {
+const SharedBytes* checkPackedConstants(const BlobWriteOptions& options) {
   if (options.packed_constants.empty()) return nullptr;
   const ExtraSection* nwgt = nullptr;
   for (const ExtraSection& s : options.extra_sections)
@@ -173,7 +173,7 @@ std::string writeBlobBytes(const Graph& graph, const BlobWriteOptions& options) 
   } catch (const GraphError& e) {
     throw BlobError(std::string("cannot write blob: ") + e.what());
   }
-  const std::string* packed = checkPackedConstants(options);
+  const SharedBytes* packed = checkPackedConstants(options);
   EncodedGraph enc = encodeGraph(graph, options.quant, options.packed_constants);
   std::vector<PendingSection> sections;
   sections.push_back({kSectionMeta, true, encodeMeta(soc, options.options, digestOf(enc, packed))});

@@ -82,7 +82,7 @@ std::string rebuildWideOrNibbleWeight(const Node& anchor, const lower::NpuWeight
 
 // Writes the float32 weight of `anchor`, rebuilt from its task's NWGT entry, into `dst` (numel
 // floats, the weight's shape); returns an error message instead when the entry does not fit.
-std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, const std::string& nwgt,
+std::string rebuildWeight(const Node& anchor, const lower::PackedWeightRef& ref, std::string_view nwgt,
                           const quant::QuantPlan* plan, float* dst) {
   const Value* w = anchor.input(1);
   const std::optional<lower::NpuWeightView> view = lower::npuWeightView(anchor);

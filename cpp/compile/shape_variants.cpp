@@ -48,8 +48,9 @@ std::string mismatch(const CompiledModel& m, const CompiledModel& variant) {
 std::map<uint32_t, std::string> basePayloads(const CompiledModel& m, const blob::BlobWriteOptions& opts) {
   std::map<uint32_t, std::string> base;
   for (blob::ExtraSection& s : blob::writtenSections(blob::writeBlobBytes(*m.graph, opts)))
-    if (s.kind != blob::kSectionDigests && s.kind != blob::kSectionShapeVariants && s.kind != blob::kSectionMeta)
-      base[s.kind] = std::move(s.bytes);
+    if (s.kind != blob::kSectionDigests && s.kind != blob::kSectionShapeVariants &&
+        s.kind != blob::kSectionMeta)
+      base[s.kind] = s.bytes.str();
   return base;
 }
 
@@ -67,8 +68,9 @@ Encoded encode(const CompiledModel& m, const blob::BlobWriteOptions& opts) {
     const CompiledModel& v = m.shape_variants[i];
     const std::string why = mismatch(m, v);
     if (!why.empty())
-      throw ConfigError(fmt::format("cannot write blob: shape set {} {} is not set 0's model at other shapes: {}",
-                                    i + 1, shapesStr(inputShapes(*v.graph)), why));
+      throw ConfigError(
+          fmt::format("cannot write blob: shape set {} {} is not set 0's model at other shapes: {}", i + 1,
+                      shapesStr(inputShapes(*v.graph)), why));
     if (!seen.insert(inputShapes(*v.graph)).second)
       throw ConfigError(fmt::format("cannot write blob: shape set {} {} repeats an earlier set", i + 1,
                                     shapesStr(inputShapes(*v.graph))));
@@ -91,13 +93,13 @@ std::vector<CompiledModel> loadShapeVariants(const blob::LoadedBlob& b, const Co
                                              const std::string& origin,
                                              std::shared_ptr<const CustomOpSet> custom_ops) {
   const blob::ExtraSection* shpv = nullptr;
-  std::map<uint32_t, const std::string*> base;
-  for (const auto& [kind, payload] : b.base_payloads) base[kind] = &payload;
+  std::map<uint32_t, std::string_view> base;
+  for (const auto& [kind, payload] : b.base_payloads) base[kind] = payload.view();
   for (const blob::ExtraSection& s : b.extra_sections) {
     if (s.kind == blob::kSectionShapeVariants)
       shpv = &s;
     else
-      base[s.kind] = &s.bytes;
+      base[s.kind] = s.bytes.view();
   }
   if (!shpv) return {};
   std::vector<ShapeVariantRecord> records;
@@ -109,8 +111,8 @@ std::vector<CompiledModel> loadShapeVariants(const blob::LoadedBlob& b, const Co
   std::vector<CompiledModel> out;
   std::set<std::vector<Shape>> seen{inputShapes(*m.graph)};
   for (size_t i = 0; i < records.size(); ++i) {
-    const std::string which =
-        fmt::format("blob '{}': SHPV section, shape set {} {}", origin, i + 1, shapesStr(records[i].input_shapes));
+    const std::string which = fmt::format("blob '{}': SHPV section, shape set {} {}", origin, i + 1,
+                                          shapesStr(records[i].input_shapes));
     CompiledModel v;
     try {
       v = readCompiledModel(records[i].blob, m.soc->name, fmt::format("{} (shape set {})", origin, i + 1),
@@ -136,7 +138,7 @@ ShapeVariantReuse shapeVariantReuse(const CompiledModel& m) {
   CompiledModel alone = m;
   alone.shape_variants.clear();
   for (blob::ExtraSection& s : blob::writtenSections(serializeCompiledModel(alone)))
-    if (s.kind != blob::kSectionDigests && s.kind != blob::kSectionMeta) base[s.kind] = std::move(s.bytes);
+    if (s.kind != blob::kSectionDigests && s.kind != blob::kSectionMeta) base[s.kind] = s.bytes.str();
   auto size_of = [&](uint32_t kind) -> uint64_t { return base.count(kind) ? base.at(kind).size() : 0; };
   r.packed_weight_bytes_stored = r.packed_weight_bytes_per_program = size_of(blob::kSectionNpuWeights);
   r.weight_bytes_stored = r.weight_bytes_per_program = size_of(blob::kSectionWeights);

@@ -32,7 +32,7 @@ struct Chunk {
   uint64_t size = 0;
 };
 
-size_t commonPrefix(const std::string& a, size_t ia, const std::string& b, size_t ib) {
+size_t commonPrefix(std::string_view a, size_t ia, std::string_view b, size_t ib) {
   const size_t n = std::min(a.size() - ia, b.size() - ib);
   size_t k = 0;
   while (k < n && a[ia + k] == b[ib + k]) ++k;
@@ -41,7 +41,7 @@ size_t commonPrefix(const std::string& a, size_t ia, const std::string& b, size_
 
 // Greedy aligned-block matching of `payload` against `base`: at each aligned offset the longest
 // equal run starting at an aligned base offset with the same first block becomes a reference.
-std::vector<Chunk> chunksAgainst(const std::string& payload, const std::string* base) {
+std::vector<Chunk> chunksAgainst(std::string_view payload, const std::string* base) {
   std::vector<Chunk> out;
   auto literal = [&](uint64_t from, uint64_t to) {
     if (to > from) out.push_back({false, from, to - from});
@@ -125,8 +125,8 @@ ShapeVariantsEncoding encodeShapeVariants(const std::map<uint32_t, std::string>&
   return enc;
 }
 
-std::vector<ShapeVariantRecord> decodeShapeVariants(const std::string& bytes,
-                                                    const std::map<uint32_t, const std::string*>& base) {
+std::vector<ShapeVariantRecord> decodeShapeVariants(std::string_view bytes,
+                                                    const std::map<uint32_t, std::string_view>& base) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "SHPV section");
   const uint32_t version = r.u32("SHPV version");
   if (version != kShapeVariantsVersion)
@@ -134,7 +134,7 @@ std::vector<ShapeVariantRecord> decodeShapeVariants(const std::string& bytes,
   const uint32_t count = r.count("shape variants", 8);
   if (count == 0) r.fail("no shape variants (a blob without them has no SHPV section)");
   uint64_t baseBytes = 0;
-  for (const auto& [kind, payload] : base) baseBytes += payload->size();
+  for (const auto& [kind, payload] : base) baseBytes += payload.size();
   std::vector<ShapeVariantRecord> out;
   for (uint32_t v = 0; v < count; ++v) {
     ShapeVariantRecord rec;
@@ -151,6 +151,7 @@ std::vector<ShapeVariantRecord> decodeShapeVariants(const std::string& bytes,
     std::vector<blob::ExtraSection> sections;
     for (uint32_t k = 0; k < n_sections; ++k) {
       blob::ExtraSection s;
+      std::string payload;  // rebuilt from its chunks (a variant's blob is assembled, not mapped)
       s.kind = r.u32("section kind");
       const uint8_t required = r.u8("required flag");
       if (required > 1) r.fail(fmt::format("variant {} section flag {} is not 0 or 1", v + 1, required));
@@ -165,28 +166,33 @@ std::vector<ShapeVariantRecord> decodeShapeVariants(const std::string& bytes,
       for (uint32_t c = 0; c < chunks; ++c) {
         const uint8_t tag = r.u8("chunk tag");
         const uint64_t n = r.u64("chunk size");
-        if (n > size - s.bytes.size())
+        if (n > size - payload.size())
           r.fail(fmt::format("variant {} section '{}': chunks exceed its {} bytes", v + 1,
                              blob::fourccName(s.kind), size));
         if (tag == kChunkLiteral) {
           if (n > r.remaining()) r.fail("literal chunk runs past the section");
-          s.bytes.append(reinterpret_cast<const char*>(r.bytes(n, "literal chunk")), n);
+          payload.append(reinterpret_cast<const char*>(r.bytes(n, "literal chunk")), n);
         } else if (tag == kChunkReference) {
           const uint64_t off = r.u64("reference offset");
           if (b == base.end())
-            r.fail(fmt::format("variant {} section '{}' references set 0's section of that kind, which the "
-                               "blob lacks", v + 1, blob::fourccName(s.kind)));
-          if (off > b->second->size() || n > b->second->size() - off)
-            r.fail(fmt::format("variant {} section '{}': reference [{}, +{}) lies outside set 0's {}-byte "
-                               "section", v + 1, blob::fourccName(s.kind), off, n, b->second->size()));
-          s.bytes.append(*b->second, off, n);
+            r.fail(
+                fmt::format("variant {} section '{}' references set 0's section of that kind, which the "
+                            "blob lacks",
+                            v + 1, blob::fourccName(s.kind)));
+          if (off > b->second.size() || n > b->second.size() - off)
+            r.fail(
+                fmt::format("variant {} section '{}': reference [{}, +{}) lies outside set 0's {}-byte "
+                            "section",
+                            v + 1, blob::fourccName(s.kind), off, n, b->second.size()));
+          payload.append(b->second.substr(off, n));
         } else {
           r.fail(fmt::format("variant {} chunk tag {} is not 0 (literal) or 1 (reference)", v + 1, tag));
         }
       }
-      if (s.bytes.size() != size)
+      if (payload.size() != size)
         r.fail(fmt::format("variant {} section '{}': chunks give {} bytes, the record says {}", v + 1,
-                           blob::fourccName(s.kind), s.bytes.size(), size));
+                           blob::fourccName(s.kind), payload.size(), size));
+      s.bytes = std::move(payload);
       sections.push_back(std::move(s));
     }
     rec.blob = blob::assembleBlobSections(sections);

@@ -26,7 +26,7 @@ struct VariantSectionStats {
 };
 
 struct ShapeVariantsEncoding {
-  std::string bytes;                                      // the SHPV payload
+  std::string bytes;                                       // the SHPV payload
   std::vector<std::vector<VariantSectionStats>> sections;  // per variant, per section (file order)
 };
 
@@ -44,7 +44,7 @@ ShapeVariantsEncoding encodeShapeVariants(const std::map<uint32_t, std::string>&
 
 // The variants' rebuilt blobs, not yet verified (the caller reads them as blobs). BlobError
 // ("corrupt blob: SHPV section ...") for a malformed record or a reference outside its base.
-std::vector<ShapeVariantRecord> decodeShapeVariants(const std::string& bytes,
-                                                    const std::map<uint32_t, const std::string*>& base);
+std::vector<ShapeVariantRecord> decodeShapeVariants(std::string_view bytes,
+                                                    const std::map<uint32_t, std::string_view>& base);
 
 }  // namespace npuc

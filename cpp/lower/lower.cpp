@@ -101,6 +101,7 @@ class Lowerer {
       requireOn(*v, TensorDevice::Host, ElemType::Float32);
     }
     program_.pipelines = pipelines_.take();
+    program_.packed_weights = std::move(packed_weights_);
     return std::move(program_);
   }
 
@@ -266,7 +267,7 @@ class Lowerer {
     std::string packed = packNc1hwc2(logical.data(), ref.dims, ref.c2, elem_bytes);
     if (ref.elem == ElemType::Int4)
       packed = packInt4(reinterpret_cast<const int8_t*>(packed.data()), packed.size()) + multipliers;
-    std::string& section = program_.packed_weights;
+    std::string& section = packed_weights_;
     section.resize((section.size() + blob::kBlobAlignment - 1) / blob::kBlobAlignment * blob::kBlobAlignment,
                    '\0');
     ref.offset = section.size();
@@ -294,6 +295,7 @@ class Lowerer {
   std::map<NpuDType, std::unique_ptr<perf::CostModel>> models_;
   PipelineTable pipelines_;
   LoweredProgram program_;
+  std::string packed_weights_;  // NWGT as it grows; the program's (shared, immutable) bytes at the end
 };
 
 }  // namespace

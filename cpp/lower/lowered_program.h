@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "blob/blob_format.h"
+#include "common/shared_bytes.h"
 
 namespace npuc::lower {
 
@@ -131,7 +132,8 @@ struct LoweredProgram {
   std::vector<Task> tasks;  // execution order
   std::vector<Pipeline> pipelines;
   std::vector<CpuOp> cpu_ops;
-  std::string packed_weights;  // the NWGT section payload
+  // The NWGT section payload; a loaded blob's is a view of its file mapping, shared by every copy.
+  SharedBytes packed_weights;
 
   bool operator==(const LoweredProgram& o) const {
     return tensors == o.tensors && tasks == o.tasks && pipelines == o.pipelines && cpu_ops == o.cpu_ops &&

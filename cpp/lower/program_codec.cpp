@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "blob/blob_limits.h"
 #include "blob/byte_io.h"
 #include "common/error.h"
@@ -112,7 +114,7 @@ std::string encodeCpuOps(const LoweredProgram& p) {
   return w.take();
 }
 
-void decodePipelines(const std::string& bytes, LoweredProgram& p) {
+void decodePipelines(std::string_view bytes, LoweredProgram& p) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "PIPE section");
   checkVersion(r, "pipeline table version");
   // digest (16) + two string lengths (8)
@@ -131,7 +133,7 @@ void decodePipelines(const std::string& bytes, LoweredProgram& p) {
   r.expectEnd();
 }
 
-void decodeCpuOps(const std::string& bytes, LoweredProgram& p) {
+void decodeCpuOps(std::string_view bytes, LoweredProgram& p) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "CPUO section");
   checkVersion(r, "CPU op table version");
   const uint32_t n = r.count("CPU ops", 12);  // node (4) + two string lengths (8)
@@ -145,7 +147,7 @@ void decodeCpuOps(const std::string& bytes, LoweredProgram& p) {
   r.expectEnd();
 }
 
-void decodeWeightRef(blob::ByteReader& r, const std::string& nwgt, PackedWeightRef& ref) {
+void decodeWeightRef(blob::ByteReader& r, std::string_view nwgt, PackedWeightRef& ref) {
   ref.present = true;
   ref.offset = r.u64("packed weight offset");
   ref.size = r.u64("packed weight size");
@@ -170,7 +172,7 @@ void decodeWeightRef(blob::ByteReader& r, const std::string& nwgt, PackedWeightR
     r.fail(fmt::format("packed weight size {} does not match its dims and C2", ref.size));
 }
 
-void decodeTasks(const std::string& bytes, const std::string& nwgt, LoweredProgram& p) {
+void decodeTasks(std::string_view bytes, std::string_view nwgt, LoweredProgram& p) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "TASK section");
   checkVersion(r, "task table version");
   const uint32_t n_tensors = r.count("tensors", 11);  // name length + 3 codes + c2
@@ -249,9 +251,9 @@ bool findProgramSections(const std::vector<blob::ExtraSection>& extra, ProgramSe
   int found = 0;
   bool has_weights = false;
   for (const blob::ExtraSection& s : extra) {
-    if (s.kind == blob::kSectionTasks) out->tasks = s.bytes, ++found;
-    if (s.kind == blob::kSectionPipelines) out->pipelines = s.bytes, ++found;
-    if (s.kind == blob::kSectionCpuOps) out->cpu_ops = s.bytes, ++found;
+    if (s.kind == blob::kSectionTasks) out->tasks = s.bytes.str(), ++found;
+    if (s.kind == blob::kSectionPipelines) out->pipelines = s.bytes.str(), ++found;
+    if (s.kind == blob::kSectionCpuOps) out->cpu_ops = s.bytes.str(), ++found;
     if (s.kind == kSectionNpuWeights) out->packed_weights = s.bytes, has_weights = true;
   }
   if (found == 0 && !has_weights) return false;

@@ -20,7 +20,8 @@ namespace npuc::lower {
 constexpr uint32_t kProgramCodecVersion = 1;
 
 struct ProgramSections {
-  std::string tasks, pipelines, cpu_ops, packed_weights;
+  std::string tasks, pipelines, cpu_ops;  // small; decoded, then dropped
+  SharedBytes packed_weights;             // the weights: a loaded blob's stays a view of its mapping
 };
 
 ProgramSections encodeProgram(const LoweredProgram& program);

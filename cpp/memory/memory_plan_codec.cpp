@@ -60,7 +60,7 @@ std::string encodeMemoryPlan(const NpuMemoryPlan& plan) {
   return w.take();
 }
 
-NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset) {
+NpuMemoryPlan decodeMemoryPlan(std::string_view bytes, uint64_t base_offset) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
                      "MPLN section");
   const uint32_t version = r.u32("memory plan version");

@@ -22,6 +22,6 @@ std::string encodeMemoryPlan(const NpuMemoryPlan& plan);
 // Decodes and validates a payload: BlobError naming the field and its absolute file offset
 // (`base_offset` is where the payload starts in the file) on anything malformed, and on a plan
 // that breaks its invariants (misaligned, outside the arena, overlapping live buffers).
-NpuMemoryPlan decodeMemoryPlan(const std::string& bytes, uint64_t base_offset = 0);
+NpuMemoryPlan decodeMemoryPlan(std::string_view bytes, uint64_t base_offset = 0);
 
 }  // namespace npuc::memory

@@ -305,7 +305,7 @@ std::string encodeCoreSchedules(const std::vector<CoreSchedule>& schedules) {
   return w.take();
 }
 
-std::vector<CoreSchedule> decodeCoreSchedules(const std::string& bytes) {
+std::vector<CoreSchedule> decodeCoreSchedules(std::string_view bytes) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "CSCH section");
   std::vector<CoreSchedule> out(r.count("core schedules", 8));
   for (CoreSchedule& s : out) {

@@ -88,6 +88,6 @@ uint32_t maskCores(uint32_t mask);   // bits set
 
 // The CSCH payload (docs/blob_format.md). decode throws BlobError naming the offset.
 std::string encodeCoreSchedules(const std::vector<CoreSchedule>& schedules);
-std::vector<CoreSchedule> decodeCoreSchedules(const std::string& bytes);
+std::vector<CoreSchedule> decodeCoreSchedules(std::string_view bytes);
 
 }  // namespace npuc::sched

@@ -133,7 +133,7 @@ std::string encodeQuantPlan(const QuantPlan& plan) {
   return w.take();
 }
 
-QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset) {
+QuantPlan decodeQuantPlan(std::string_view bytes, uint64_t base_offset) {
   blob::ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), base_offset,
                      "QUNT section");
   const uint32_t version = r.u32("quantization plan version");

@@ -23,6 +23,6 @@ constexpr uint32_t kOldestQuantPlanCodecVersion = 1;
 std::string encodeQuantPlan(const QuantPlan& plan);
 // Decodes and validates a payload; BlobError naming the field and its absolute file offset
 // (`base_offset` is where the payload starts in the file) on anything malformed.
-QuantPlan decodeQuantPlan(const std::string& bytes, uint64_t base_offset = 0);
+QuantPlan decodeQuantPlan(std::string_view bytes, uint64_t base_offset = 0);
 
 }  // namespace npuc::quant

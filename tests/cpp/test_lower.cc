@@ -197,7 +197,7 @@ TEST(ProgramCodec, CorruptedFieldsAreRefusedOrCaughtByVerify) {
   bad.tasks[0] = 9;
   EXPECT_THROW(decodeProgram(bad), BlobError);
   bad = s;
-  bad.packed_weights.resize(bad.packed_weights.size() - 1);
+  bad.packed_weights = s.packed_weights.slice(0, s.packed_weights.size() - 1);
   EXPECT_THROW(decodeProgram(bad), BlobError);
 }
 
@@ -284,8 +284,9 @@ TEST(WeightPacking, Int8WeightsAreTheSimulatorsAndFp16AreHalf) {
     const Node& conv = *nodes[task.nodes[0]];
     EXPECT_EQ(task.compute, ElemType::Int8);
     EXPECT_EQ(task.weights.c2, 32u);  // rk3588 int8 Conv input alignment
-    const std::string back = unpackNc1hwc2(int8.packed_weights.substr(task.weights.offset, task.weights.size),
-                                           task.weights.dims, task.weights.c2, 1);
+    const std::string back =
+        unpackNc1hwc2(std::string(int8.packed_weights.view().substr(task.weights.offset, task.weights.size)),
+                      task.weights.dims, task.weights.c2, 1);
     const quant::QuantizedWeights qw = quant::quantizeNodeWeights(conv, plan);
     ASSERT_EQ(back.size(), qw.values.nbytes());
     EXPECT_EQ(std::memcmp(back.data(), qw.values.raw(), back.size()), 0) << conv.name();
@@ -293,8 +294,9 @@ TEST(WeightPacking, Int8WeightsAreTheSimulatorsAndFp16AreHalf) {
     const Task& half = fp16.tasks[t];
     ASSERT_TRUE(half.weights.present);
     EXPECT_EQ(half.weights.elem, ElemType::Float16);
-    const std::string hb = unpackNc1hwc2(fp16.packed_weights.substr(half.weights.offset, half.weights.size),
-                                         half.weights.dims, half.weights.c2, 2);
+    const std::string hb =
+        unpackNc1hwc2(std::string(fp16.packed_weights.view().substr(half.weights.offset, half.weights.size)),
+                      half.weights.dims, half.weights.c2, 2);
     const float* w = static_cast<const float*>(conv.input(1)->constant().raw());
     for (int64_t i = 0; i < conv.input(1)->constant().numel(); ++i) {
       uint16_t h;
@@ -325,8 +327,9 @@ TEST(WeightPacking, GemmAndMatMulWeightsPackTransposedToNK) {
     ASSERT_NE(t, nullptr);
     ASSERT_TRUE(t->weights.present);
     EXPECT_EQ(t->weights.dims, (Nchw{24, 40, 1, 1}));
-    const std::string nk = unpackNc1hwc2(prog.packed_weights.substr(t->weights.offset, t->weights.size),
-                                         t->weights.dims, t->weights.c2, 2);
+    const std::string nk =
+        unpackNc1hwc2(std::string(prog.packed_weights.view().substr(t->weights.offset, t->weights.size)),
+                      t->weights.dims, t->weights.c2, 2);
     for (int64_t n = 0; n < 24; ++n)
       for (int64_t k = 0; k < 40; ++k) {
         uint16_t h;

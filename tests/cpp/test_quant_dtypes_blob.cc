@@ -110,7 +110,8 @@ TEST(DtypeBlob, WeightsArePackedInTheSchemesTypeWithTheInt16Alignment) {
 TEST(DtypeBlob, Int4NibblesAndMultipliersAreWhatThePlanSays) {
   const Built b = build(QuantScheme::of(SchemeDType::W4A16, 32));
   const lower::Task& t = taskOf(b.model, "fc");
-  const std::string entry = b.model.program->packed_weights.substr(t.weights.offset, t.weights.size);
+  const std::string entry =
+      std::string(b.model.program->packed_weights.view().substr(t.weights.offset, t.weights.size));
   // fc [64, 10] is packed as [10, 64, 1, 1] with C2 = 32: element (n, k) at n * 64 + k.
   const std::vector<int8_t> q = lower::unpackInt4(entry, 640);
   const Node* fc = b.graph->findNode("fc");

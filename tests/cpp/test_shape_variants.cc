@@ -48,9 +48,9 @@ Fixture fixture() {
   return f;
 }
 
-std::map<uint32_t, const std::string*> pointers(const std::map<uint32_t, std::string>& base) {
-  std::map<uint32_t, const std::string*> out;
-  for (const auto& [kind, bytes] : base) out[kind] = &bytes;
+std::map<uint32_t, std::string_view> pointers(const std::map<uint32_t, std::string>& base) {
+  std::map<uint32_t, std::string_view> out;
+  for (const auto& [kind, bytes] : base) out[kind] = bytes;
   return out;
 }
 
@@ -59,7 +59,7 @@ TEST(ShapeVariantsCodec, EqualBytesAreReferencesAndTheVariantRoundTrips) {
   const ShapeVariantsEncoding enc = encodeShapeVariants(f.base, {{{1, 3, 16, 16}}}, {f.variant});
   ASSERT_EQ(enc.sections.size(), 1u);
   for (const VariantSectionStats& s : enc.sections[0]) {
-    if (s.kind == blob::kSectionNpuWeights) EXPECT_EQ(s.referenced, s.bytes);  // stored once
+    if (s.kind == blob::kSectionNpuWeights) EXPECT_EQ(s.referenced, s.bytes);         // stored once
     if (s.kind == blob::kSectionWeights) EXPECT_GE(s.referenced, s.bytes - 64 - 64);  // all but 2 blocks
   }
   EXPECT_LT(enc.bytes.size(), 64u + 64u + 64u + 310u + 40u + 50u + 400u);  // literals plus records
@@ -79,9 +79,10 @@ TEST(ShapeVariantsCodec, AReferenceOutsideSetZerosSectionIsRefused) {
     decodeShapeVariants(enc.bytes, pointers(shorter));
     FAIL() << "expected a BlobError";
   } catch (const BlobError& e) {
-    EXPECT_NE(std::string(e.what()).find("variant 1 section 'NWGT': reference [0, +8192) lies outside set 0's "
-                                         "4096-byte section"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("variant 1 section 'NWGT': reference [0, +8192) lies outside set 0's "
+                                   "4096-byte section"),
+        std::string::npos)
         << e.what();
   }
   std::map<uint32_t, std::string> without = f.base;

@@ -3,6 +3,7 @@
 // and inferences run.
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -73,13 +74,20 @@ quant::QuantizerOptions quantizerOptions(const std::string& dtype, const std::st
   return opts;
 }
 
+// Wall seconds since `start` (the calibrator's stage timings).
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 class PyCalibrator {
  public:
   // The clone is quantized: its weights and biases get constants of their own (the FP32 values the
   // calibrator computes are the same).
   explicit PyCalibrator(const Model& model) : graph_(separated(model.graph())), calibrator_(*graph_) {}
   void addSample(const py::sequence& inputs) {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<Tensor> tensors = tensorsFromList(inputs, *graph_);
+    input_s_ += secondsSince(start);
     py::gil_scoped_release release;
     calibrator_.addSample(tensors);
   }
@@ -93,21 +101,37 @@ class PyCalibrator {
   }
   PyQuantizedModel quantize(const std::string& algorithm, const std::string& method,
                             const std::vector<std::string>& hybrid_layers, bool reference,
-                            const std::string& dtype) const {
+                            const std::string& dtype) {
     quant::CalibrationOptions calib;
     calib.algorithm = quant::calibrationAlgorithmFromName(algorithm);
     const quant::QuantizerOptions opts = quantizerOptions(dtype, method, hybrid_layers);
     py::gil_scoped_release release;
-    quant::QuantPlan plan = quant::buildQuantPlan(*graph_, calibrator_.ranges(calib), opts);
+    auto start = std::chrono::steady_clock::now();
+    const std::map<std::string, quant::ClipRange> ranges = calibrator_.ranges(calib);
+    search_s_ = secondsSince(start);
+    start = std::chrono::steady_clock::now();
+    quant::QuantPlan plan = quant::buildQuantPlan(*graph_, ranges, opts);
+    plan_s_ = secondsSince(start);
+    start = std::chrono::steady_clock::now();
     quant::SimOptions sim_opts;
     sim_opts.path = reference ? quant::SimPath::Reference : quant::SimPath::Fast;
     auto sim = std::make_shared<const QuantizedExecutor>(*graph_, plan, sim_opts);
+    simulator_s_ = secondsSince(start);
     return PyQuantizedModel(std::move(sim), std::move(plan));
+  }
+  // Seconds per stage: inputs (numpy -> tensors), forward, statistics (summed over samples), and
+  // of the last quantize(): search (range per activation), plan (weights, biases, parameters),
+  // simulator (integer kernels prepared).
+  std::map<std::string, double> timings() const {
+    const quant::CalibrationTimings& t = calibrator_.timings();
+    return {{"inputs", input_s_},  {"forward", t.forward_s}, {"statistics", t.statistics_s},
+            {"search", search_s_}, {"plan", plan_s_},        {"simulator", simulator_s_}};
   }
 
  private:
   std::unique_ptr<Graph> graph_;
   quant::Calibrator calibrator_;
+  double input_s_ = 0.0, search_s_ = 0.0, plan_s_ = 0.0, simulator_s_ = 0.0;
 };
 
 py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs,
@@ -317,6 +341,9 @@ void bindQuant(py::module_& m) {
       .def("add_sample", &PyCalibrator::addSample, py::arg("inputs"),
            "Runs one sample (a list of arrays, one per model input) and records its activations.")
       .def_property_readonly("num_samples", &PyCalibrator::numSamples)
+      .def_property_readonly("timings", &PyCalibrator::timings,
+                             "Wall seconds per calibration stage: 'inputs', 'forward', 'statistics' (summed "
+                             "over the samples) and 'search', 'plan', 'simulator' (of the last quantize()).")
       .def("ranges", &PyCalibrator::ranges, py::arg("algorithm") = "normal",
            "Calibrated (min, max) per activation name.")
       .def("quantize", &PyCalibrator::quantize, py::arg("algorithm") = "normal",

@@ -1,5 +1,7 @@
 #include "quant/graph/calibrator.h"
 
+#include <chrono>
+
 #include "common/error.h"
 #include "runtime/executor.h"
 
@@ -33,8 +35,17 @@ Calibrator::Calibrator(const Graph& graph) {
 
 Calibrator::~Calibrator() = default;
 
+namespace {
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
 void Calibrator::addSample(const std::vector<Tensor>& inputs) {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> outputs = executor_->run(inputs);
+  const auto forward_done = std::chrono::steady_clock::now();
+  timings_.forward_s += std::chrono::duration<double>(forward_done - start).count();
   for (size_t k = 0; k < float_inputs_.size(); ++k) {
     const Tensor& t = inputs[static_cast<size_t>(float_inputs_[k])];
     histograms_[input_names_[k]].addSample(t.data<float>(), t.numel());
@@ -43,6 +54,7 @@ void Calibrator::addSample(const std::vector<Tensor>& inputs) {
     if (outputs[i].dtype() != DType::Float32) continue;
     histograms_[output_names_[i]].addSample(outputs[i].data<float>(), outputs[i].numel());
   }
+  timings_.statistics_s += secondsSince(forward_done);
   ++samples_;
 }
 

@@ -18,6 +18,13 @@ class Executor;
 
 namespace npuc::quant {
 
+// Wall seconds a Calibrator spent per stage, summed over its samples (profiling only: reading
+// the clock twice per stage and sample costs nothing next to a forward pass).
+struct CalibrationTimings {
+  double forward_s = 0.0;     // FP32 executor runs
+  double statistics_s = 0.0;  // folding activations into the histograms (min/max and bins)
+};
+
 // A clone of `graph` whose every float node output is also a graph output (the original
 // outputs first, in place), so one FP32 run shows every activation.
 std::unique_ptr<Graph> exposeActivations(const Graph& graph);
@@ -32,6 +39,7 @@ class Calibrator {
   // statistics. Throws InputError naming the input on a count/shape/dtype mismatch.
   void addSample(const std::vector<Tensor>& inputs);
   int64_t numSamples() const { return samples_; }
+  const CalibrationTimings& timings() const { return timings_; }
 
   // Statistics per value name (graph inputs and node outputs of float type).
   const std::map<std::string, ActivationHistogram>& histograms() const { return histograms_; }
@@ -45,6 +53,7 @@ class Calibrator {
   std::vector<std::string> output_names_;  // executor outputs, in order
   std::map<std::string, ActivationHistogram> histograms_;
   int64_t samples_ = 0;
+  CalibrationTimings timings_;
 };
 
 }  // namespace npuc::quant

@@ -74,6 +74,12 @@ quant::QuantizerOptions quantizerOptions(const std::string& dtype, const std::st
   return opts;
 }
 
+int checkedThreads(int threads) {
+  if (threads < 0)
+    throw ConfigError("Calibrator: threads must be >= 0 (0: one per core), got " + std::to_string(threads));
+  return threads;
+}
+
 // Wall seconds since `start` (the calibrator's stage timings).
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -83,7 +89,8 @@ class PyCalibrator {
  public:
   // The clone is quantized: its weights and biases get constants of their own (the FP32 values the
   // calibrator computes are the same).
-  explicit PyCalibrator(const Model& model) : graph_(separated(model.graph())), calibrator_(*graph_) {}
+  PyCalibrator(const Model& model, int threads)
+      : graph_(separated(model.graph())), calibrator_(*graph_, checkedThreads(threads)) {}
   void addSample(const py::sequence& inputs) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<Tensor> tensors = tensorsFromList(inputs, *graph_);
@@ -91,6 +98,16 @@ class PyCalibrator {
     py::gil_scoped_release release;
     calibrator_.addSample(tensors);
   }
+  void addSamples(const py::sequence& samples) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::vector<Tensor>> batch;
+    for (const py::handle& sample : samples)
+      batch.push_back(tensorsFromList(py::reinterpret_borrow<py::sequence>(sample), *graph_));
+    input_s_ += secondsSince(start);
+    py::gil_scoped_release release;
+    calibrator_.addSamples(batch);
+  }
+  int threads() const { return calibrator_.threads(); }
   int64_t numSamples() const { return calibrator_.numSamples(); }
   std::map<std::string, std::pair<float, float>> ranges(const std::string& algorithm) const {
     quant::CalibrationOptions opts;
@@ -124,8 +141,9 @@ class PyCalibrator {
   // simulator (integer kernels prepared).
   std::map<std::string, double> timings() const {
     const quant::CalibrationTimings& t = calibrator_.timings();
-    return {{"inputs", input_s_},  {"forward", t.forward_s}, {"statistics", t.statistics_s},
-            {"search", search_s_}, {"plan", plan_s_},        {"simulator", simulator_s_}};
+    return {{"inputs", input_s_},           {"collect", t.collect_s}, {"forward", t.forward_s},
+            {"statistics", t.statistics_s}, {"search", search_s_},    {"plan", plan_s_},
+            {"simulator", simulator_s_}};
   }
 
  private:
@@ -337,13 +355,19 @@ void bindQuant(py::module_& m) {
 
   py::class_<PyCalibrator>(
       m, "Calibrator", "Streams calibration samples through the FP32 model into per-activation histograms.")
-      .def(py::init<const Model&>(), py::arg("model"))
+      .def(py::init<const Model&, int>(), py::arg("model"), py::arg("threads") = 0,
+           "threads: samples add_samples runs at once, and range-search threads (0: one per core); "
+           "the results are the same bits for any value.")
       .def("add_sample", &PyCalibrator::addSample, py::arg("inputs"),
            "Runs one sample (a list of arrays, one per model input) and records its activations.")
+      .def("add_samples", &PyCalibrator::addSamples, py::arg("samples"),
+           "add_sample on each sample (a list of such lists) in order, up to `threads` of them at once.")
+      .def_property_readonly("threads", &PyCalibrator::threads)
       .def_property_readonly("num_samples", &PyCalibrator::numSamples)
       .def_property_readonly("timings", &PyCalibrator::timings,
-                             "Wall seconds per calibration stage: 'inputs', 'forward', 'statistics' (summed "
-                             "over the samples) and 'search', 'plan', 'simulator' (of the last quantize()).")
+                             "Seconds per calibration stage: 'inputs', 'collect' (wall), 'forward' and "
+                             "'statistics' (summed over samples and worker threads), and 'search', 'plan', "
+                             "'simulator' (of the last quantize()).")
       .def("ranges", &PyCalibrator::ranges, py::arg("algorithm") = "normal",
            "Calibrated (min, max) per activation name.")
       .def("quantize", &PyCalibrator::quantize, py::arg("algorithm") = "normal",

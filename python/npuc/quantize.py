@@ -79,8 +79,8 @@ def quantize(
         rgb2bgr: reverse the channels of images read from a ``dataset.txt``.
         reference: run the simulator's plain reference loops instead of the fast path (same bits).
         timings: if given, filled with wall seconds per stage (a profile; also logged at debug
-            level): 'read' (reading and preprocessing samples), 'inputs', 'forward', 'statistics',
-            'search', 'plan', 'simulator' (:attr:`npuc._npuc.Calibrator.timings`).
+            level): 'read' (reading and preprocessing samples), 'inputs', 'collect', 'forward',
+            'statistics', 'search', 'plan', 'simulator' (:attr:`npuc._npuc.Calibrator.timings`).
 
     Raises:
         ConfigError: unknown algorithm / method / hybrid layer, or an empty dataset.
@@ -100,7 +100,7 @@ def quantize(
         log.warning("quantization: %s", warning)
     stages = dict(calibrator.timings)
     # What the C++ side did not time while streaming: reading files and preprocessing in Python.
-    stages["read"] = max(0.0, streamed - stages["inputs"] - stages["forward"] - stages["statistics"])
+    stages["read"] = max(0.0, streamed - stages["inputs"] - stages["collect"])
     log.debug("calibration timings (s): %s", ", ".join(f"{k} {v:.3f}" for k, v in stages.items()))
     if timings is not None:
         timings.update(stages)
@@ -174,10 +174,18 @@ def calibrate(
     calibrator = Calibrator(model)
     kept: List[List[np.ndarray]] = []
     samples = _dataset.iterate_samples(dataset, model.inputs, normalize, rgb2bgr)
+    # Handed over `threads` at a time: the calibrator runs them on the cores at once (same result
+    # as one by one). Only that many samples are held, so memory still does not grow with the set.
+    batch: List[List[np.ndarray]] = []
     for sample in _dataset.progress(samples, _dataset.count_samples(dataset), "calibrating"):
-        calibrator.add_sample(sample)
+        batch.append(sample)
         if len(kept) < keep:
             kept.append(sample)
+        if len(batch) == calibrator.threads:
+            calibrator.add_samples(batch)
+            batch = []
+    if batch:
+        calibrator.add_samples(batch)
     if calibrator.num_samples == 0:
         raise ConfigError("the calibration dataset is empty")
     return calibrator, kept

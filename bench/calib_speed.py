@@ -23,9 +23,16 @@ build() (graph optimization, partition report).
 Usage: /usr/bin/python3 bench/calib_speed.py [--peer base=/path/to/python] [--peer new=python]
        [--algorithms normal,kl_divergence,mmse,percentile] [--repeat 1]
 
-Baseline (main at 29ecd65 with only the timers added; 2 cores, other jobs running; one run):
+Baseline (main at 29ecd65 with only the timers added; 2 cores, load average 7-10 from other jobs;
+one run; the columns were then read, inputs, forward, statistics, search, plan, simulator, other,
+compile s, blob). The interleaved before/after tables are in docs/performance.md, "Calibration
+throughput".
 
-(filled in from the first run below the table of docs/performance.md, "Calibration throughput")
+| algorithm | peer | build s | samples/s | read | inputs | forward | statistics | search | plan | simulator | other | compile s | blob |
+| normal | base | 140.8 | 0.45 | 3.75 | 0.27 | 92.39 | 43.97 | 0.00 | 0.14 | 0.18 | 0.11 | 0.22 | 74a211ebb17a |
+| kl_divergence | base | 135.3 | 0.47 | 2.70 | 0.13 | 83.34 | 31.26 | 16.97 | 0.37 | 0.39 | 0.14 | 0.46 | ba6bc5b35b68 |
+| mmse | base | 328.9 | 0.19 | 8.38 | 0.39 | 184.39 | 94.04 | 40.34 | 0.39 | 0.58 | 0.40 | 0.67 | 692a6e5c14c6 |
+| percentile | base | 260.6 | 0.25 | 8.02 | 0.47 | 159.03 | 91.80 | 0.01 | 0.32 | 0.43 | 0.47 | 0.53 | 794714daea6c |
 """
 from __future__ import annotations
 

@@ -58,19 +58,20 @@ std::vector<double> foldToAbsoluteBins(const ActivationHistogram& h) {
   return abs_bins;
 }
 
-// P: the first `bins` bins, with the mass of all later bins added to the last one.
-std::vector<double> clippedDistribution(const std::vector<double>& hist, size_t bins, double tail_mass) {
-  std::vector<double> p(hist.begin(), hist.begin() + static_cast<std::ptrdiff_t>(bins));
+// P: the first `bins` bins, with the mass of all later bins added to the last one (into `p`,
+// reused across candidates).
+void clippedDistribution(const std::vector<double>& hist, size_t bins, double tail_mass,
+                         std::vector<double>& p) {
+  p.assign(hist.begin(), hist.begin() + static_cast<std::ptrdiff_t>(bins));
   p.back() += tail_mass;
-  return p;
 }
 
 // Q: the in-range bins merged into `levels` groups (boundaries floor(g * bins / levels)), each
-// group's total spread evenly over the bins of the group where P is non-zero.
-std::vector<double> quantizedDistribution(const std::vector<double>& hist, const std::vector<double>& p,
-                                          int levels) {
+// group's total spread evenly over the bins of the group where P is non-zero (into `q`).
+void quantizedDistribution(const std::vector<double>& hist, const std::vector<double>& p, int levels,
+                           std::vector<double>& q) {
   const size_t bins = p.size();
-  std::vector<double> q(bins, 0.0);
+  q.assign(bins, 0.0);
   for (int g = 0; g < levels; ++g) {
     const size_t begin = bins * static_cast<size_t>(g) / static_cast<size_t>(levels);
     const size_t end = bins * static_cast<size_t>(g + 1) / static_cast<size_t>(levels);
@@ -84,7 +85,6 @@ std::vector<double> quantizedDistribution(const std::vector<double>& hist, const
     for (size_t j = begin; j < end; ++j)
       if (p[j] > 0.0) q[j] = total / nonzero;
   }
-  return q;
 }
 
 // KL(P || Q) after normalizing both and smoothing Q over P's support.
@@ -121,19 +121,22 @@ ClipRange klDivergenceRange(const ActivationHistogram& h, int levels) {
   std::vector<double> tail(hist.size() + 1, 0.0);  // tail[i] = mass of bins >= i
   for (size_t i = hist.size(); i-- > 0;) tail[i] = tail[i + 1] + hist[i];
   std::vector<std::pair<double, size_t>> candidates;  // (divergence, bins), one per threshold
+  std::vector<double> p, q;
   for (size_t bins = static_cast<size_t>(levels); bins <= hist.size(); ++bins) {
-    const std::vector<double> p = clippedDistribution(hist, bins, tail[bins]);
-    candidates.emplace_back(klDivergence(p, quantizedDistribution(hist, p, levels)), bins);
+    clippedDistribution(hist, bins, tail[bins], p);
+    quantizedDistribution(hist, p, levels, q);
+    candidates.emplace_back(klDivergence(p, q), bins);
   }
   // Stable: equal divergences keep the smaller threshold first, as the plain minimum did.
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   const ClipRange observed = minMaxRange(h);
-  const double observed_mse = expectedQuantizationMse(h, observed.min, observed.max);
+  const QuantizationMse mse(h);
+  const double observed_mse = mse(observed.min, observed.max);
   for (const auto& candidate : candidates) {
     const double threshold = static_cast<double>(candidate.second) * h.binWidth();
     const ClipRange r = containZeroWithinObserved(h, -threshold, threshold);
-    if (expectedQuantizationMse(h, r.min, r.max) <= observed_mse) return r;
+    if (mse(r.min, r.max) <= observed_mse) return r;
   }
   return observed;  // unreachable in exact arithmetic: the widest candidate is the observed range
 }

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "quant/calibrate.h"
@@ -104,18 +105,28 @@ struct ModelBins {
   }
 };
 
-// Prefix sums of each bin's rounding error on the grid of multiples of `step`.
-std::vector<long double> roundingErrorPrefix(const ModelBins& bins, double step) {
-  std::vector<double> per_bin(kHistogramBins, 0.0);
+// Prefix sums of each bin's rounding error on the grid of multiples of `step`, into `prefix`
+// (kHistogramBins + 1 entries; `per_bin` is scratch of kHistogramBins zeros, left zeroed).
+// Adjacent occupied bins share an edge (low + width of one is exactly the low of the next: both
+// are small integers times the power-of-two width), so the integral there is computed once;
+// dividing by the power-of-two width equals multiplying by its exact inverse. Same bits as
+// evaluating both edges of every bin and dividing.
+void roundingErrorPrefix(const ModelBins& bins, double step, std::vector<double>& per_bin,
+                         std::vector<long double>& prefix) {
+  const double inv_width = 1.0 / bins.width;
+  int previous = -2;  // index of the last occupied bin
+  double previous_high = 0.0;
   for (size_t b = 0; b < bins.index.size(); ++b) {
     const double a = bins.low[b];
-    per_bin[static_cast<size_t>(bins.index[b])] =
-        bins.count[b] * (roundingErrorIntegral(a + bins.width, step) - roundingErrorIntegral(a, step)) /
-        bins.width;
+    const double low = bins.index[b] == previous + 1 ? previous_high : roundingErrorIntegral(a, step);
+    const double high = roundingErrorIntegral(a + bins.width, step);
+    per_bin[static_cast<size_t>(bins.index[b])] = bins.count[b] * (high - low) * inv_width;
+    previous = bins.index[b];
+    previous_high = high;
   }
-  std::vector<long double> prefix(kHistogramBins + 1, 0.0L);
+  prefix[0] = 0.0L;
   for (int i = 0; i < kHistogramBins; ++i) prefix[i + 1] = prefix[i] + per_bin[static_cast<size_t>(i)];
-  return prefix;
+  for (int i : bins.index) per_bin[static_cast<size_t>(i)] = 0.0;
 }
 
 // Total squared error of the grid (step, zero_point) given that grid's rounding-error prefix.
@@ -131,13 +142,30 @@ long double gridError(const BinMoments& m, const std::vector<long double>& round
 
 }  // namespace
 
-double expectedQuantizationMse(const ActivationHistogram& h, double lo, double hi) {
-  if (h.empty()) return 0.0;
+struct QuantizationMse::Tables {
+  BinMoments moments;
+  ModelBins bins;
+  explicit Tables(const ActivationHistogram& h) : moments(h), bins(h) {}
+};
+
+QuantizationMse::QuantizationMse(const ActivationHistogram& h) : h_(h) {
+  if (!h.empty()) tables_ = std::make_unique<Tables>(h);
+}
+QuantizationMse::~QuantizationMse() = default;
+
+double QuantizationMse::operator()(double lo, double hi) const {
+  if (h_.empty()) return 0.0;
   // Evaluate the grid the quantizer will really use for this range.
   const QuantParams p = chooseActivationParams(static_cast<float>(lo), static_cast<float>(hi));
-  const BinMoments m(h);
-  const long double err = gridError(m, roundingErrorPrefix(ModelBins(h), p.scale), p.scale, p.zero_point);
-  return static_cast<double>(err / static_cast<long double>(h.count()));
+  std::vector<double> per_bin(kHistogramBins, 0.0);
+  std::vector<long double> rounding(kHistogramBins + 1);
+  roundingErrorPrefix(tables_->bins, p.scale, per_bin, rounding);
+  const long double err = gridError(tables_->moments, rounding, p.scale, p.zero_point);
+  return static_cast<double>(err / static_cast<long double>(h_.count()));
+}
+
+double expectedQuantizationMse(const ActivationHistogram& h, double lo, double hi) {
+  return QuantizationMse(h)(lo, hi);
 }
 
 ClipRange mmseRange(const ActivationHistogram& h) {
@@ -147,6 +175,8 @@ ClipRange mmseRange(const ActivationHistogram& h) {
   if (observed.max - observed.min <= 0.0f || widest.scale == kDegenerateRangeScale) return observed;
   const BinMoments m(h);
   const ModelBins bins(h);
+  std::vector<double> per_bin(kHistogramBins, 0.0);
+  std::vector<long double> rounding(kHistogramBins + 1);
   long double best = std::numeric_limits<long double>::infinity();
   double best_step = widest.scale;
   int32_t best_zp = widest.zero_point;
@@ -154,7 +184,7 @@ ClipRange mmseRange(const ActivationHistogram& h) {
     // Float steps, as the quantizer stores them, so the returned range reproduces this grid.
     const double fraction = std::pow(kSmallestStepFraction, -static_cast<double>(k) / (kStepCandidates - 1));
     const double step = static_cast<float>(widest.scale * fraction);
-    const std::vector<long double> rounding = roundingErrorPrefix(bins, step);
+    roundingErrorPrefix(bins, step, per_bin, rounding);
     for (int32_t zp = kActivationQMin; zp <= kActivationQMax; ++zp) {
       const long double err = gridError(m, rounding, step, zp);
       if (err < best) {

@@ -52,6 +52,7 @@ RKNN_EQUIVALENT: Dict[str, str] = {
     "blob_meta": "- (`rknn_query` on the board)",
     "optimization_report": "-",
     "auto_hybrid_report": "-",
+    "calibration_timings": "-",
     "qdq_report": "- (RKNN re-quantizes a QAT model; npuc keeps its scales, docs/qdq_import.md)",
     "accuracy_report": "-",
     "get_sdk_version": "`rknn.get_sdk_version()`; npuc's version (no board runtime or driver to report)",

@@ -3,6 +3,7 @@
 // and inferences run.
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -73,16 +74,40 @@ quant::QuantizerOptions quantizerOptions(const std::string& dtype, const std::st
   return opts;
 }
 
+int checkedThreads(int threads) {
+  if (threads < 0)
+    throw ConfigError("Calibrator: threads must be >= 0 (0: one per core), got " + std::to_string(threads));
+  return threads;
+}
+
+// Wall seconds since `start` (the calibrator's stage timings).
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 class PyCalibrator {
  public:
   // The clone is quantized: its weights and biases get constants of their own (the FP32 values the
   // calibrator computes are the same).
-  explicit PyCalibrator(const Model& model) : graph_(separated(model.graph())), calibrator_(*graph_) {}
+  PyCalibrator(const Model& model, int threads)
+      : graph_(separated(model.graph())), calibrator_(*graph_, checkedThreads(threads)) {}
   void addSample(const py::sequence& inputs) {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<Tensor> tensors = tensorsFromList(inputs, *graph_);
+    input_s_ += secondsSince(start);
     py::gil_scoped_release release;
     calibrator_.addSample(tensors);
   }
+  void addSamples(const py::sequence& samples) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::vector<Tensor>> batch;
+    for (const py::handle& sample : samples)
+      batch.push_back(tensorsFromList(py::reinterpret_borrow<py::sequence>(sample), *graph_));
+    input_s_ += secondsSince(start);
+    py::gil_scoped_release release;
+    calibrator_.addSamples(batch);
+  }
+  int threads() const { return calibrator_.threads(); }
   int64_t numSamples() const { return calibrator_.numSamples(); }
   std::map<std::string, std::pair<float, float>> ranges(const std::string& algorithm) const {
     quant::CalibrationOptions opts;
@@ -93,21 +118,38 @@ class PyCalibrator {
   }
   PyQuantizedModel quantize(const std::string& algorithm, const std::string& method,
                             const std::vector<std::string>& hybrid_layers, bool reference,
-                            const std::string& dtype) const {
+                            const std::string& dtype) {
     quant::CalibrationOptions calib;
     calib.algorithm = quant::calibrationAlgorithmFromName(algorithm);
     const quant::QuantizerOptions opts = quantizerOptions(dtype, method, hybrid_layers);
     py::gil_scoped_release release;
-    quant::QuantPlan plan = quant::buildQuantPlan(*graph_, calibrator_.ranges(calib), opts);
+    auto start = std::chrono::steady_clock::now();
+    const std::map<std::string, quant::ClipRange> ranges = calibrator_.ranges(calib);
+    search_s_ = secondsSince(start);
+    start = std::chrono::steady_clock::now();
+    quant::QuantPlan plan = quant::buildQuantPlan(*graph_, ranges, opts);
+    plan_s_ = secondsSince(start);
+    start = std::chrono::steady_clock::now();
     quant::SimOptions sim_opts;
     sim_opts.path = reference ? quant::SimPath::Reference : quant::SimPath::Fast;
     auto sim = std::make_shared<const QuantizedExecutor>(*graph_, plan, sim_opts);
+    simulator_s_ = secondsSince(start);
     return PyQuantizedModel(std::move(sim), std::move(plan));
+  }
+  // Seconds per stage: inputs (numpy -> tensors), forward, statistics (summed over samples), and
+  // of the last quantize(): search (range per activation), plan (weights, biases, parameters),
+  // simulator (integer kernels prepared).
+  std::map<std::string, double> timings() const {
+    const quant::CalibrationTimings& t = calibrator_.timings();
+    return {{"inputs", input_s_},           {"collect", t.collect_s}, {"forward", t.forward_s},
+            {"statistics", t.statistics_s}, {"search", search_s_},    {"plan", plan_s_},
+            {"simulator", simulator_s_}};
   }
 
  private:
   std::unique_ptr<Graph> graph_;
   quant::Calibrator calibrator_;
+  double input_s_ = 0.0, search_s_ = 0.0, plan_s_ = 0.0, simulator_s_ = 0.0;
 };
 
 py::list runQuantized(const PyQuantizedModel& qm, const py::sequence& inputs,
@@ -313,10 +355,19 @@ void bindQuant(py::module_& m) {
 
   py::class_<PyCalibrator>(
       m, "Calibrator", "Streams calibration samples through the FP32 model into per-activation histograms.")
-      .def(py::init<const Model&>(), py::arg("model"))
+      .def(py::init<const Model&, int>(), py::arg("model"), py::arg("threads") = 0,
+           "threads: samples add_samples runs at once, and range-search threads (0: one per core); "
+           "the results are the same bits for any value.")
       .def("add_sample", &PyCalibrator::addSample, py::arg("inputs"),
            "Runs one sample (a list of arrays, one per model input) and records its activations.")
+      .def("add_samples", &PyCalibrator::addSamples, py::arg("samples"),
+           "add_sample on each sample (a list of such lists) in order, up to `threads` of them at once.")
+      .def_property_readonly("threads", &PyCalibrator::threads)
       .def_property_readonly("num_samples", &PyCalibrator::numSamples)
+      .def_property_readonly("timings", &PyCalibrator::timings,
+                             "Seconds per calibration stage: 'inputs', 'collect' (wall), 'forward' and "
+                             "'statistics' (summed over samples and worker threads), and 'search', 'plan', "
+                             "'simulator' (of the last quantize()).")
       .def("ranges", &PyCalibrator::ranges, py::arg("algorithm") = "normal",
            "Calibrated (min, max) per activation name.")
       .def("quantize", &PyCalibrator::quantize, py::arg("algorithm") = "normal",

@@ -13,6 +13,7 @@ These are the functions ``Toolkit.build`` / ``Toolkit.inference`` delegate to.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -62,6 +63,7 @@ def quantize(
     reference: bool = False,
     logger: Optional[logging.Logger] = None,
     dtype: str = "w8a8",
+    timings: Optional[Dict[str, float]] = None,
 ) -> QuantizedModel:
     """Calibrates `model` on `dataset` and returns its integer simulator.
 
@@ -76,6 +78,9 @@ def quantize(
         normalize: mean/std normalization applied to samples read from a ``dataset.txt``.
         rgb2bgr: reverse the channels of images read from a ``dataset.txt``.
         reference: run the simulator's plain reference loops instead of the fast path (same bits).
+        timings: if given, filled with wall seconds per stage (a profile; also logged at debug
+            level): 'read' (reading and preprocessing samples), 'inputs', 'collect', 'forward',
+            'statistics', 'search', 'plan', 'simulator' (:attr:`npuc._npuc.Calibrator.timings`).
 
     Raises:
         ConfigError: unknown algorithm / method / hybrid layer, or an empty dataset.
@@ -83,7 +88,9 @@ def quantize(
     """
     log = logger or _log
     check_algorithm_and_method(algorithm, method, dtype)
+    start = time.perf_counter()
     calibrator, _ = calibrate(model, dataset, normalize, rgb2bgr)
+    streamed = time.perf_counter() - start
     used = calibration_algorithm_for(algorithm, dtype, log)
     log.info(
         "calibration: %d sample(s), algorithm %s, method %s, dtype %s", calibrator.num_samples, used, method, dtype
@@ -91,6 +98,12 @@ def quantize(
     quantized = calibrator.quantize(used, method, list(hybrid_layers or []), reference, dtype)
     for warning in quantized.warnings:
         log.warning("quantization: %s", warning)
+    stages = dict(calibrator.timings)
+    # What the C++ side did not time while streaming: reading files and preprocessing in Python.
+    stages["read"] = max(0.0, streamed - stages["inputs"] - stages["collect"])
+    log.debug("calibration timings (s): %s", ", ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+    if timings is not None:
+        timings.update(stages)
     return quantized
 
 
@@ -161,10 +174,18 @@ def calibrate(
     calibrator = Calibrator(model)
     kept: List[List[np.ndarray]] = []
     samples = _dataset.iterate_samples(dataset, model.inputs, normalize, rgb2bgr)
+    # Handed over `threads` at a time: the calibrator runs them on the cores at once (same result
+    # as one by one). Only that many samples are held, so memory still does not grow with the set.
+    batch: List[List[np.ndarray]] = []
     for sample in _dataset.progress(samples, _dataset.count_samples(dataset), "calibrating"):
-        calibrator.add_sample(sample)
+        batch.append(sample)
         if len(kept) < keep:
             kept.append(sample)
+        if len(batch) == calibrator.threads:
+            calibrator.add_samples(batch)
+            batch = []
+    if batch:
+        calibrator.add_samples(batch)
     if calibrator.num_samples == 0:
         raise ConfigError("the calibration dataset is empty")
     return calibrator, kept
@@ -192,12 +213,13 @@ def build_for_toolkit(
     dataset: Optional[_dataset.DatasetLike],
     normalize: Optional[_dataset.Normalizer],
     logger: Optional[logging.Logger] = None,
+    timings: Optional[Dict[str, float]] = None,
 ) -> QuantizedModel:
     """The quantization step of ``Toolkit.build``: INT8 from the config keys, or FP16.
 
     Config keys read: ``quantized_dtype``, ``quantized_algorithm``, ``quantized_method``,
     ``quant_img_RGB2BGR`` and ``hybrid_layers`` (a list of node names; RKNN's hybrid
-    quantization). ``dataset`` is required when quantizing.
+    quantization). ``dataset`` is required when quantizing. ``timings``: as :func:`quantize`.
     """
     if not do_quantization:
         return fp16(model)
@@ -214,6 +236,7 @@ def build_for_toolkit(
         rgb2bgr=bool(config.get("quant_img_RGB2BGR", False)),
         logger=logger,
         dtype=dtype_from_config(config),
+        timings=timings,
     )
 
 

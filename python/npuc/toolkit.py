@@ -154,6 +154,10 @@ class Toolkit(RknnOnlyCalls):
         self.optimization_report: Optional[Dict[str, Any]] = None
         #: What the last build(auto_hybrid=True) moved to FP16 and why (npuc.hybrid.AutoHybridReport).
         self.auto_hybrid_report: Optional[Any] = None
+        #: Wall seconds per calibration stage of the last build(do_quantization=True) without
+        #: auto_hybrid (npuc.quantize.quantize's ``timings``: read, inputs, forward, statistics,
+        #: search, plan, simulator); None otherwise.
+        self.calibration_timings: Optional[Dict[str, float]] = None
         #: What the last build() of a QDQ model kept of the file's parameters (npuc.qdq_import.build).
         self.qdq_report: Optional[Dict[str, Any]] = None
         #: The last accuracy_analysis() (npuc.accuracy.AccuracyReport: rows, table text, dump folder).
@@ -625,6 +629,7 @@ class Toolkit(RknnOnlyCalls):
         self._stage = Stage.BUILT
         self._report_partition()
         self._built_float = not do_quantization and not from_file and not from_qdq
+        self.calibration_timings = None
         if from_qdq:
             self._quantize_from_qdq(source, dataset if do_quantization else None)
         elif do_quantization:
@@ -737,13 +742,17 @@ class Toolkit(RknnOnlyCalls):
         from npuc.quantize import build_for_toolkit
 
         self.auto_hybrid_report = None
+        self.calibration_timings = None
         if auto_hybrid:  # layers whose isolated cosine is below auto_hybrid_cos_thresh -> FP16
             quantized, self.auto_hybrid_report = build_auto_hybrid(
                 self._model, self._config, dataset, self._preprocessor.apply, self._log
             )
             self._emit(self.auto_hybrid_report.text)
         else:
-            quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log)
+            timings: Dict[str, float] = {}
+            quantized = build_for_toolkit(self._model, self._config, True, dataset, self._preprocessor.apply, self._log,
+                                          timings)
+            self.calibration_timings = timings
         outliers = weight_outlier_report(quantized)
         if outliers:
             self._emit(outliers)

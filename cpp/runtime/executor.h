@@ -53,6 +53,13 @@ struct MemoryPlanStats {
   size_t constant_bytes = 0;     // weights and other constants
 };
 
+// One node's share of a profiled run (Executor::profile).
+struct NodeTiming {
+  std::string node;     // the compiled graph's node name (fused nodes carry their Conv's name + "_act")
+  std::string op_type;  // e.g. "Conv", "ConvAct", "Add"
+  double ms = 0.0;      // mean wall time per run; 0 for steps skipped as aliases
+};
+
 class Executor {
  public:
   // Compiles `graph` (shapes must be static; the graph is cloned, the caller keeps its own).
@@ -74,6 +81,10 @@ class Executor {
   // place. Throws InputError naming the input when a count, dtype or shape is wrong.
   // Safe to call from several threads at once.
   void run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) const;
+  // Runs `runs` times like run() and returns each compiled node's mean wall time, in step order.
+  // Opt-in: run() itself reads no clock. Throws InputError when runs < 1.
+  std::vector<NodeTiming> profile(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+                                  int runs) const;
   // Convenience form that allocates the outputs, after checkRunMemory(limits).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits = {}) const;
   // What one run holds (run_memory.h): every output (the caller's buffers, allocated per run)

@@ -384,7 +384,8 @@ size_t Executor::numAliasedSteps() const {
   return impl_->aliased_steps;
 }
 
-void Executor::Impl::checkCaller(const std::vector<TensorView>& in, const std::vector<TensorView>& out) const {
+void Executor::Impl::checkCaller(const std::vector<TensorView>& in,
+                                 const std::vector<TensorView>& out) const {
   if (in.size() != inputs.size()) {
     throw InputError("the model has " + std::to_string(inputs.size()) + " input(s), got " +
                      std::to_string(in.size()));

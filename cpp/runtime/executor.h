@@ -83,8 +83,8 @@ class Executor {
   void run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) const;
   // Runs `runs` times like run() and returns each compiled node's mean wall time, in step order.
   // Opt-in: run() itself reads no clock. Throws InputError when runs < 1.
-  std::vector<NodeTiming> profile(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
-                                  int runs) const;
+  std::vector<NodeTiming> profile(const std::vector<TensorView>& inputs,
+                                  const std::vector<TensorView>& outputs, int runs) const;
   // Convenience form that allocates the outputs, after checkRunMemory(limits).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits = {}) const;
   // What one run holds (run_memory.h): every output (the caller's buffers, allocated per run)

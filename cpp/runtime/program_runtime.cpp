@@ -1,12 +1,12 @@
 // Running the prepared tasks over the arena (program_runtime.h); the preparation is in
 // program_runtime_prepare.cpp.
-#include "opset/bounded_output.h"
 #include "runtime/program_runtime.h"
 
 #include <cstring>
 #include <sstream>
 
 #include "common/error.h"
+#include "opset/bounded_output.h"
 #include "runtime/half_codec.h"
 
 namespace npuc::runtime {

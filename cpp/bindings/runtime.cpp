@@ -20,9 +20,10 @@ namespace {
 // Python-facing wrapper; the Executor is immutable after construction and thread-safe.
 class Runtime {
  public:
-  Runtime(const Model& model, std::optional<bool> host_fusion) {
+  Runtime(const Model& model, std::optional<bool> host_fusion, bool channels_last) {
     ExecutorOptions opts;
     opts.host_fusion = host_fusion ? *host_fusion : hostFusionEnabledByEnv();
+    opts.channels_last = channels_last;
     executor_ = std::make_unique<Executor>(model.graph(), opts);
     bounded_axes_ = boundedAxesOfOutputs(executor_->compiledGraph());
   }
@@ -172,10 +173,11 @@ void bindRuntime(py::module_& m) {
       "their max_run_bytes: an int, or '512M' / '8G'; None reads NPUC_MAX_RUN_BYTES. ConfigError when "
       "invalid.");
   py::class_<Runtime>(m, "Runtime", "A model compiled for the FP32 host executor (thread-safe).")
-      .def(py::init<const Model&, std::optional<bool>>(), py::arg("model"),
-           py::arg("host_fusion") = py::none(),
+      .def(py::init<const Model&, std::optional<bool>, bool>(), py::arg("model"),
+           py::arg("host_fusion") = py::none(), py::arg("channels_last") = true,
            "Compiles the model: kernels, host fusion and the static memory plan. host_fusion=None follows "
-           "NPUC_HOST_FUSION (on unless '0', 'off' or 'false').")
+           "NPUC_HOST_FUSION (on unless '0', 'off' or 'false'). channels_last (with host fusion): chained "
+           "convolutions hand activations to each other channels-last, converting only at region edges.")
       .def(
           "run", &runRuntime, py::arg("inputs"), py::arg("max_run_bytes") = py::none(),
           "Runs the model on a list of numpy arrays (one per input, in order) and returns the outputs. "

@@ -11,6 +11,7 @@
 #include "opset/bounded_output.h"
 #include "opset/eval.h"
 #include "runtime/host_fusion.h"
+#include "runtime/host_layout.h"
 #include "runtime/memory_planner.h"
 #include "runtime/object_pool.h"
 
@@ -139,6 +140,7 @@ Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.c
   if (options.host_fusion) {
     simplifyForHost(*graph);
     fuseConvActivations(*graph, OpRegistry::instance());
+    if (options.channels_last) assignChannelsLastLayouts(*graph, OpRegistry::instance());
   }
   graph->renumber();
   checkBoundedOutputs(*graph);  // a data-dependent size may only reach a graph output

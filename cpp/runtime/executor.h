@@ -33,6 +33,9 @@ struct ExecutorOptions {
   // only; results are unchanged). Only this option decides: the NPUC_HOST_FUSION environment
   // variable is read at the Python edge (npuc.Runtime), never inside the library.
   bool host_fusion = true;
+  // With host_fusion: store activations between chained 2-D convolutions channels-last
+  // (runtime/host_layout.h). Off gives the NCHW-everywhere execution, for differential tests.
+  bool channels_last = true;
 };
 
 // Where one activation buffer of the arena sits and when it is live (for tests and reports).

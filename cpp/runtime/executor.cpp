@@ -2,6 +2,8 @@
 // many times on pooled per-run contexts.
 #include "runtime/executor.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include "runtime/host_fusion.h"
 #include "runtime/host_layout.h"
 #include "runtime/memory_planner.h"
+#include "runtime/model_stats.h"
 #include "runtime/object_pool.h"
 
 namespace npuc {
@@ -97,6 +100,26 @@ AlignedBuffer allocAligned(size_t bytes) {
   return AlignedBuffer(p);
 }
 
+// Limits the calling thread's OpenMP team (the one oneDNN and npuc's kernels use) to one thread
+// for its lifetime when `serial`; the thread's previous setting comes back afterwards.
+class SerialOpenMpScope {
+ public:
+  explicit SerialOpenMpScope(bool serial) : serial_(serial) {
+    if (!serial_) return;
+    previous_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+  ~SerialOpenMpScope() {
+    if (serial_) omp_set_num_threads(previous_);
+  }
+  SerialOpenMpScope(const SerialOpenMpScope&) = delete;
+  SerialOpenMpScope& operator=(const SerialOpenMpScope&) = delete;
+
+ private:
+  bool serial_;
+  int previous_ = 1;
+};
+
 }  // namespace
 
 // Everything one run needs for itself: the arena (activations, then kernel workspace) and the
@@ -118,6 +141,7 @@ struct Executor::Impl {
   MemoryPlanStats stats;
   std::vector<CallerSlot> caller_slots;
   size_t aliased_steps = 0;
+  bool serial = false;  // kernels built and run on one OpenMP thread (serial_below_macs)
   std::unique_ptr<ObjectPool<RunContext>> pool;
   RunFootprint footprint;
 
@@ -155,7 +179,12 @@ Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.c
   for (const Value* v : graph->values()) {
     if (v->isConstant()) stats.constant_bytes += v->constant().nbytes();
   }
-  compileKernels();
+  serial = computeModelStats(*graph).macs < options.serial_below_macs;
+  {
+    // Kernels size their thread split when built (oneDNN primitives, per-thread workspaces).
+    SerialOpenMpScope scope(serial);
+    compileKernels();
+  }
   assignStorage();
   collectCallerSlots();
   pool = std::make_unique<ObjectPool<RunContext>>([this] { return makeContext(); });
@@ -404,6 +433,7 @@ void Executor::Impl::runSteps(const std::vector<TensorView>& in, const std::vect
                               std::vector<double>* step_ms) const {
   auto ctx = pool->acquire();
   bindCaller(*ctx, in, out);
+  SerialOpenMpScope scope(serial);
   if (!step_ms) {
     for (size_t s = 0; s < steps.size(); ++s) {
       if (steps[s].aliased) continue;

@@ -36,6 +36,12 @@ struct ExecutorOptions {
   // With host_fusion: store activations between chained 2-D convolutions channels-last
   // (runtime/host_layout.h). Off gives the NCHW-everywhere execution, for differential tests.
   bool channels_last = true;
+  // Graphs with fewer multiply-accumulates than this run their kernels on one OpenMP thread
+  // whatever OMP_NUM_THREADS says: each parallel region wakes the other threads, and below about
+  // a millisecond of work those wake-ups cost more than the split saves (measured on a loaded
+  // 2-core machine: yolo_focus, 33M MACs, ran 2.3x slower on 2 threads than ONNX Runtime;
+  // shufflenet_v2_x0_5, 40M, ran faster). 0 never forces one thread.
+  int64_t serial_below_macs = 35'000'000;
 };
 
 // Where one activation buffer of the arena sits and when it is live (for tests and reports).

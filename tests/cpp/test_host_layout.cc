@@ -3,9 +3,11 @@
 // that results equal the NCHW-everywhere run and the reference evaluator, with channel counts
 // that are no multiple of oneDNN's 16-channel blocks.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "opset/eval.h"
@@ -170,6 +172,23 @@ TEST(ExecutorProfile, ReportsEveryCompiledNodeAndMatchesRun) {
   const std::vector<Tensor> want = ex.run({x});
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(maxAbsDiff(outs[i], want[i]), 0.0) << "output " << i;
   EXPECT_THROW(ex.profile(in, out, 0), InputError);
+}
+
+TEST(ExecutorThreads, SmallGraphRunsSeriallyAndRestoresTheCallersSetting) {
+  Region r = regionGraph();
+  ExecutorOptions serial_opts;
+  serial_opts.serial_below_macs = INT64_MAX;  // every graph counts as small
+  ExecutorOptions parallel_opts;
+  parallel_opts.serial_below_macs = 0;
+  omp_set_num_threads(2);
+  Executor serial(*r.graph, serial_opts);
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  Executor parallel(*r.graph, parallel_opts);
+  const Tensor x = randomTensor({1, 5, 13, 11}, 4);
+  const std::vector<Tensor> a = serial.run({x});
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  const std::vector<Tensor> b = parallel.run({x});
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(maxAbsDiff(a[i], b[i]), 1e-5) << "output " << i;
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ test-conformance:
 
 # Each benchmark prints ratios against a peer (or a published figure) measured in the same run.
 bench: bench-deps build
-	cd bench && OMP_NUM_THREADS=1 $(PYTHON) host_fp32.py
+	cd bench && $(PYTHON) host_fp32.py
 	cd bench && $(PYTHON) passes.py
 	cd bench && $(PYTHON) perf_calibration.py
 	cd bench && $(PYTHON) quant_accuracy.py

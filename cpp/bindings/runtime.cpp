@@ -20,9 +20,10 @@ namespace {
 // Python-facing wrapper; the Executor is immutable after construction and thread-safe.
 class Runtime {
  public:
-  Runtime(const Model& model, std::optional<bool> host_fusion) {
+  Runtime(const Model& model, std::optional<bool> host_fusion, bool channels_last) {
     ExecutorOptions opts;
     opts.host_fusion = host_fusion ? *host_fusion : hostFusionEnabledByEnv();
+    opts.channels_last = channels_last;
     executor_ = std::make_unique<Executor>(model.graph(), opts);
     bounded_axes_ = boundedAxesOfOutputs(executor_->compiledGraph());
   }
@@ -76,30 +77,39 @@ py::array allocateOutput(const IoInfo& o) {
   }
 }
 
+// The caller side of one run: inputs as arrays the executor reads in place (kept alive here),
+// fresh output arrays, and the views of both.
+struct RunBuffers {
+  std::vector<py::array> keep;  // holds the (possibly copied) inputs alive during the run
+  std::vector<TensorView> in_views, out_views;
+  py::list result;
+
+  RunBuffers(const Executor& ex, const py::sequence& inputs) {
+    keep.reserve(inputs.size());
+    for (const py::handle& obj : inputs) keep.push_back(asInputArray(obj));
+    in_views.reserve(keep.size());
+    for (size_t i = 0; i < keep.size(); ++i) {
+      in_views.push_back(viewOf(keep[i], i < ex.inputs().size() ? &ex.inputs()[i] : nullptr));
+    }
+    for (const IoInfo& o : ex.outputs()) {
+      py::array arr = allocateOutput(o);
+      out_views.emplace_back(arr.mutable_data(), o.dtype, o.shape);
+      result.append(arr);
+    }
+  }
+};
+
 py::list runRuntime(const Runtime& rt, const py::sequence& inputs, const py::object& max_run_bytes) {
   const Executor& ex = rt.executor();
   // Before anything is allocated: the outputs below and the arena of a first run.
   ex.checkRunMemory(runMemoryLimits(max_run_bytes));
-  std::vector<py::array> keep;  // holds the (possibly copied) inputs alive during the run
-  keep.reserve(inputs.size());
-  for (const py::handle& obj : inputs) keep.push_back(asInputArray(obj));
-  std::vector<TensorView> in_views;
-  in_views.reserve(keep.size());
-  for (size_t i = 0; i < keep.size(); ++i) {
-    in_views.push_back(viewOf(keep[i], i < ex.inputs().size() ? &ex.inputs()[i] : nullptr));
-  }
-
-  py::list result;
-  std::vector<TensorView> out_views;
-  for (const IoInfo& o : ex.outputs()) {
-    py::array arr = allocateOutput(o);
-    out_views.emplace_back(arr.mutable_data(), o.dtype, o.shape);
-    result.append(arr);
-  }
+  RunBuffers buf(ex, inputs);
   {
     py::gil_scoped_release release;
-    ex.run(in_views, out_views);
+    ex.run(buf.in_views, buf.out_views);
   }
+  py::list result = buf.result;
+  const std::vector<TensorView>& out_views = buf.out_views;
   // A bounded output (NonMaxSuppression / NonZero on computed data) is handed back as the view of
   // its actual extent; the -1 padding past it is not shown.
   for (size_t i = 0; i < rt.boundedAxes().size(); ++i) {
@@ -113,6 +123,21 @@ py::list runRuntime(const Runtime& rt, const py::sequence& inputs, const py::obj
     result[i] = result[i].attr("__getitem__")(index).attr("copy")();
   }
   return result;
+}
+
+// Per compiled node (in run order): (node name, op type, mean ms over `runs` runs).
+py::list profileRuntime(const Runtime& rt, const py::sequence& inputs, int runs) {
+  const Executor& ex = rt.executor();
+  ex.checkRunMemory(RunMemoryLimits{});
+  RunBuffers buf(ex, inputs);
+  std::vector<NodeTiming> rows;
+  {
+    py::gil_scoped_release release;
+    rows = ex.profile(buf.in_views, buf.out_views, runs);
+  }
+  py::list out;
+  for (const NodeTiming& r : rows) out.append(py::make_tuple(r.node, r.op_type, r.ms));
+  return out;
 }
 
 py::list ioInfoList(const std::vector<IoInfo>& infos) {
@@ -148,16 +173,21 @@ void bindRuntime(py::module_& m) {
       "their max_run_bytes: an int, or '512M' / '8G'; None reads NPUC_MAX_RUN_BYTES. ConfigError when "
       "invalid.");
   py::class_<Runtime>(m, "Runtime", "A model compiled for the FP32 host executor (thread-safe).")
-      .def(py::init<const Model&, std::optional<bool>>(), py::arg("model"),
-           py::arg("host_fusion") = py::none(),
+      .def(py::init<const Model&, std::optional<bool>, bool>(), py::arg("model"),
+           py::arg("host_fusion") = py::none(), py::arg("channels_last") = true,
            "Compiles the model: kernels, host fusion and the static memory plan. host_fusion=None follows "
-           "NPUC_HOST_FUSION (on unless '0', 'off' or 'false').")
+           "NPUC_HOST_FUSION (on unless '0', 'off' or 'false'). channels_last (with host fusion): chained "
+           "convolutions hand activations to each other channels-last, converting only at region edges.")
       .def(
           "run", &runRuntime, py::arg("inputs"), py::arg("max_run_bytes") = py::none(),
           "Runs the model on a list of numpy arrays (one per input, in order) and returns the outputs. "
           "Refused with ResourceError, before anything is allocated, when the outputs and activation arena "
           "exceed max_run_bytes (an int, or '512M', '8G'; None: the NPUC_MAX_RUN_BYTES environment variable, "
           "else no cap) or the memory the machine has available.")
+      .def("profile", &profileRuntime, py::arg("inputs"), py::arg("runs") = 10,
+           "Runs the model `runs` times and returns, per compiled node in run order, (node name, op type, "
+           "mean ms per run). The graph is the compiled one (dump()): fused Conv chains show as ConvAct. "
+           "Plain run() reads no clock.")
       .def_property_readonly(
           "inputs", [](const Runtime& rt) { return ioInfoList(rt.executor().inputs()); },
           "Inputs: list of {'name', 'dtype', 'shape'} dicts.")

@@ -2,7 +2,10 @@
 // many times on pooled per-run contexts.
 #include "runtime/executor.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -10,7 +13,9 @@
 #include "opset/bounded_output.h"
 #include "opset/eval.h"
 #include "runtime/host_fusion.h"
+#include "runtime/host_layout.h"
 #include "runtime/memory_planner.h"
+#include "runtime/model_stats.h"
 #include "runtime/object_pool.h"
 
 namespace npuc {
@@ -95,6 +100,26 @@ AlignedBuffer allocAligned(size_t bytes) {
   return AlignedBuffer(p);
 }
 
+// Limits the calling thread's OpenMP team (the one oneDNN and npuc's kernels use) to one thread
+// for its lifetime when `serial`; the thread's previous setting comes back afterwards.
+class SerialOpenMpScope {
+ public:
+  explicit SerialOpenMpScope(bool serial) : serial_(serial) {
+    if (!serial_) return;
+    previous_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+  ~SerialOpenMpScope() {
+    if (serial_) omp_set_num_threads(previous_);
+  }
+  SerialOpenMpScope(const SerialOpenMpScope&) = delete;
+  SerialOpenMpScope& operator=(const SerialOpenMpScope&) = delete;
+
+ private:
+  bool serial_;
+  int previous_ = 1;
+};
+
 }  // namespace
 
 // Everything one run needs for itself: the arena (activations, then kernel workspace) and the
@@ -116,6 +141,7 @@ struct Executor::Impl {
   MemoryPlanStats stats;
   std::vector<CallerSlot> caller_slots;
   size_t aliased_steps = 0;
+  bool serial = false;  // kernels built and run on one OpenMP thread (serial_below_macs)
   std::unique_ptr<ObjectPool<RunContext>> pool;
   RunFootprint footprint;
 
@@ -127,10 +153,19 @@ struct Executor::Impl {
   void bindCaller(RunContext& ctx, const std::vector<TensorView>& in,
                   const std::vector<TensorView>& out) const;
   void copyOutputs(const std::vector<TensorView>& in, const std::vector<TensorView>& out) const;
+  void checkCaller(const std::vector<TensorView>& in, const std::vector<TensorView>& out) const;
+  // One run on caller buffers already checked. With `step_ms`, adds each step's wall time to it
+  // (a separate loop, so unprofiled runs read no clock).
+  void runSteps(const std::vector<TensorView>& in, const std::vector<TensorView>& out,
+                std::vector<double>* step_ms) const;
 };
 
 Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.clone()) {
-  if (options.host_fusion) fuseConvActivations(*graph, OpRegistry::instance());
+  if (options.host_fusion) {
+    simplifyForHost(*graph);
+    fuseConvActivations(*graph, OpRegistry::instance());
+    if (options.channels_last) assignChannelsLastLayouts(*graph, OpRegistry::instance());
+  }
   graph->renumber();
   checkBoundedOutputs(*graph);  // a data-dependent size may only reach a graph output
   for (Value* v : graph->inputs()) {
@@ -144,7 +179,12 @@ Executor::Impl::Impl(const Graph& g, const ExecutorOptions& options) : graph(g.c
   for (const Value* v : graph->values()) {
     if (v->isConstant()) stats.constant_bytes += v->constant().nbytes();
   }
-  compileKernels();
+  serial = computeModelStats(*graph).macs < options.serial_below_macs;
+  {
+    // Kernels size their thread split when built (oneDNN primitives, per-thread workspaces).
+    SerialOpenMpScope scope(serial);
+    compileKernels();
+  }
   assignStorage();
   collectCallerSlots();
   pool = std::make_unique<ObjectPool<RunContext>>([this] { return makeContext(); });
@@ -375,27 +415,61 @@ size_t Executor::numAliasedSteps() const {
   return impl_->aliased_steps;
 }
 
-void Executor::run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) const {
-  const Impl& im = *impl_;
-  if (inputs.size() != im.inputs.size()) {
-    throw InputError("the model has " + std::to_string(im.inputs.size()) + " input(s), got " +
-                     std::to_string(inputs.size()));
+void Executor::Impl::checkCaller(const std::vector<TensorView>& in,
+                                 const std::vector<TensorView>& out) const {
+  if (in.size() != inputs.size()) {
+    throw InputError("the model has " + std::to_string(inputs.size()) + " input(s), got " +
+                     std::to_string(in.size()));
   }
-  if (outputs.size() != im.outputs.size()) {
-    throw InputError("the model has " + std::to_string(im.outputs.size()) + " output(s), got " +
-                     std::to_string(outputs.size()) + " output buffer(s)");
+  if (out.size() != outputs.size()) {
+    throw InputError("the model has " + std::to_string(outputs.size()) + " output(s), got " +
+                     std::to_string(out.size()) + " output buffer(s)");
   }
-  for (size_t i = 0; i < inputs.size(); ++i) checkView("input", im.inputs[i], inputs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) checkView("output", im.outputs[i], outputs[i]);
+  for (size_t i = 0; i < in.size(); ++i) checkView("input", inputs[i], in[i]);
+  for (size_t i = 0; i < out.size(); ++i) checkView("output", outputs[i], out[i]);
+}
 
-  auto ctx = im.pool->acquire();
-  im.bindCaller(*ctx, inputs, outputs);
-  for (size_t s = 0; s < im.steps.size(); ++s) {
-    const Step& step = im.steps[s];
-    if (step.aliased) continue;
-    step.kernel->run(KernelIO{ctx->inputs[s], ctx->outputs[s], ctx->workspace});
+void Executor::Impl::runSteps(const std::vector<TensorView>& in, const std::vector<TensorView>& out,
+                              std::vector<double>* step_ms) const {
+  auto ctx = pool->acquire();
+  bindCaller(*ctx, in, out);
+  SerialOpenMpScope scope(serial);
+  if (!step_ms) {
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (steps[s].aliased) continue;
+      steps[s].kernel->run(KernelIO{ctx->inputs[s], ctx->outputs[s], ctx->workspace});
+    }
+  } else {
+    using Clock = std::chrono::steady_clock;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (steps[s].aliased) continue;
+      const Clock::time_point t0 = Clock::now();
+      steps[s].kernel->run(KernelIO{ctx->inputs[s], ctx->outputs[s], ctx->workspace});
+      (*step_ms)[s] += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    }
   }
-  im.copyOutputs(inputs, outputs);
+  copyOutputs(in, out);
+}
+
+void Executor::run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) const {
+  impl_->checkCaller(inputs, outputs);
+  impl_->runSteps(inputs, outputs, nullptr);
+}
+
+std::vector<NodeTiming> Executor::profile(const std::vector<TensorView>& inputs,
+                                          const std::vector<TensorView>& outputs, int runs) const {
+  if (runs < 1) throw InputError("profile needs runs >= 1, got " + std::to_string(runs));
+  const Impl& im = *impl_;
+  im.checkCaller(inputs, outputs);
+  std::vector<double> step_ms(im.steps.size(), 0.0);
+  for (int r = 0; r < runs; ++r) im.runSteps(inputs, outputs, &step_ms);
+  std::vector<NodeTiming> rows;
+  rows.reserve(im.steps.size());
+  for (size_t s = 0; s < im.steps.size(); ++s) {
+    const Node& n = *im.steps[s].node;
+    rows.push_back({n.name(), n.opType(), step_ms[s] / runs});
+  }
+  return rows;
 }
 
 const RunFootprint& Executor::runFootprint() const {

@@ -33,6 +33,15 @@ struct ExecutorOptions {
   // only; results are unchanged). Only this option decides: the NPUC_HOST_FUSION environment
   // variable is read at the Python edge (npuc.Runtime), never inside the library.
   bool host_fusion = true;
+  // With host_fusion: store activations between chained 2-D convolutions channels-last
+  // (runtime/host_layout.h). Off gives the NCHW-everywhere execution, for differential tests.
+  bool channels_last = true;
+  // Graphs with fewer multiply-accumulates than this run their kernels on one OpenMP thread
+  // whatever OMP_NUM_THREADS says: each parallel region wakes the other threads, and below about
+  // a millisecond of work those wake-ups cost more than the split saves (measured on a loaded
+  // 2-core machine: yolo_focus, 33M MACs, ran 2.3x slower on 2 threads than ONNX Runtime;
+  // shufflenet_v2_x0_5, 40M, ran faster). 0 never forces one thread.
+  int64_t serial_below_macs = 35'000'000;
 };
 
 // Where one activation buffer of the arena sits and when it is live (for tests and reports).
@@ -51,6 +60,13 @@ struct MemoryPlanStats {
                                  // each rounded up to kTensorAlignment)
   size_t workspace_bytes = 0;    // largest kernel scratch area
   size_t constant_bytes = 0;     // weights and other constants
+};
+
+// One node's share of a profiled run (Executor::profile).
+struct NodeTiming {
+  std::string node;     // the compiled graph's node name (fused nodes carry their Conv's name + "_act")
+  std::string op_type;  // e.g. "Conv", "ConvAct", "Add"
+  double ms = 0.0;      // mean wall time per run; 0 for steps skipped as aliases
 };
 
 class Executor {
@@ -74,6 +90,10 @@ class Executor {
   // place. Throws InputError naming the input when a count, dtype or shape is wrong.
   // Safe to call from several threads at once.
   void run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) const;
+  // Runs `runs` times like run() and returns each compiled node's mean wall time, in step order.
+  // Opt-in: run() itself reads no clock. Throws InputError when runs < 1.
+  std::vector<NodeTiming> profile(const std::vector<TensorView>& inputs,
+                                  const std::vector<TensorView>& outputs, int runs) const;
   // Convenience form that allocates the outputs, after checkRunMemory(limits).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunMemoryLimits& limits = {}) const;
   // What one run holds (run_memory.h): every output (the caller's buffers, allocated per run)

@@ -8,6 +8,7 @@
 
 #include "opset/op_traits.h"
 #include "passes/core/chain_matcher.h"
+#include "passes/core/pass_manager.h"
 
 namespace npuc {
 
@@ -127,6 +128,23 @@ bool hostFusionEnabledByEnv() {
   if (!v) return true;
   const std::string s(v);
   return !(s == "0" || s == "off" || s == "false");
+}
+
+const std::vector<std::string>& hostSimplifyPasses() {
+  static const std::vector<std::string> kPasses{"canonicalize", "fold_batchnorm", "fuse_activations",
+                                                "fuse_hardsigmoid"};
+  return kPasses;
+}
+
+size_t simplifyForHost(Graph& graph) {
+  PassManagerOptions options;
+  options.record_match_failures = false;  // nobody reads the report
+  PassManager pm(std::move(options));
+  pm.addStage("host", hostSimplifyPasses());
+  const OptimizationReport report = pm.run(graph);
+  size_t rewrites = 0;
+  for (const PassFiring& f : report.fired) rewrites += f.changes;
+  return rewrites;
 }
 
 size_t fuseConvActivations(Graph& graph, const OpRegistry& registry) {

@@ -20,6 +20,16 @@ std::vector<int64_t> convKernel(const Attributes& attrs, const Shape& w, const s
   return k;
 }
 
+// ConvAct's x_layout / y_layout: "NHWC" (channels-last storage, 2-D only) or "NCHW" (the default).
+bool channelsLast(const Attributes& attrs, const char* name, size_t rank) {
+  const std::string layout = attrs.s(name, "NCHW");
+  if (layout == "NCHW") return false;
+  if (layout != "NHWC")
+    throw ShapeError(std::string("ConvAct ") + name + " must be NCHW or NHWC, got '" + layout + "'");
+  if (rank != 4) throw ShapeError(std::string("ConvAct ") + name + " NHWC needs a 2-D convolution (rank 4)");
+  return true;
+}
+
 }  // namespace
 
 ConvSpec resolveConv(const Attributes& attrs, const Shape& x, const Shape& w, const Shape* bias,
@@ -72,7 +82,11 @@ ConvSpec specFromInfer(InferContext& ctx) {
 }
 
 void inferConv(InferContext& ctx) {
-  if (ctx.node().opType() == "ConvAct") parseActivation(ctx.attrs());  // refuse unknown names early
+  if (ctx.node().opType() == "ConvAct") {  // refuse unknown names early
+    parseActivation(ctx.attrs());
+    channelsLast(ctx.attrs(), "x_layout", ctx.inputShape(kConvX).size());
+    channelsLast(ctx.attrs(), "y_layout", ctx.inputShape(kConvX).size());
+  }
   ctx.setOutput(0, ctx.inputDType(kConvX), specFromInfer(ctx).y);
 }
 
@@ -83,7 +97,11 @@ std::unique_ptr<Kernel> makeConv(const KernelContext& ctx) {
   const Shape* sum = present(kConvSum) ? &in[kConvSum].shape : nullptr;
   ConvSpec spec =
       resolveConv(ctx.node.attrs(), in[kConvX].shape, in[kConvW].shape, bias, sum, ctx.node.opType());
-  if (ctx.node.opType() == "ConvAct") spec.act = parseActivation(ctx.node.attrs());
+  if (ctx.node.opType() == "ConvAct") {
+    spec.act = parseActivation(ctx.node.attrs());
+    spec.x_nhwc = channelsLast(ctx.node.attrs(), "x_layout", spec.x.size());
+    spec.y_nhwc = channelsLast(ctx.node.attrs(), "y_layout", spec.x.size());
+  }
   return makeConvKernel(spec, ctx);
 }
 
@@ -105,7 +123,9 @@ void registerConvOps(OpRegistry& reg) {
       .infer(inferConv)
       .kernel(makeConv)
       .types({DType::Float32})
-      .doc("activation(Conv(X, W, B) + Sum): host fusion of Conv(+Add)(+activation) into oneDNN post-ops");
+      .doc(
+          "activation(Conv(X, W, B) + Sum): host fusion of Conv(+Add)(+activation) into oneDNN post-ops; "
+          "x_layout / y_layout NHWC: X, or Y and Sum, stored channels-last (host runtime regions)");
 }
 
 }  // namespace npuc::nn

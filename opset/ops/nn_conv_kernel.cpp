@@ -151,11 +151,23 @@ memory::dims oneDnnDilations(const Window& w) {
   return d;
 }
 
+// How an activation is stored between kernels: plain NCHW, or NHWC inside a channels-last region.
+memory::desc storedDesc(const Shape& shape, bool nhwc) {
+  return nhwc ? memory::desc(toDims(shape), memory::data_type::f32, memory::format_tag::nhwc)
+              : plainDesc(shape);
+}
+
+// What the primitive is created with: the stored NHWC layout as is, otherwise oneDNN's choice.
+memory::desc primitiveDesc(const Shape& shape, bool nhwc) {
+  return nhwc ? storedDesc(shape, true)
+              : memory::desc(toDims(shape), memory::data_type::f32, memory::format_tag::any);
+}
+
 class DirectConvKernel : public Kernel {
  public:
   DirectConvKernel(const ConvSpec& s, const KernelContext& ctx) : spec_(s) {
-    const memory::desc any_x(toDims(s.x), memory::data_type::f32, memory::format_tag::any);
-    const memory::desc any_y(toDims(s.y), memory::data_type::f32, memory::format_tag::any);
+    const memory::desc any_x = primitiveDesc(s.x, s.x_nhwc);
+    const memory::desc any_y = primitiveDesc(s.y, s.y_nhwc);
     const Shape w_shape = oneDnnConvWeights(s);
     const memory::desc any_w(toDims(w_shape), memory::data_type::f32, memory::format_tag::any);
     if (s.has_bias) b_desc_ = plainDesc({s.w[0]});
@@ -165,8 +177,8 @@ class DirectConvKernel : public Kernel {
         toDims(win.strides), oneDnnDilations(win), toDims(win.pads_begin), toDims(win.pads_end));
     const dnnl::convolution_forward::primitive_desc pd(desc, userScratchpadAttr(convPostOps(s)), cpuEngine());
     scratch_ = Scratchpad(pd.scratchpad_desc(), ws_);
-    src_ = LayoutAdapter(plainDesc(s.x), pd.src_desc(), ws_);
-    dst_ = LayoutAdapter(plainDesc(s.y), pd.dst_desc(), ws_);
+    src_ = LayoutAdapter(storedDesc(s.x, s.x_nhwc), pd.src_desc(), ws_);
+    dst_ = LayoutAdapter(storedDesc(s.y, s.y_nhwc), pd.dst_desc(), ws_);
     weights_ = PackedWeights(plainDesc(w_shape), pd.weights_desc(), constData(ctx, kConvW), ws_);
     prim_ = dnnl::convolution_forward(pd);
   }
@@ -201,6 +213,8 @@ class DirectConvKernel : public Kernel {
 
 std::unique_ptr<Kernel> makeConvKernel(const ConvSpec& spec, const KernelContext& ctx) {
   try {
+    // Inside a channels-last region every conv is oneDNN's (brgconv / brdgmm_dw on NHWC).
+    if (spec.x_nhwc || spec.y_nhwc) return std::make_unique<DirectConvKernel>(spec, ctx);
     if (isPlainDepthwise2d(spec)) return makeDepthwiseConvKernel(spec);
     if (isPointwise(spec) && spatialSize(spec.y) >= kMinMatmulSpatial) {
       return std::make_unique<PointwiseConvKernel>(spec, ctx);

@@ -19,6 +19,9 @@ struct ConvSpec {
   bool has_bias = false;
   bool has_sum = false;  // ConvAct's 4th input, added before the activation
   Activation act;
+  // ConvAct's x_layout / y_layout (runtime/host_layout.h): X, or Y and Sum, stored channels-last.
+  bool x_nhwc = false;
+  bool y_nhwc = false;
 };
 
 // Input positions shared by Conv and ConvAct.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "opset/ops/dnnl_layout.h"
+#include "opset/ops/nn_conv_transpose_patch.h"
 #include "opset/ops/nn_ops.h"
 #include "opset/ops/nn_window.h"
 
@@ -183,6 +184,9 @@ std::unique_ptr<Kernel> makeConvTranspose(const KernelContext& ctx) {
   const Shape* bias = in.size() > kB && in[kB].present() ? &in[kB].shape : nullptr;
   const ConvTransposeSpec spec = resolve(ctx.node.attrs(), in[kX].shape, in[kW].shape, bias);
   try {
+    if (isPatchConvTranspose(spec.x, spec.w, spec.group, spec.window, spec.y)) {
+      return makePatchConvTransposeKernel(spec.x, spec.w, spec.has_bias, ctx);
+    }
     return std::make_unique<ConvTransposeKernel>(spec, ctx);
   } catch (const dnnl::error& e) {
     const Window& w = spec.window;

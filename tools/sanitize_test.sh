@@ -26,9 +26,12 @@ PKG="$BUILD/pkg"
 # and the op kernels (*Ops*, *Scatter*, *Detect*, *Control*): gathers, scatters and NMS index
 # memory with values read from the model's data; the QDQ importer and the codecs of the new dtypes
 # (Qdq*, DtypeBlob*, GivenBias*) read untrusted files, as do the CSCH and SHPV codecs
-# (CoreScheduler*, ShapeVariants*) and the deploy runner's shape sets (DeployShapeSets*). A leading "*/" or "*" also takes the
+# (CoreScheduler*, ShapeVariants*) and the deploy runner's shape sets (DeployShapeSets*); the host
+# runtime's channels-last regions and patch ConvTranspose (HostLayout*, PatchConvTranspose*) index
+# raw buffers, and in-place Concat / node order (ConcatInPlace*, MemoryAwareOrder*) make buffers
+# share arena bytes. A leading "*/" or "*" also takes the
 # value-parameterized suites, whose names start with their instantiation ("Forms/OpsAttnEinsum").
-GTEST_FILTER="${GTEST_FILTER:-Frontend*:Graph*:Tensor*:Executor*:MemoryPlanner*:Pass*:*/Pass*:Blob*:Quant*:*/Quant*:*Ops*:*Scatter*:*Detect*:*Control*:Qdq*:DtypeBlob*:GivenBias*:CoreScheduler*:ShapeVariants*:DeployShapeSets*}"
+GTEST_FILTER="${GTEST_FILTER:-Frontend*:Graph*:Tensor*:Executor*:MemoryPlanner*:Pass*:*/Pass*:Blob*:Quant*:*/Quant*:*Ops*:*Scatter*:*Detect*:*Control*:Qdq*:DtypeBlob*:GivenBias*:CoreScheduler*:ShapeVariants*:DeployShapeSets*:HostLayout*:PatchConvTranspose*:ConcatInPlace*:MemoryAwareOrder*}"
 # (test_resource_limits.py measures peak RSS, which ASan's shadow memory and quarantine distort.)
 PYTEST_FILES="${PYTEST_FILES:-tests/python/test_bad_inputs.py tests/python/test_thread_safety.py tests/python/test_toolkit.py tests/python/test_blob.py tests/python/test_quantize.py}"
 # Accuracy thresholds are a property of the release build: at -O1 our FP32 kernels sum in another

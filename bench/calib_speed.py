@@ -97,7 +97,7 @@ def one_build(algorithm: str, dataset: str, blob: str) -> Dict:
         t0 = time.perf_counter()
         tk.export_blob(blob)
         compile_s = time.perf_counter() - t0
-        timings = dict(tk.calibration_timings or {})
+        timings = dict(getattr(tk, "calibration_timings", None) or {})  # an npuc from before the timers: none
     digest = hashlib.sha256(Path(blob).read_bytes()).hexdigest()
     Path(blob).unlink()
     return {"build": build_s, "compile": compile_s, "timings": timings, "sha256": digest,

@@ -750,7 +750,9 @@ TEST(NnPool, RandomMaxAndAveragePools) {
     EXPECT_EQ(node.infer(), want.shape()) << what;
     const std::vector<Tensor> got = node.run();
     expectClose(got[0], want, what);
-    if (with_indices) EXPECT_TRUE(got[1].bitwiseEqual(want_idx)) << what << " indices";
+    if (with_indices) {
+      EXPECT_TRUE(got[1].bitwiseEqual(want_idx)) << what << " indices";
+    }
     ++done;
   }
 }

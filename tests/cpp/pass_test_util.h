@@ -19,17 +19,12 @@
 #include "passes/core/ir_helpers.h"
 #include "passes/core/pass_manager.h"
 #include "passes/core/pass_registry.h"
+#include "tensor_test_util.h"
 
 namespace npuc {
 namespace passtest {
 
-inline Tensor randomTensor(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
-  return t;
-}
+using testutil::randomTensor;
 
 inline Tensor ints(const std::vector<int64_t>& v) {
   return int64Vector(v);

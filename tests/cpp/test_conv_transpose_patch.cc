@@ -8,17 +8,13 @@
 
 #include "opset/eval.h"
 #include "runtime/executor.h"
+#include "tensor_test_util.h"
 
 namespace npuc {
 namespace {
 
-Tensor randomTensor(const Shape& shape, uint32_t seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
+using testutil::maxAbsDiff;
+using testutil::randomTensor;
 
 // Y[n, m, i*kh + a, j*kw + b] = bias[m] + sum_c X[n, c, i, j] * W[c, m, a, b].
 Tensor naivePatchConvTranspose(const Tensor& x, const Tensor& w, const Tensor& bias) {
@@ -39,13 +35,6 @@ Tensor naivePatchConvTranspose(const Tensor& x, const Tensor& w, const Tensor& b
               y.data<float>()[((n * M + m) * H * KH + i * KH + a) * W * KW + j * KW + b] = float(acc);
             }
   return y;
-}
-
-double maxAbsDiff(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return INFINITY;
-  double m = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.doubleAt(i) - b.doubleAt(i)));
-  return m;
 }
 
 void expectPatchMatchesDefinition(const Shape& x_shape, int64_t m, int64_t kh, int64_t kw,

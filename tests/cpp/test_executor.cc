@@ -12,9 +12,17 @@
 #include "runtime/executor.h"
 #include "runtime/host_fusion.h"
 #include "runtime/memory_planner.h"
+#include "tensor_test_util.h"
 
 namespace npuc {
 namespace {
+
+using testutil::maxAbsDiff;
+
+// This file's inputs are uniform in [-2, 2).
+Tensor randomTensor(const Shape& shape, uint32_t seed) {
+  return testutil::randomTensor(shape, seed, -2.0f, 2.0f);
+}
 
 // ---------------------------------------------------------------- graph building helpers
 
@@ -35,22 +43,6 @@ Attributes intAttr(const std::string& name, int64_t v) {
 
 Value* i64Const(Graph& g, const std::vector<int64_t>& v) {
   return g.addConstant(Tensor::fromVector(v, {int64_t(v.size())}));
-}
-
-Tensor randomTensor(const Shape& shape, uint32_t seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-// Largest |a-b| over all elements; infinity if the types differ.
-double maxAbsDiff(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return INFINITY;
-  double m = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.doubleAt(i) - b.doubleAt(i)));
-  return m;
 }
 
 // x[1,16,32,32] -> Relu -> Concat(a,a) -> Sigmoid -> Slice(4 channels) -> Neg -> Exp -> out

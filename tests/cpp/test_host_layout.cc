@@ -14,30 +14,19 @@
 #include "runtime/executor.h"
 #include "runtime/host_fusion.h"
 #include "runtime/host_layout.h"
+#include "tensor_test_util.h"
 
 namespace npuc {
 namespace {
+
+using testutil::maxAbsDiff;
+using testutil::randomTensor;
 
 Value* addOp(Graph& g, const std::string& op, const std::vector<Value*>& ins, const Attributes& attrs = {}) {
   Node* n = g.appendNode(op, ins, 1);
   n->attrs() = attrs;
   inferNode(*n);
   return n->output();
-}
-
-Tensor randomTensor(const Shape& shape, uint32_t seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-double maxAbsDiff(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return INFINITY;
-  double m = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.doubleAt(i) - b.doubleAt(i)));
-  return m;
 }
 
 Attributes convAttrs(int64_t k, int64_t stride, int64_t group = 1) {

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from common import BENCH_DIR, PROC_MEMORY_FIELDS, fresh_python, ort_memory, shared_models_dir
+from common import BENCH_DIR, fresh_python, ort_memory, shared_models_dir
 
 MIB = 1 << 20
 SOC = "rk3588"
@@ -191,7 +191,7 @@ def main(argv: List[str]) -> int:
     print(f"\nload_blob + {args.iters} runs vs ONNX Runtime: peak {run_this['hwm'] / ort['hwm']:.2f}x, "
           f"peak growth over base {run_this['hwm_growth'] / ort['hwm_growth']:.2f}x")
     if args.baseline:
-        for step in (f"build() ppocrv4_det INT8, 16 pages", f"load_blob + init_runtime + {args.iters} inferences"):
+        for step in ("build() ppocrv4_det INT8, 16 pages", f"load_blob + init_runtime + {args.iters} inferences"):
             a, b = by_name[f"{step} (this)"], by_name[f"{step} (baseline)"]
             print(f"{step}: this / baseline peak growth {a['hwm_growth'] / b['hwm_growth']:.2f}x, "
                   f"anon growth {a['anon_growth'] / max(b['anon_growth'], 1):.2f}x")

@@ -1,13 +1,16 @@
 #include "quant/graph/calibrator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
 #include "quant/graph/kernel_threads.h"
 #include "quant/parallel_for.h"
 #include "runtime/executor.h"
+#include "runtime/run_memory.h"
 
 namespace npuc::quant {
 
@@ -43,7 +46,18 @@ Calibrator::Calibrator(const Graph& graph, int threads)
   const std::vector<IoInfo>& outs = executor_->outputs();
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].dtype == DType::Float32) observe(outs[i].name, Source{false, i});
+    worker_bytes_ += tensorBufferBytes(outs[i].dtype, outs[i].shape);
   }
+}
+
+size_t Calibrator::workersFor(size_t samples) const {
+  size_t workers = std::min(samples, static_cast<size_t>(threads_));
+  // Worker 0's buffers are addSample's own; each further worker adds worker_bytes_.
+  const std::optional<uint64_t> available = availableMemoryBytes();
+  if (workers > 1 && available && worker_bytes_ > 0) {
+    workers = std::min<uint64_t>(workers, 1 + *available / 2 / worker_bytes_);
+  }
+  return std::max<size_t>(workers, 1);
 }
 
 Calibrator::~Calibrator() = default;
@@ -94,7 +108,7 @@ void Calibrator::addSample(const std::vector<Tensor>& inputs) {
 }
 
 void Calibrator::addSamples(const std::vector<std::vector<Tensor>>& samples) {
-  const size_t workers = std::min(samples.size(), static_cast<size_t>(threads_));
+  const size_t workers = workersFor(samples.size());
   if (workers <= 1) {
     for (const std::vector<Tensor>& inputs : samples) addSample(inputs);
     return;

@@ -48,7 +48,9 @@ class Calibrator {
   void addSample(const std::vector<Tensor>& inputs);
   // The same as addSample on each sample in order, with up to threads() samples run at once
   // (each worker gives its kernels one thread: kernel_threads.h). Holds one set of output
-  // buffers per worker.
+  // buffers per worker, so workers beyond the first are started only while their buffers fit in
+  // half the memory the machine has available (a many-core machine would otherwise hold one copy
+  // of every activation per core); the statistics do not depend on the worker count.
   void addSamples(const std::vector<std::vector<Tensor>>& samples);
   int threads() const { return threads_; }
   int64_t numSamples() const { return samples_; }
@@ -81,7 +83,11 @@ class Calibrator {
                CalibrationTimings& t) const;
 
   std::unique_ptr<Executor> executor_;
+  // How many workers addSamples starts for `samples` samples (at least 1).
+  size_t workersFor(size_t samples) const;
+
   int threads_;
+  uint64_t worker_bytes_ = 0;                 // one worker's output buffers
   std::vector<std::vector<Tensor>> outputs_;  // per worker
   std::vector<Observed> observed_;
   std::map<std::string, ActivationHistogram> histograms_;
